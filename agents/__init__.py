@@ -1,0 +1,1 @@
+"""Thin LLM agents over the openai client (`skillbase.agents`)."""

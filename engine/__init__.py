@@ -1,0 +1,1 @@
+"""The deterministic rule engine: vocabulary, rules, trace, ranking (`skillbase.engine`)."""

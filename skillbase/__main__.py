@@ -1,0 +1,5 @@
+"""`python -m skillbase` runs the CLI."""
+
+from skillbase.cli import main
+
+main()
