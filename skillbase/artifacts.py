@@ -1,0 +1,73 @@
+"""Content-addressed artifact folder: kernels, build logs, ncu reports, prompts and responses.
+
+An artifact is stored once under `objects/<2 hex>/<sha256>` and referred to by its digest from the
+run store, so identical kernels across rounds and runs cost nothing and nothing is ever overwritten.
+Writes go through a temporary file and an atomic rename, so a crash never leaves half an artifact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+from pathlib import Path
+
+from skillbase.errors import InputError
+
+
+def digest_bytes(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+class ArtifactStore:
+    """A folder of immutable blobs addressed by their SHA-256."""
+
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.objects = self.root / "objects"
+
+    def path_for(self, digest: str) -> Path:
+        if len(digest) != 64 or any(c not in "0123456789abcdef" for c in digest):
+            raise InputError(f"not an artifact digest: {digest!r}")
+        return self.objects / digest[:2] / digest
+
+    def put_bytes(self, data: bytes) -> str:
+        digest = digest_bytes(data)
+        target = self.path_for(digest)
+        if target.exists():
+            return digest
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(data)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        return digest
+
+    def put_text(self, text: str) -> str:
+        return self.put_bytes(text.encode("utf-8"))
+
+    def put_file(self, path: Path) -> str:
+        return self.put_bytes(Path(path).read_bytes())
+
+    def get_bytes(self, digest: str) -> bytes:
+        target = self.path_for(digest)
+        try:
+            data = target.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"artifact {digest[:12]} is missing from {self.objects}",
+                             hint="the store's artifact folder was moved or pruned") from None
+        if digest_bytes(data) != digest:
+            raise InputError(f"artifact {digest[:12]} is corrupt (its content no longer matches its digest)")
+        return data
+
+    def get_text(self, digest: str) -> str:
+        return self.get_bytes(digest).decode("utf-8")
+
+    def exists(self, digest: str) -> bool:
+        return self.path_for(digest).exists()
