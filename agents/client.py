@@ -78,7 +78,7 @@ class ChatClient:
             import openai
         except ImportError:
             raise EnvironmentProblem("the openai package is not installed",
-                                     hint="pip install 'skillbase[llm]'") from None
+                                     hint="pip install openai") from None
         self.config = config
         self._openai = openai
         # Retries are ours (with backoff and logging), so the library's own are switched off.

@@ -24,6 +24,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "check": ("skillbase.commands.check:check", "Build, verify and time a kernel against its spec."),
     "profile": ("skillbase.commands.profile:profile", "Profile a kernel with ncu and write its evidence."),
     "doctor": ("skillbase.commands.doctor:doctor", "Check the GPU, driver, nvcc, ncu and Python extras."),
+    "optimize": ("skillbase.commands.optimize:optimize", "Optimize a kernel round by round, verified and recorded."),
+    "resume": ("skillbase.commands.optimize:resume", "Continue a paused or interrupted run."),
+    "runs": ("skillbase.commands.runs:runs", "List optimization runs in the store."),
+    "explain": ("skillbase.commands.explain:explain", "Replay a run's decisions and evidence from the store."),
+    "report": ("skillbase.commands.report:report", "Write a run's Markdown and HTML report."),
 }
 
 

@@ -334,27 +334,33 @@ class RunStore:
         return list(self.db.execute(f"SELECT * FROM {table} WHERE run_id=? AND round_idx=? ORDER BY id",
                                     (run_id, round_idx)))
 
-    def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, float]]:
-        """Per-skill outcomes over past runs: the prior the engine's ranking may read as history."""
-        stats: dict[str, dict[str, float]] = {}
-        sql = ("SELECT skill, status, speedup FROM attempts WHERE skill IS NOT NULL AND attempt_idx = "
-               "(SELECT MAX(a2.attempt_idx) FROM attempts a2 WHERE a2.run_id = attempts.run_id "
-               "AND a2.round_idx = attempts.round_idx)")
+    def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, Any]]:
+        """Per-skill outcomes of finished rounds in past runs: the prior the ranking may read.
+
+        A round tries one skill (possibly several variants and repairs); it counts once, as accepted
+        or not, with the best accepted speedup of that round.
+        """
+        sql = ("SELECT d.chosen_skill AS skill, r.outcome AS outcome, "
+               "(SELECT MAX(a.speedup) FROM attempts a WHERE a.run_id = r.run_id AND a.round_idx = r.idx "
+               " AND a.status = 'accepted') AS speedup "
+               "FROM rounds r JOIN decisions d ON d.run_id = r.run_id AND d.round_idx = r.idx "
+               "WHERE r.status = 'finished' AND d.chosen_skill IS NOT NULL")
         args: tuple = ()
         if exclude_run is not None:
-            sql += " AND run_id != ?"
+            sql += " AND r.run_id != ?"
             args = (exclude_run,)
-        for skill, status, speedup in self.db.execute(sql, args):
-            entry = stats.setdefault(skill, {"tried": 0, "accepted": 0, "failed": 0, "speedup_sum": 0.0})
+        stats: dict[str, dict[str, Any]] = {}
+        for row in self.db.execute(sql, args):
+            entry = stats.setdefault(row["skill"], {"tried": 0, "accepted": 0, "failed": 0, "speedups": []})
             entry["tried"] += 1
-            if status == "accepted":
+            if row["outcome"] == "accepted":
                 entry["accepted"] += 1
-                entry["speedup_sum"] += speedup or 0.0
-            elif status in ("build-failed", "incorrect", "error", "rejected-static", "quarantined"):
+                entry["speedups"].append(row["speedup"] or 1.0)
+            else:
                 entry["failed"] += 1
         for entry in stats.values():
-            entry["mean_accepted_speedup"] = (entry["speedup_sum"] / entry["accepted"]) if entry["accepted"] else None
-            del entry["speedup_sum"]
+            speedups = entry.pop("speedups")
+            entry["mean_accepted_speedup"] = sum(speedups) / len(speedups) if speedups else None
         return stats
 
 

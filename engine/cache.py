@@ -1,0 +1,88 @@
+"""A cache of the parsed rule set, keyed on a digest of every file that defines it.
+
+Parsing the built-in rules (YAML with marks, JSON Schema, rule-engine's parser) takes far longer
+than evaluating them, and importing rule-engine alone costs ~0.3 s. A cached `advise` therefore
+loads one pickle and compiles the stored Python translations. The key covers the vocabulary,
+every rule file, the thresholds file, the engine's own source and the Python version, so any edit
+invalidates it. Set SKILLBASE_NO_CACHE=1 to bypass it; SKILLBASE_CACHE_DIR moves it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+_ENGINE_DIR = Path(__file__).resolve().parent
+
+
+def cache_dir() -> Path:
+    if os.environ.get("SKILLBASE_CACHE_DIR"):
+        return Path(os.environ["SKILLBASE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "skillbase"
+
+
+def enabled() -> bool:
+    return os.environ.get("SKILLBASE_NO_CACHE", "") in ("", "0")
+
+
+def digest(dirs: list[Path], thresholds: Path) -> str:
+    from .rules import rule_files
+
+    h = hashlib.sha256()
+    h.update(sys.version.encode())
+    files: list[Path] = sorted(_ENGINE_DIR.glob("*.py"))
+    for directory in dirs:
+        files.append(directory / "vocabulary.yaml")
+        files.extend(rule_files(directory))
+    files.append(thresholds)
+    if not any((d / "vocabulary.yaml").is_file() for d in dirs):
+        from skillbase.paths import builtin_rules_dir
+
+        files.append(builtin_rules_dir() / "vocabulary.yaml")
+    for path in files:
+        h.update(str(path).encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"<absent>")
+    return h.hexdigest()
+
+
+def _path(key: str) -> Path:
+    return cache_dir() / f"rules-{key[:32]}.pickle"
+
+
+def read(key: str) -> Any:
+    if not enabled():
+        return None
+    try:
+        with open(_path(key), "rb") as handle:
+            return pickle.load(handle)
+    except Exception:  # absent, truncated or from another version: rebuild
+        return None
+
+
+def write(key: str, engine: Any) -> None:
+    if not enabled():
+        return
+    try:
+        directory = cache_dir()
+        directory.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, delete=False, suffix=".tmp") as handle:
+            pickle.dump(engine, handle, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(handle.name, _path(key))
+        # every edit of a rule makes a new key: keep the newest few so the folder stays small
+        old = sorted(directory.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)[8:]
+        for stale in old:
+            stale.unlink(missing_ok=True)
+    except Exception:  # a read-only home must not break advise; we just parse next time too
+        try:
+            os.unlink(handle.name)  # type: ignore[possibly-undefined]
+        except Exception:
+            pass

@@ -1,0 +1,307 @@
+"""Rule expressions: parsed and type-checked by `rule-engine`, evaluated as compiled Python.
+
+`rule-engine` gives us the grammar, the typed parse (a type error is caught when the rule is
+loaded, not when a kernel happens to reach it) and an AST from which the referenced symbols are
+read. Evaluating through rule-engine costs 15-30 us per expression and importing it costs ~0.3 s
+(it builds its parser tables at import), which would break `advise`'s one-second budget. So each
+parsed AST is translated once into an equivalent Python expression; the translations are cached
+with the rule set (engine/cache.py) and `advise` never imports rule-engine. Nodes we do not
+translate (regex matches, bitwise ops, datetimes, comprehensions…) fall back to rule-engine at run
+time, so every valid rule-engine expression still works. tests/test_engine_expressions.py checks
+the translation against rule-engine on every built-in expression.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from skillbase.errors import InputError
+
+# vocabulary type -> rule-engine DataType name
+RE_TYPES = {"float": "FLOAT", "int": "FLOAT", "bool": "BOOLEAN", "str": "STRING"}
+# rule-engine result DataType name -> the vocabulary types it can feed
+_RESULT_TYPES = {"FLOAT": {"float", "int"}, "BOOLEAN": {"bool"}, "STRING": {"str"}}
+
+_COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+_ARITH = {"add": "+", "sub": "-", "mul": "*", "tdiv": "/", "fdiv": "//", "mod": "%", "pow": "**"}
+_BUILTINS = {"max": "_max", "min": "_min", "abs": "_abs", "sum": "_sum"}
+_CONSTANTS = {"e": repr(math.e), "pi": repr(math.pi)}
+
+
+class ExpressionError(InputError):
+    """An expression that does not parse, reads an unknown name or mixes types."""
+
+    def __init__(self, message: str, hint: str | None = None, symbol: str | None = None):
+        super().__init__(message, hint)
+        self.symbol = symbol
+
+
+class Untranslatable(Exception):
+    """An AST node with no Python translation; the expression falls back to rule-engine."""
+
+
+@dataclass
+class Comparison:
+    """A leaf of the form `name OP literal|name` (name on the left), for focus rows and interval checks."""
+
+    name: str
+    op: str  # one of < <= > >= == !=
+    literal: Any = None  # the constant compared with, when the other side is a literal
+    other: str | None = None  # the name compared with, when the other side is a symbol
+
+
+@dataclass
+class Expression:
+    """One parsed expression: its text, the names it reads, its type and its Python translation."""
+
+    text: str
+    symbols: tuple[str, ...]
+    result_type: str  # FLOAT | BOOLEAN | STRING | NULL | other rule-engine type names
+    python: str | None  # Python source over `v` (a dict of the symbols' values); None -> rule-engine
+    comparison: Comparison | None = None
+    _fn: Callable[[dict[str, Any]], Any] | None = field(default=None, repr=False, compare=False)
+    _types: dict[str, str] | None = field(default=None, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_fn"] = None  # compiled code is rebuilt after unpickling (see compile_all)
+        return state
+
+    def evaluate(self, values: dict[str, Any]) -> Any:
+        """Value of the expression; `values` must hold every symbol (the caller handles missing)."""
+        fn = self._fn
+        if fn is None:
+            fn = self._fn = self._build()
+        return fn(values)
+
+    def _build(self) -> Callable[[dict[str, Any]], Any]:
+        if self.python is not None:
+            return eval(compile(f"lambda v: {self.python}", f"<rule expression {self.text!r}>", "eval"), _GLOBALS)  # noqa: S307 - our own translation
+        return _rule_engine_evaluator(self.text, self._types or {})
+
+
+def compile_all(expressions: list[Expression]) -> None:
+    """Compile many translations in one `compile` call (much cheaper than one call each)."""
+    todo = [e for e in expressions if e._fn is None and e.python is not None]
+    if not todo:
+        return
+    source = "(" + ",\n".join(f"lambda v: {e.python}" for e in todo) + ",)"
+    functions = eval(compile(source, "<rule expressions>", "eval"), _GLOBALS)  # noqa: S307 - our own translation
+    for expression, fn in zip(todo, functions):
+        expression._fn = fn
+
+
+def _max(items):
+    return max(items)
+
+
+def _min(items):
+    return min(items)
+
+
+def _abs(x):
+    return abs(x)
+
+
+def _sum(items):
+    return sum(items)
+
+
+_GLOBALS = {"__builtins__": {}, "bool": bool, "_max": _max, "_min": _min, "_abs": _abs, "_sum": _sum}
+
+
+def _rule_engine_evaluator(text: str, types: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
+    rule = _rule_engine_parse(text, types)
+
+    def evaluate(values: dict[str, Any]) -> Any:
+        result = rule.evaluate(values)
+        # rule-engine computes with Decimal; the rest of the engine speaks float
+        return float(result) if type(result).__name__ == "Decimal" else result
+
+    return evaluate
+
+
+def _rule_engine_parse(text: str, types: dict[str, str]):
+    import rule_engine  # lazy: ~0.3 s import, only needed when (re)parsing rules
+
+    resolver = rule_engine.type_resolver_from_dict(
+        {name: getattr(rule_engine.DataType, RE_TYPES.get(t, "UNDEFINED")) for name, t in types.items()}
+    )
+    context = rule_engine.Context(type_resolver=resolver)
+    return rule_engine.Rule(text, context=context)
+
+
+def parse(text: str, types: dict[str, str], expect: str | None = None) -> Expression:
+    """Parse and type-check `text` against `types` ({name: float|int|bool|str}).
+
+    `expect` is the vocabulary type the result must have (bool for conditions, float for
+    speedups, the fact's type for derived values). Raises ExpressionError with a hint.
+    """
+    import rule_engine
+
+    if not isinstance(text, str) or not text.strip():
+        raise ExpressionError("empty expression", "write a rule-engine expression such as `mem_pct >= 60`")
+    try:
+        rule = _rule_engine_parse(text, types)
+    except rule_engine.errors.SymbolResolutionError as error:
+        name = error.symbol_name
+        raise ExpressionError(f"unknown name `{name}` in `{text}`", _did_you_mean(name, types), symbol=name) from None
+    except rule_engine.errors.RuleSyntaxError as error:
+        token = getattr(error, "token", None)
+        near = f" near `{token.value}`" if token is not None and getattr(token, "value", None) else ""
+        raise ExpressionError(f"syntax error{near} in `{text}`", "rule-engine syntax: and/or/not, == != < <= > >=, a ? b : c, x in [..], $max([..])") from None
+    except rule_engine.errors.EvaluationError as error:
+        # rule-engine reports type errors found while reducing the typed AST as EvaluationError
+        raise ExpressionError(f"{error.message} in `{text}`", _type_hint(text, types)) from None
+    except rule_engine.errors.EngineError as error:
+        raise ExpressionError(f"{getattr(error, 'message', error)} in `{text}`") from None
+    root = rule.statement.expression
+    symbols: set[str] = set()
+    _collect_symbols(root, symbols)
+    result_type = getattr(getattr(root, "result_type", None), "name", "UNDEFINED")
+    if expect is not None and result_type not in ("UNDEFINED", "NULL") and expect not in _RESULT_TYPES.get(result_type, ()):
+        raise ExpressionError(
+            f"`{text}` is {result_type.lower()}, expected {expect}",
+            "a condition must compare something (e.g. `x > 3`)" if expect == "bool" else f"make the expression yield a {expect}",
+        )
+    try:
+        python = _translate(root)
+    except Untranslatable:
+        python = None
+    expression = Expression(text=text, symbols=tuple(sorted(symbols)), result_type=result_type, python=python,
+                            comparison=_comparison(root))
+    expression._types = {name: types[name] for name in expression.symbols if name in types}
+    return expression
+
+
+def _did_you_mean(name: str, names) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
+    if close:
+        return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
+    return "every name must be declared in rules/vocabulary.yaml"
+
+
+def _type_hint(text: str, types: dict[str, str]) -> str:
+    mentioned = [f"{n}: {t}" for n, t in sorted(types.items()) if n in text]
+    return "types: " + ", ".join(mentioned[:6]) if mentioned else "check the operand types"
+
+
+def _collect_symbols(node, out: set[str]) -> None:
+    import rule_engine.ast as ast
+
+    if isinstance(node, ast.SymbolExpression):
+        if node.scope is None:
+            out.add(node.name)
+        return
+    for attr in ("left", "right", "condition", "case_true", "case_false", "member", "container",
+                 "function", "expression", "object", "container", "start", "stop"):
+        child = getattr(node, attr, None)
+        if isinstance(child, ast.ExpressionBase):
+            _collect_symbols(child, out)
+    for attr in ("arguments", "value"):
+        children = getattr(node, attr, None)
+        if isinstance(children, (list, tuple)):
+            for child in children:
+                if isinstance(child, ast.ExpressionBase):
+                    _collect_symbols(child, out)
+                elif isinstance(child, tuple):  # mapping literals hold (key, value) pairs
+                    for part in child:
+                        if isinstance(part, ast.ExpressionBase):
+                            _collect_symbols(part, out)
+
+
+def _translate(node) -> str:
+    import rule_engine.ast as ast
+
+    kind = type(node).__name__
+    if kind == "LogicExpression":
+        op = {"and": "and", "or": "or"}.get(node.type)
+        if op is None:
+            raise Untranslatable(kind)
+        return f"(bool({_translate(node.left)}) {op} bool({_translate(node.right)}))"
+    if kind in ("ComparisonExpression", "ArithmeticComparisonExpression"):
+        op = _COMPARE.get(node.type)
+        if op is None:
+            raise Untranslatable(node.type)
+        return f"({_translate(node.left)} {op} {_translate(node.right)})"
+    if kind in ("ArithmeticExpression", "AddExpression", "SubtractExpression"):
+        op = _ARITH.get(node.type)
+        if op is None:
+            raise Untranslatable(node.type)
+        return f"({_translate(node.left)} {op} {_translate(node.right)})"
+    if kind == "UnaryExpression":
+        if node.type == "not":
+            return f"(not {_translate(node.right)})"
+        if node.type == "uminus":
+            return f"(-{_translate(node.right)})"
+        raise Untranslatable(node.type)
+    if kind == "TernaryExpression":
+        return f"({_translate(node.case_true)} if {_translate(node.condition)} else {_translate(node.case_false)})"
+    if kind == "ContainsExpression":
+        return f"({_translate(node.member)} in {_translate(node.container)})"
+    if kind == "SymbolExpression":
+        if node.scope is None:
+            return f"v[{node.name!r}]"
+        if node.name in _CONSTANTS:
+            return _CONSTANTS[node.name]
+        raise Untranslatable(node.name)
+    if kind == "FunctionCallExpression":
+        function = node.function
+        if isinstance(function, ast.SymbolExpression) and function.scope == "built-in" and function.name in _BUILTINS:
+            args = ", ".join(_translate(a) for a in node.arguments)
+            return f"{_BUILTINS[function.name]}({args})"
+        raise Untranslatable("function")
+    if kind == "FloatExpression":
+        return repr(float(node.value))
+    if kind == "StringExpression":
+        return repr(str(node.value))
+    if kind == "BooleanExpression":
+        return "True" if node.value else "False"
+    if kind == "NullExpression":
+        return "None"
+    if kind == "ArrayExpression":
+        items = [_translate(item) for item in node.value]
+        return "(" + "".join(f"{item}, " for item in items) + ")"
+    raise Untranslatable(kind)
+
+
+_FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
+
+
+def _comparison(node) -> Comparison | None:
+    """`name OP literal` / `literal OP name` / `name OP name`, normalised with a name on the left."""
+    kind = type(node).__name__
+    if kind not in ("ComparisonExpression", "ArithmeticComparisonExpression"):
+        return None
+    op = _COMPARE.get(node.type)
+    if op is None:
+        return None
+    left, right = _operand(node.left), _operand(node.right)
+    if left is None or right is None:
+        return None
+    if left[0] == "name" and right[0] == "literal":
+        return Comparison(left[1], op, literal=right[1])
+    if left[0] == "literal" and right[0] == "name":
+        return Comparison(right[1], _FLIP[op], literal=left[1])
+    if left[0] == "name" and right[0] == "name":
+        return Comparison(left[1], op, other=right[1])
+    return None
+
+
+def _operand(node):
+    kind = type(node).__name__
+    if kind == "SymbolExpression" and node.scope is None:
+        return ("name", node.name)
+    if kind == "FloatExpression":
+        return ("literal", float(node.value))
+    if kind == "StringExpression":
+        return ("literal", str(node.value))
+    if kind == "BooleanExpression":
+        return ("literal", bool(node.value))
+    if kind == "UnaryExpression" and node.type == "uminus" and type(node.right).__name__ == "FloatExpression":
+        return ("literal", -float(node.right.value))
+    return None

@@ -1,0 +1,87 @@
+"""Ranking proposals into candidates: deterministic, explainable, history-aware.
+
+Order: skills not yet tried on this kernel first, then skills tried before, then skills that
+failed (history is evidence: re-proposing what already failed wastes a round); within a group by
+score (desc), estimated speedup (desc, unknown last), skill id (asc). A skill proposed by several
+rules keeps its best proposal and lists every rule that proposed it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from .trace import FocusRow
+
+DEMOTION = {None: 0, "tried": 1, "failed": 2}
+
+
+@dataclass
+class Candidate:
+    skill: str
+    score: float
+    speedup: float | None
+    rules: list[str]
+    because: str
+    focus: list[FocusRow] = field(default_factory=list)
+    rank: int = 0
+    demoted: str | None = None  # None | "tried" | "failed": what history says about this skill here
+    best_rule: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {"rank": self.rank, "skill": self.skill, "score": self.score, "speedup": self.speedup,
+                "rules": self.rules, "best_rule": self.best_rule, "because": self.because,
+                "demoted": self.demoted, "focus": [row.to_json() for row in self.focus]}
+
+
+def _skill_of(item: Any) -> str | None:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, dict):
+        return item.get("skill") or item.get("id")
+    return None
+
+
+def history_status(history: Any) -> dict[str, str]:
+    """skill -> "failed" | "tried" from `evidence.history` (lists of ids or of {skill: …} records)."""
+    if not isinstance(history, dict):
+        return {}
+    status: dict[str, str] = {}
+    for key in ("tried", "won"):
+        for item in history.get(key) or []:
+            skill = _skill_of(item)
+            if skill:
+                status[skill] = "tried"
+    for item in history.get("failed") or []:
+        skill = _skill_of(item)
+        if skill:
+            status[skill] = "failed"
+    return status
+
+
+def _order(proposal: dict[str, Any]) -> tuple:
+    speedup = proposal["speedup"]
+    return (-proposal["score"], -(speedup if speedup is not None else -1.0), proposal["rule"])
+
+
+def rank(proposals: list[dict[str, Any]], history: Any = None) -> list[Candidate]:
+    """`proposals`: [{skill, score, speedup, rule, because, focus}] from firing propose rules."""
+    by_skill: dict[str, list[dict[str, Any]]] = {}
+    for proposal in proposals:
+        by_skill.setdefault(proposal["skill"], []).append(proposal)
+    status = history_status(history)
+    candidates = []
+    for skill, group in by_skill.items():
+        group.sort(key=_order)
+        best = group[0]
+        focus: list[FocusRow] = []
+        for proposal in group:  # the best rule's evidence first, then the others'
+            focus.extend(proposal["focus"])
+        candidates.append(Candidate(skill=skill, score=best["score"], speedup=best["speedup"],
+                                    rules=sorted({p["rule"] for p in group}), because=best["because"],
+                                    focus=focus, demoted=status.get(skill), best_rule=best["rule"]))
+    candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.score,
+                                   -(c.speedup if c.speedup is not None else -1.0), c.skill))
+    for index, candidate in enumerate(candidates, 1):
+        candidate.rank = index
+    return candidates

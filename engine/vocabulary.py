@@ -1,0 +1,479 @@
+"""The vocabulary: every name a rule may read, where its value comes from, and its type.
+
+`Vocabulary.load()` validates `rules/vocabulary.yaml` (schema, types, ncu metric names, derived
+expressions and their cycles) and collects every problem instead of stopping at the first.
+`Vocabulary.view(evidence, thresholds)` resolves the values of all names for the focus kernel
+of one Evidence document: a value the evidence lacks is `MISSING` (a sentinel distinct from None
+and False); a derived name is computed on first use from the names it reads and is `MISSING`
+when any of them is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable
+
+from skillbase.errors import InputError
+from .problems import Problem
+
+SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "fact", "threshold")
+TYPES = ("float", "int", "bool", "str")
+# unit__counter.rollup[.submetric…], e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed,
+# launch__grid_size, derived__memory_l2_theoretical_sectors_global_excessive
+# launch__grid_size, derived__memory_l2_theoretical_sectors_global_excessive; plus the
+# SourceCounters family that ncu names without a unit prefix (memory_l2_theoretical_sectors_global,
+# memory_l1_wavefronts_shared_ideal, inst_executed, thread_inst_executed…).
+NCU_METRIC = re.compile(r"^([a-z][a-z0-9_]*__[a-z0-9_]+|(memory|inst|thread_inst|smsp_pcsamp)_[a-z0-9_]+)(\.[a-z0-9_]+)*$")
+
+
+class _Missing:
+    """The value of a name the evidence does not provide. Falsy, but never equal to None/False."""
+
+    __slots__ = ()
+    _instance: _Missing | None = None
+
+    def __new__(cls) -> _Missing:
+        if cls._instance is None:
+            cls._instance = super().__new__(cls)
+        return cls._instance
+
+    def __repr__(self) -> str:
+        return "MISSING"
+
+    def __bool__(self) -> bool:
+        return False
+
+    def __reduce__(self):
+        return (_Missing, ())
+
+
+MISSING = _Missing()
+
+
+@dataclass
+class Entry:
+    """One vocabulary name."""
+
+    name: str
+    type: str
+    unit: str
+    source: str  # one of SOURCES
+    ref: str  # the ncu metric, dotted path, expression, fact or threshold name
+    meaning: str
+    file: str
+    line: int
+    expression: Any = None  # engine.expressions.Expression for derived names
+
+    @property
+    def where(self) -> str:
+        return f"{self.file}:{self.line}"
+
+
+@dataclass
+class Thresholds:
+    """A thresholds file: named constants rules read as `threshold_<name>`."""
+
+    path: str
+    digest: str
+    values: dict[str, Any]
+    provenance: dict[str, str]
+    lines: dict[str, int] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: Path | str) -> Thresholds:
+        from .yamlfile import load_yaml
+
+        path = Path(path)
+        try:
+            raw = path.read_bytes()
+        except FileNotFoundError:
+            raise InputError(f"{path}: thresholds file not found", "pass an existing file to --thresholds") from None
+        doc = load_yaml(path, raw.decode("utf-8", errors="replace"))
+        problems = _schema_problems(doc, "thresholds")
+        if problems:
+            raise InputError(str(problems[0]), "see skillbase/schemas/thresholds.schema.json")
+        values = {name: spec["value"] for name, spec in (doc.data or {}).items()}
+        provenance = {name: spec.get("provenance", "") for name, spec in (doc.data or {}).items()}
+        lines = {name: doc.line(name) for name in values}
+        return cls(str(path), "sha256:" + hashlib.sha256(raw).hexdigest(), values, provenance, lines)
+
+    def type_of(self, name: str) -> str:
+        value = self.values[name]
+        if isinstance(value, bool):
+            return "bool"
+        if isinstance(value, str):
+            return "str"
+        return "float"
+
+
+def default_thresholds_path(rules_dirs: Iterable[Path] = ()) -> Path:
+    """`thresholds/ncu-defaults.yaml` of the first rules dir that has one, else the built-in one."""
+    for directory in rules_dirs:
+        candidate = Path(directory) / "thresholds" / "ncu-defaults.yaml"
+        if candidate.is_file():
+            return candidate
+    from skillbase.paths import builtin_rules_dir
+
+    return builtin_rules_dir() / "thresholds" / "ncu-defaults.yaml"
+
+
+class Vocabulary:
+    """All names rules may read. Build with `Vocabulary.load(paths, thresholds)`."""
+
+    def __init__(self, entries: dict[str, Entry], derived_order: list[str], files: list[str]):
+        self.entries = entries
+        self.derived_order = derived_order
+        self.files = files
+        self.types = {name: entry.type for name, entry in entries.items()}
+        self.facts = {entry.ref: name for name, entry in entries.items() if entry.source == "fact"}
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.entries
+
+    def __getitem__(self, name: str) -> Entry:
+        return self.entries[name]
+
+    @classmethod
+    def load(cls, paths: Iterable[Path], thresholds: Thresholds | None) -> tuple[Vocabulary, list[Problem]]:
+        """Load and merge vocabulary files; returns the vocabulary and every problem found."""
+        from . import expressions
+        from .yamlfile import load_yaml
+
+        problems: list[Problem] = []
+        entries: dict[str, Entry] = {}
+        files: list[str] = []
+        for path in paths:
+            try:
+                doc = load_yaml(path)
+            except InputError as error:
+                problems.append(Problem.from_input_error(error, str(path)))
+                continue
+            files.append(str(path))
+            schema_problems = _schema_problems(doc, "vocabulary")
+            problems.extend(schema_problems)
+            if not isinstance(doc.data, dict):
+                continue
+            bad = {p.path_key for p in schema_problems}
+            for name, spec in doc.data.items():
+                if name in bad or not isinstance(spec, dict):
+                    continue
+                where = doc.line(name)
+                if name in entries:
+                    problems.append(Problem(str(path), where, f"vocabulary name `{name}` is declared twice",
+                                            f"first at {entries[name].where}"))
+                    continue
+                (source, ref), = spec["source"].items()
+                entries[name] = Entry(name, spec["type"], spec.get("unit", "none"), source, str(ref),
+                                      spec.get("meaning", ""), str(path), where)
+                if source == "ncu" and not NCU_METRIC.match(str(ref)):
+                    problems.append(Problem(str(path), doc.line(f"{name}.source"),
+                                            f"`{ref}` is not an ncu metric name (for `{name}`)",
+                                            "ncu names look like unit__counter.rollup, e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed"))
+        if thresholds is not None:
+            # every threshold is readable as threshold_<name>, declared or not
+            for tname in thresholds.values:
+                name = f"threshold_{tname}"
+                if name not in entries:
+                    entries[name] = Entry(name, thresholds.type_of(tname), "none", "threshold", tname,
+                                          thresholds.provenance.get(tname, ""), thresholds.path, thresholds.lines.get(tname, 1))
+            for entry in entries.values():
+                if entry.source == "threshold" and entry.ref not in thresholds.values:
+                    problems.append(Problem(entry.file, entry.line, f"threshold `{entry.ref}` (for `{entry.name}`) is not in {thresholds.path}",
+                                            expressions._did_you_mean(entry.ref, thresholds.values)))
+        types = {name: entry.type for name, entry in entries.items()}
+        for entry in entries.values():
+            if entry.source != "derived":
+                continue
+            try:
+                entry.expression = expressions.parse(entry.ref, types, expect=entry.type)
+            except expressions.ExpressionError as error:
+                problems.append(Problem(entry.file, entry.line, f"`{entry.name}`: {error.message}", error.hint))
+        order, cycle = _derived_order(entries)
+        if cycle:
+            first = entries[cycle[0]]
+            problems.append(Problem(first.file, first.line, "derived names form a cycle: " + " -> ".join(cycle + [cycle[0]]),
+                                    "a derived expression may not read itself, directly or through other derived names"))
+        return cls(entries, order, files), problems
+
+    def ncu_metrics(self, names: Iterable[str] | None = None) -> list[str]:
+        """ncu metric names behind `names` (all names when None), following derived expressions."""
+        wanted = self.closure(self.entries if names is None else names)
+        return sorted({self.entries[n].ref for n in wanted if self.entries[n].source == "ncu"})
+
+    def closure(self, names: Iterable[str]) -> set[str]:
+        """`names` plus every name their derived expressions read, transitively."""
+        seen: set[str] = set()
+        stack = [n for n in names if n in self.entries]
+        while stack:
+            name = stack.pop()
+            if name in seen:
+                continue
+            seen.add(name)
+            expression = self.entries[name].expression
+            if expression is not None:
+                stack.extend(s for s in expression.symbols if s in self.entries)
+        return seen
+
+    def facts_read(self, names: Iterable[str]) -> set[str]:
+        """The facts (`fact:` names) that `names` depend on, through derived expressions too."""
+        return {self.entries[n].ref for n in self.closure(names) if self.entries[n].source == "fact"}
+
+    def all_expressions(self) -> list[Any]:
+        return [e.expression for e in self.entries.values() if e.expression is not None]
+
+    def view(self, evidence: Any, thresholds: Thresholds | None, kernel: str | None = None,
+             overrides: dict[str, Any] | None = None) -> View:
+        return View(self, evidence, thresholds, kernel=kernel, overrides=overrides)
+
+
+def _derived_order(entries: dict[str, Entry]) -> tuple[list[str], list[str]]:
+    """Topological order of derived names; the second value is a cycle when there is one."""
+    order: list[str] = []
+    state: dict[str, int] = {}  # 1 visiting, 2 done
+
+    def visit(name: str, stack: list[str]) -> list[str]:
+        state[name] = 1
+        stack.append(name)
+        for dep in sorted(entries[name].expression.symbols) if entries[name].expression else ():
+            if dep not in entries or entries[dep].source != "derived":
+                continue
+            if state.get(dep) == 1:
+                return stack[stack.index(dep):]
+            if dep not in state:
+                found = visit(dep, stack)
+                if found:
+                    return found
+        stack.pop()
+        state[name] = 2
+        order.append(name)
+        return []
+
+    for name in sorted(entries):
+        if entries[name].source == "derived" and name not in state:
+            cycle = visit(name, [])
+            if cycle:
+                return order, list(cycle)
+    return order, []
+
+
+# ---------------------------------------------------------------------------------------------
+# Resolving values for one evidence document
+
+
+def _get(obj: Any, key: str) -> Any:
+    """Read `key` from a dict or an attribute of a model object (Evidence, KernelRecord)."""
+    if obj is None:
+        return None
+    if isinstance(obj, dict):
+        return obj.get(key)
+    if isinstance(obj, (list, tuple)):
+        try:
+            return obj[int(key)]
+        except (ValueError, IndexError):
+            return None
+    return getattr(obj, key, None)
+
+
+def _dotted(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        obj = _get(obj, part)
+        if obj is None:
+            return None
+    return obj
+
+
+def _by_kernel(table: Any, kernel: str | None) -> Any:
+    """Per-kernel blocks (static.kernels, ptxas) are keyed by the demangled name without parameters."""
+    if not table or not isinstance(table, dict):
+        return None
+    if kernel is not None:
+        if kernel in table:
+            return table[kernel]
+        base = re.split(r"[(<]", kernel, maxsplit=1)[0].strip()
+        base = base.split("::")[-1].split()[-1] if base else base
+        if base in table:
+            return table[base]
+    if len(table) == 1:
+        return next(iter(table.values()))
+    return None
+
+
+def focus_kernel(evidence: Any, kernel: str | None = None) -> tuple[Any, str]:
+    """The kernel record the rules look at, and why it was chosen."""
+    kernels = list(_get(evidence, "kernels") or [])
+    if not kernels:
+        raise InputError("the evidence holds no kernels", "profile a run that launches at least one kernel")
+    names = [_get(k, "name") for k in kernels]
+    if kernel is not None:
+        try:
+            pattern = re.compile(kernel)
+        except re.error:
+            pattern = re.compile(re.escape(kernel))
+        matches = [k for k in kernels if kernel in (_get(k, "name") or "") or pattern.search(_get(k, "name") or "")]
+        if not matches:
+            raise InputError(f"no kernel matches `{kernel}`", "kernels present: " + ", ".join(map(str, names)))
+        chosen = max(matches, key=_total_ns)
+        return chosen, f"selected with --kernel {kernel}" + (f" ({len(matches)} matched; the longest)" if len(matches) > 1 else "")
+    named = _get(evidence, "focus_kernel")
+    if named is not None:
+        for k in kernels:
+            if _get(k, "name") == named:
+                return k, _get(evidence, "focus_reason") or "named by the evidence"
+    chosen = max(kernels, key=_total_ns)
+    total = sum(_total_ns(k) for k in kernels) or 1.0
+    return chosen, f"{100 * _total_ns(chosen) / total:.0f}% of GPU time ({len(kernels)} kernel(s))"
+
+
+def _total_ns(kernel: Any) -> float:
+    duration = _get(kernel, "duration_ns") or 0.0
+    return float(duration) * float(_get(kernel, "launches") or 1)
+
+
+def coerce(value: Any, type_: str) -> Any:
+    """`value` as vocabulary type `type_`, or MISSING when absent; raises TypeError on a mismatch."""
+    if value is None or value is MISSING:
+        return MISSING
+    if type_ == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise TypeError(f"expected a number, got {value!r}")
+        value = float(value)
+        return MISSING if value != value else value  # NaN means ncu could not compute it
+    if type_ == "int":
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
+            raise TypeError(f"expected an integer, got {value!r}")
+        return int(value)
+    if type_ == "bool":
+        if not isinstance(value, bool):
+            raise TypeError(f"expected true/false, got {value!r}")
+        return value
+    if not isinstance(value, str):
+        raise TypeError(f"expected a string, got {value!r}")
+    return value
+
+
+class View:
+    """Resolved values of every vocabulary name for one evidence document's focus kernel.
+
+    Mapping-like: `view[name]` is a value or MISSING. Facts are set by derivation rules through
+    `set_fact`; `overrides` (cases) pin names, facts included, and win over everything else.
+    """
+
+    def __init__(self, vocabulary: Vocabulary, evidence: Any, thresholds: Thresholds | None,
+                 kernel: str | None = None, overrides: dict[str, Any] | None = None):
+        self.vocabulary = vocabulary
+        self.problems: list[str] = []
+        self._values: dict[str, Any] = {}
+        self.pinned: set[str] = set()
+        self.evidence = evidence
+        if evidence is not None:
+            self.kernel, self.focus_reason = focus_kernel(evidence, kernel)
+            self.kernel_name = _get(self.kernel, "name")
+        else:
+            self.kernel, self.focus_reason, self.kernel_name = None, "no evidence (values only)", None
+        self._metrics = _get(self.kernel, "metrics") or {}
+        self._thresholds = thresholds.values if thresholds is not None else {}
+        for name, value in (overrides or {}).items():
+            entry = vocabulary.entries.get(name)
+            if entry is None:
+                from .expressions import _did_you_mean
+
+                raise InputError(f"unknown vocabulary name `{name}`", _did_you_mean(name, vocabulary.entries))
+            try:
+                self._values[name] = coerce(value, entry.type)
+            except TypeError as error:
+                raise InputError(f"`{name}` ({entry.type}): {error}") from None
+            self.pinned.add(name)
+        self._values_only = evidence is None
+
+    def __getitem__(self, name: str) -> Any:
+        try:
+            return self._values[name]
+        except KeyError:
+            pass
+        value = self._resolve(name)
+        self._values[name] = value
+        return value
+
+    def get(self, name: str, default: Any = MISSING) -> Any:
+        return self[name] if name in self.vocabulary.entries else default
+
+    def set_fact(self, fact: str, value: Any) -> bool:
+        """Record a derived fact; returns False when a case pinned it (pins win)."""
+        name = self.vocabulary.facts.get(fact)
+        if name is None or name in self.pinned:
+            return False
+        self._values[name] = value
+        return True
+
+    def _resolve(self, name: str) -> Any:
+        entry = self.vocabulary.entries[name]
+        source = entry.source
+        if source == "derived":
+            return self._derive(entry)
+        if source == "threshold":
+            raw = self._thresholds.get(entry.ref)
+        elif source == "fact":
+            return MISSING  # set_fact stores facts directly; unset means no rule derived it
+        elif self._values_only:
+            return MISSING
+        elif source == "ncu":
+            raw = self._metrics.get(entry.ref)
+        elif source == "static":
+            static = _get(self.evidence, "static")
+            if entry.ref.startswith("file."):
+                raw = _dotted(_get(static, "file"), entry.ref[5:])
+            else:
+                raw = _dotted(_by_kernel(_get(static, "kernels"), self.kernel_name), entry.ref)
+        elif source == "ptxas":
+            raw = _dotted(_by_kernel(_get(self.evidence, "ptxas"), self.kernel_name), entry.ref)
+        elif source == "launch":
+            raw = _dotted(_get(self.kernel, "launch"), entry.ref)
+            if raw is None:  # kernel-level fields (launches, time_share, duration_ns)
+                raw = _dotted(self.kernel, entry.ref)
+        elif source == "history":
+            raw = _dotted(_get(self.evidence, "history"), entry.ref)
+            if isinstance(raw, (list, dict)) and entry.type == "int":
+                raw = len(raw)  # e.g. {history: failed} typed int counts the failed attempts
+        else:  # device, timing, roofline
+            raw = _dotted(_get(self.evidence, source), entry.ref)
+        try:
+            return coerce(raw, entry.type)
+        except TypeError as error:
+            self.problems.append(f"`{name}` ({entry.source}: {entry.ref}): {error}; treated as missing")
+            return MISSING
+
+    def _derive(self, entry: Entry) -> Any:
+        expression = entry.expression
+        if expression is None:
+            return MISSING
+        values = {}
+        for symbol in expression.symbols:
+            value = self[symbol]
+            if value is MISSING:
+                return MISSING
+            values[symbol] = value
+        try:
+            result = expression.evaluate(values)
+        except (ArithmeticError, ValueError, TypeError) as error:
+            self.problems.append(f"`{entry.name}` = {expression.text}: {error}; treated as missing")
+            return MISSING
+        except Exception as error:  # rule-engine fallback raises its own EvaluationError types
+            self.problems.append(f"`{entry.name}` = {expression.text}: {error}; treated as missing")
+            return MISSING
+        try:
+            return coerce(result, entry.type)
+        except TypeError as error:
+            self.problems.append(f"`{entry.name}` = {expression.text}: {error}; treated as missing")
+            return MISSING
+
+    def snapshot(self, names: Iterable[str]) -> dict[str, Any]:
+        return {name: self[name] for name in names}
+
+
+def _schema_problems(doc, schema_name: str) -> list[Problem]:
+    from .schemas import check
+
+    return check(doc, schema_name)

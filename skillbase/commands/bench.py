@@ -1,0 +1,231 @@
+"""`skillbase bench`: list the suite, run it on GPUs through the harness, report its scores.
+
+A thin click layer over `skillbase.bench`. The GPU part (`_measure`) is isolated: it needs an NVIDIA
+GPU and the harness's verify-and-time API (`skillbase.harness.compare`), and without either `bench
+run` stops with one line saying which is missing. With several GPUs (`--gpus 0,1`) one worker process
+per GPU (CUDA_VISIBLE_DEVICES set before the harness is imported) takes tasks from a shared queue.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import click
+
+from skillbase import bench as lib
+from skillbase.commands.options import json_option
+from skillbase.errors import EnvironmentProblem, InputError
+
+
+@click.group("bench")
+def bench() -> None:
+    """The MSKernelBench-style suite: 50 operators, FP32 and BF16, baselines and vendor libraries."""
+
+
+@bench.command("list")
+@json_option
+@click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Suite folder (default: $SKILLBASE_BENCH_DIR, else bench/ in the source tree).")
+def list_(as_json: bool, root: Path | None) -> None:
+    """List operators, their category and implementations."""
+    ops = lib.discover(root)
+    if as_json:
+        click.echo(json.dumps([o.to_dict() for o in ops], indent=1, default=str))
+        return
+    width = max(len(o.name) for o in ops)
+    for o in ops:
+        impls = ", ".join(i.name for i in o.implementations)
+        click.echo(f"{o.name:<{width}}  {o.category:<11}  {impls}")
+    n_impl = sum(len(o.implementations) for o in ops)
+    click.echo(f"{len(ops)} operators, {n_impl} implementations")
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@bench.command("run")
+@click.option("--ops", "ops_csv", default=None, help="Comma-separated operators (default: all).")
+@click.option("--dtype", type=click.Choice(lib.DTYPES), default=None, help="Only this dtype (default: both).")
+@click.option("--impl", type=click.Choice(lib.KINDS), default="baseline",
+              help="baseline | vendor (library implementations) | best (best_<dtype>.cu where present, else baseline).")
+@click.option("--gpus", default=None, help="Comma-separated GPU indices; one worker process per GPU (default: 0).")
+@click.option("--preset", "presets_csv", default=None, help="Comma-separated presets (default: each task's scored presets).")
+@click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Suite folder.")
+@json_option
+def run(ops_csv, dtype, impl, gpus, presets_csv, root, as_json) -> None:
+    """Verify and time the chosen implementations; results go to bench/results/<gpu>/."""
+    ops = lib.discover(root)
+    impls = lib.select(ops, _split(ops_csv), dtype, impl)
+    if not impls:
+        raise InputError("nothing to run for that selection", hint="see `skillbase bench list`")
+    gpu_ids = _split(gpus) or ["0"]
+    gpu_name = _require_gpu()
+    _require_harness()
+    jobs = _jobs(impls, _split(presets_csv))
+    results = _run_jobs(jobs, gpu_ids)
+    meta = {"skillbase": _version(), "git": _git_head()}
+    path = lib.save_results(gpu_name, results, meta, root)
+    s = lib.scores(results, gpu=lib.gpu_slug(gpu_name))
+    if as_json:
+        click.echo(json.dumps({"results": str(path), "scores": s}, indent=1))
+    else:
+        click.echo(f"{s['verified']}/{s['tasks']} verified; weighted speedup {lib._fmt(s['weighted_speedup'])}; "
+                   f"results in {path}")
+
+
+@bench.command("report")
+@click.option("--gpu", "gpu", default=None, help="GPU folder under bench/results/ (default: every one present).")
+@click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Also write an HTML report here (one file per GPU when several).")
+@click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None, help="Suite folder.")
+@json_option
+def report(gpu, html_path, root, as_json) -> None:
+    """Print the scores of stored results as Markdown (and write HTML)."""
+    results_root = (root or lib.bench_dir()) / "results"
+    folders = [results_root / lib.gpu_slug(gpu)] if gpu else sorted(p for p in results_root.glob("*") if (p / "results.json").is_file())
+    if not folders or not all((f / "results.json").is_file() for f in folders):
+        raise InputError(f"no bench results under {results_root}" + (f" for {gpu}" if gpu else ""),
+                         hint="run `skillbase bench run` on a GPU machine first")
+    out = {}
+    for folder in folders:
+        meta, results = lib.load_results(folder / "results.json")
+        meta.setdefault("gpu", folder.name)
+        if as_json:
+            out[folder.name] = lib.scores(results, gpu=lib.gpu_slug(meta["gpu"]))
+        else:
+            click.echo(lib.render_markdown(meta, results))
+        if html_path:
+            target = html_path if len(folders) == 1 else html_path.with_name(f"{html_path.stem}-{folder.name}{html_path.suffix}")
+            target.write_text(lib.render_html(meta, results))
+    if as_json:
+        click.echo(json.dumps(out, indent=1))
+
+
+# -- the GPU part ----------------------------------------------------------------------------------
+
+def _require_gpu() -> str:
+    """The name of GPU 0, or an EnvironmentProblem on a machine without one."""
+    if shutil.which("nvidia-smi") is None:
+        raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi is not installed)",
+                                 hint="run `skillbase bench run` on a GPU machine; `bench list` and `bench report` work anywhere")
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EnvironmentProblem(f"nvidia-smi failed ({error})") from None
+    names = [line.strip() for line in out.stdout.splitlines() if line.strip()]
+    if out.returncode != 0 or not names:
+        raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi lists none)")
+    return names[0]
+
+
+def _require_harness() -> None:
+    try:
+        from skillbase.harness import compare  # noqa: F401
+    except ImportError:
+        raise EnvironmentProblem("the harness's verify-and-time API (skillbase.harness.compare) is not installed",
+                                 hint="update skillbase; bench run needs skillbase.harness.compare") from None
+
+
+def _jobs(impls: list[lib.Implementation], presets: list[str]) -> list[tuple[lib.Implementation, str]]:
+    from skillbase.task import load_task
+
+    jobs = []
+    for impl in impls:
+        spec = load_task(impl.baseline_path)
+        for preset in presets or list(spec.scored):
+            if preset not in spec.presets:
+                raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})")
+            jobs.append((impl, preset))
+    return jobs
+
+
+def _run_jobs(jobs, gpu_ids: list[str]) -> list[lib.SizeResult]:
+    if len(gpu_ids) == 1:
+        import os
+
+        os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids[0]
+        return [_measure(impl, preset) for impl, preset in jobs]
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    tasks, done = ctx.Queue(), ctx.Queue()
+    for i, job in enumerate(jobs):
+        tasks.put((i, job))
+    for _ in gpu_ids:
+        tasks.put(None)
+    workers = [ctx.Process(target=_worker, args=(gpu, tasks, done), daemon=True) for gpu in gpu_ids]
+    for w in workers:
+        w.start()
+    results: dict[int, lib.SizeResult] = {}
+    while len(results) < len(jobs):
+        i, data = done.get()
+        results[i] = lib.SizeResult.from_dict(data)
+    for w in workers:
+        w.join()
+    return [results[i] for i in sorted(results)]
+
+
+def _worker(gpu: str, tasks, done) -> None:
+    import os
+
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
+    while True:
+        item = tasks.get()
+        if item is None:
+            return
+        i, (impl, preset) = item
+        done.put((i, _measure(impl, preset).to_dict()))
+
+
+# Harness verdict status -> bench result status (anything not accepted or slower is a failure).
+_STATUS = {"accepted": lib.VERIFIED, "slower": lib.VERIFIED, "incorrect": "incorrect", "build-failed": "build-failed",
+           "crashed": "crashed", "rejected-static": "rejected-static", "quarantined": "quarantined",
+           "timeout": "timeout"}
+
+
+def _measure(impl: lib.Implementation, preset: str) -> lib.SizeResult:
+    """Verify and time one implementation at one preset against its operator's baseline."""
+    from skillbase.harness import compare
+    from skillbase.task import load_task
+
+    spec = load_task(impl.baseline_path)
+    flops, nbytes = spec.work(preset)
+    base = dict(op=impl.op, dtype=impl.dtype, impl=impl.name, preset=preset, flops=float(flops), bytes=float(nbytes))
+    try:
+        if impl.kind == "baseline":
+            verdict = compare.time_baseline(impl.baseline_path, impl.baseline_path.read_text(), preset=preset)
+            runtime = verdict.runtime_us
+            baseline = runtime
+        else:
+            flags = tuple(f"-l{name}" for name in impl.link)
+            verdict = compare.compare_candidate(impl.baseline_path, candidate_source=impl.cu_path.read_text(),
+                                                candidate_flags=flags, best_source=impl.baseline_path.read_text(),
+                                                best_flags=(), preset=preset)
+            runtime, baseline = verdict.runtime_us, verdict.baseline_us
+    except Exception as error:  # one task's failure is recorded, never the end of the run
+        return lib.SizeResult(**base, status="error", reason=f"{type(error).__name__}: {error}"[:500])
+    status = _STATUS.get(verdict.status, "error") if verdict.status != "unverified" else "error"
+    if verdict.status == "unverified":
+        status = "error"
+    return lib.SizeResult(**base, status=status, runtime_us=runtime, baseline_us=baseline,
+                          spread=getattr(verdict, "spread", None), reason=verdict.reason or "")
+
+
+def _version() -> str:
+    from skillbase import __version__
+
+    return __version__
+
+
+def _git_head() -> str | None:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=10,
+                             cwd=Path(__file__).resolve().parent)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None

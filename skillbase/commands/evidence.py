@@ -1,0 +1,85 @@
+"""`skillbase evidence`: turn a profile (and the kernel source) into an evidence JSON document."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from skillbase.errors import InputError
+
+
+@click.command("evidence")
+@click.argument("report", type=click.Path(path_type=Path))
+@click.option("--source", "source", type=click.Path(path_type=Path), help="Kernel source (.cu): adds static features and ptxas.")
+@click.option("--ptxas", "ptxas_log", type=click.Path(path_type=Path), help="An `nvcc -Xptxas -v` log to use instead of compiling.")
+@click.option("--details", "details", type=click.Path(path_type=Path), help="The `--page details` CSV of the same report: adds ncu's rule results to a raw CSV.")
+@click.option("--kernel", "kernel", help="Focus kernel: substring or regex of its name (default: the dominant one).")
+@click.option("--arch", default="sm_90", show_default=True, help="Architecture for the compile-only ptxas report.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
+@click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
+@click.option("--summary", is_flag=True, help="Print a short human summary instead of (or, with -o, besides) the JSON.")
+def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details: Path | None, kernel: str | None,
+             arch: str, output: Path | None, force: bool, summary: bool) -> None:
+    """Convert REPORT (.ncu-rep, raw-page .csv, evidence .json, or a bare .cu) into an evidence JSON."""
+    from skillbase.evidence import build_evidence, load_ncu_csv
+
+    if output is not None and output.exists() and not force:
+        raise InputError(f"{output} exists; not overwriting it", hint="pass --force to replace it")
+    if not report.exists():
+        raise InputError(f"{report}: no such file")
+    if source is not None and not source.is_file():
+        raise InputError(f"{source}: no such source file")
+    ptxas_text = None
+    if ptxas_log is not None:
+        if not ptxas_log.is_file():
+            raise InputError(f"{ptxas_log}: no such ptxas log")
+        ptxas_text = ptxas_log.read_text(errors="replace")
+    if report.suffix.lower() in (".cu", ".cuh") and source is None:
+        # a bare source: static features and ptxas only, no profile
+        result = build_evidence(source=report, ptxas_text=ptxas_text, kernel=kernel, arch=arch)
+    elif details is not None:
+        loaded = load_ncu_csv(report, kernel, details=details)
+        result = build_evidence(evidence=loaded, source=source, ptxas_text=ptxas_text, arch=arch)
+    else:
+        result = build_evidence(report=report, source=source, ptxas_text=ptxas_text, kernel=kernel, arch=arch)
+    text = result.to_json()
+    if output is not None:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text + "\n")
+    if summary:
+        click.echo(render_summary(result))
+    elif output is None:
+        click.echo(text)
+
+
+def render_summary(result) -> str:
+    """A few lines a person reads: device, kernels with time share, focus and the notable resources."""
+    lines = []
+    device = result.device
+    if device.get("name"):
+        lines.append(f"device   {device['name']} (CC {device.get('compute_capability')}, {device.get('sm_count')} SMs)")
+    for record in sorted(result.kernels, key=lambda k: -(k.duration_ns or 0)):
+        mark = "*" if record.name == result.focus_kernel else " "
+        duration = f"{record.duration_ns / 1000:.1f} us" if record.duration_ns is not None else "? us"
+        share = f"{100 * record.time_share:.0f}%" if record.time_share is not None else "?"
+        lines.append(f"kernel {mark} {record.name}: {record.launches} launch(es), {duration}, {share} of GPU time, "
+                     f"{len(record.metrics)} metrics, {len(record.ncu_rules)} ncu rule results")
+    lines.append(f"focus    {result.focus_kernel} ({result.focus_reason})")
+    if result.ptxas and result.focus_kernel in result.ptxas:
+        p = result.ptxas[result.focus_kernel]
+        lines.append(f"ptxas    {p.get('registers')} registers, {p.get('shared_bytes')} B smem, "
+                     f"{p.get('spill_store_bytes')} B spill stores, {p.get('stack_frame_bytes')} B stack")
+    if result.static and result.focus_kernel in result.static["kernels"]:
+        k = result.static["kernels"][result.focus_kernel]
+        g = k["global_access"]
+        lines.append(f"source   line {k['line']}: {g['coalesced']} coalesced / {g['strided']} strided / "
+                     f"{g['broadcast']} broadcast global accesses, {k['shared']['static_bytes']} B static smem")
+    if result.roofline and result.roofline.get("arithmetic_intensity_flop_per_byte") is not None:
+        r = result.roofline
+        lines.append(f"roofline {r['arithmetic_intensity_flop_per_byte']:.3g} FLOP/byte, "
+                     f"{r.get('achieved_flops_per_s', 0) / 1e9:.1f} GFLOP/s, "
+                     f"{r.get('achieved_dram_bytes_per_s', 0) / 1e9:.1f} GB/s DRAM")
+    for note in result.notes:
+        lines.append(f"note     {note}")
+    return "\n".join(lines)

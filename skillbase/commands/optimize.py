@@ -1,0 +1,79 @@
+"""`skillbase optimize K.cu` and `skillbase resume run_N`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from skillbase.commands.options import json_option, store_option
+
+
+def _agent_default() -> str:
+    from skillbase.agents.client import api_key_configured
+
+    return "openai" if api_key_configured() else "none"
+
+
+@click.command("optimize")
+@click.argument("kernel", type=click.Path(dir_okay=False))
+@click.option("--rounds", type=click.IntRange(1, 100), default=10, show_default=True, help="Rounds of optimization.")
+@click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
+              help="At most this many debugger repairs per attempt.")
+@click.option("--agent", type=click.Choice(["openai", "external", "none"]), default=None,
+              help="Who applies skills: an LLM (default when OPENAI_API_KEY is set), a person/another agent "
+                   "(external), or mechanical skills only (none).")
+@click.option("--model", default=None, envvar="SKILLBASE_MODEL", help="Model name for --agent openai.")
+@click.option("--preset", default=None, help="Size preset to profile and time (default: the spec's scored presets).")
+@click.option("--time-budget", type=click.FloatRange(min=1), default=None, help="Stop after this many seconds.")
+@click.option("--token-budget", type=click.IntRange(min=1), default=None, help="Stop after this many LLM tokens.")
+@click.option("--no-gpu", is_flag=True, help="Compile-only run (no verification or timing; nothing is accepted).")
+@json_option
+@store_option
+def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, as_json, store_path):
+    """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
+    from skillbase.loop import Settings
+    from skillbase.runner import start_run
+
+    settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
+                        time_budget_s=time_budget, token_budget=token_budget)
+    summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu)
+    _print_summary(summary, as_json)
+
+
+@click.command("resume")
+@click.argument("run_ref")
+@click.option("--candidate", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="For a run paused by --agent external: the new kernel to judge.")
+@json_option
+@store_option
+def resume(run_ref, candidate, as_json, store_path):
+    """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause)."""
+    from skillbase.runner import resume_run
+
+    summary = resume_run(run_ref, store_path=store_path,
+                         candidate=Path(candidate).read_text() if candidate else None)
+    _print_summary(summary, as_json)
+
+
+def _print_summary(summary: dict, as_json: bool) -> None:
+    import json
+
+    if as_json:
+        click.echo(json.dumps(summary, indent=2, default=str))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    table = Table(title=f"{summary['run']}: {summary['status']} — {summary['stop_reason'] or ''}", title_justify="left")
+    for column in ("round", "skill", "outcome", "best try", "speedup"):
+        table.add_column(column)
+    for row in summary["rounds"]:
+        table.add_row(str(row["round"]), row["skill"] or "—", row["outcome"] or "—", row["best"] or "—",
+                      f"{row['speedup']:.2f}x" if row.get("speedup") else "—")
+    console.print(table)
+    if summary.get("speedup"):
+        console.print(f"best verified speedup: {summary['speedup']:.2f}x "
+                      f"({summary['baseline_us']:.1f} µs -> {summary['best_us']:.1f} µs); best kernel: {summary['best_path']}")
+    console.print(f"explain it: skillbase explain {summary['run']}")

@@ -1,0 +1,10 @@
+"""Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`."""
+
+from __future__ import annotations
+
+import click
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
+store_option = click.option(
+    "--store", "store_path", type=click.Path(file_okay=False), default=None, envvar="SKILLBASE_STORE",
+    help="Run store folder (default: $SKILLBASE_STORE, else $XDG_DATA_HOME/skillbase or ~/.local/share/skillbase).")

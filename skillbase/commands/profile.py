@@ -1,0 +1,51 @@
+"""`skillbase profile K.cu`: ncu report + evidence JSON, then the engine's advice when available."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+
+@click.command("profile")
+@click.argument("kernel", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--preset", default=None, help="Size preset to profile (default: the first scored preset).")
+@click.option("--full", is_flag=True, help="Collect ncu's full set (slower) instead of the metrics the rules read.")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
+              show_default=True, help="Folder for the .ncu-rep and the evidence JSON.")
+@click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds before giving up.")
+def profile(kernel, preset, full, out_dir, timeout_s):
+    """Profile KERNEL (with KERNEL.task.yaml beside it) once at a preset with ncu."""
+    from rich.console import Console
+
+    from skillbase.errors import InputError
+    from skillbase.harness.profile import evidence_path, profile_kernel
+
+    if not kernel.is_file():
+        raise InputError(f"{kernel}: no such file")
+    console = Console(stderr=True)
+    with console.status("profiling") as status:
+        report = profile_kernel(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
+                                progress=lambda message: status.update(message))
+    click.echo(f"report:   {report}")
+    evidence = evidence_path(report)
+    if evidence.is_file():
+        click.echo(f"evidence: {evidence}")
+        _advise(evidence)
+
+
+def _advise(evidence_file: Path) -> None:
+    """Print the engine's ranked skills for the new evidence when the engine is importable."""
+    try:
+        from skillbase.engine import Engine
+        from skillbase.evidence import load_evidence_json
+    except ImportError:
+        return
+    result = Engine.load().evaluate(load_evidence_json(evidence_file))
+    if not result.candidates:
+        click.echo("advice:   no rule fired")
+        return
+    click.echo("advice:")
+    for rank, c in enumerate(result.candidates[:5], 1):
+        speed = f", est. {c.speedup:.0%} of runtime" if c.speedup else ""
+        click.echo(f"  {rank}. {c.skill} (score {c.score:.2f}{speed}): {c.because}")

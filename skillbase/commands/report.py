@@ -1,0 +1,22 @@
+"""`skillbase report run_N`: Markdown and a self-contained HTML page for a run."""
+
+from __future__ import annotations
+
+import click
+
+from skillbase.commands.options import store_option
+
+
+@click.command("report")
+@click.argument("run_ref")
+@click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False), default=".", show_default=True,
+              help="Folder for RUN.md and RUN.html.")
+@click.option("--force", is_flag=True, help="Overwrite existing report files.")
+@store_option
+def report(run_ref, out_dir, force, store_path):
+    """Write RUN_REF's report (speedup per round, roofline plot, every round's outcome)."""
+    from skillbase.report import write_report
+    from skillbase.store import RunStore
+
+    md_path, html_path = write_report(RunStore.open(store_path), run_ref, out_dir, force=force)
+    click.echo(f"wrote {md_path} and {html_path}")

@@ -1,0 +1,116 @@
+"""`skillbase rules`: validate the rule set, run every rule's cases, list the ncu metrics it needs."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import click
+
+from skillbase.commands.options import json_option
+
+rules_dir_option = click.option(
+    "--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
+    help="A rules folder (vocabulary.yaml, derive/, propose/, fixtures/) used instead of the built-in one; repeatable.")
+thresholds_option = click.option(
+    "--thresholds", type=click.Path(dir_okay=False), default=None,
+    help="Thresholds file (default: rules/thresholds/ncu-defaults.yaml).")
+
+
+@click.group("rules")
+def rules() -> None:
+    """Validate, test and inspect the rule set."""
+
+
+@rules.command("validate")
+@rules_dir_option
+@thresholds_option
+@json_option
+def validate_command(rules_dirs, thresholds, as_json):
+    """Check every rule, the vocabulary and the cases; one line per problem, non-zero exit on errors."""
+    from skillbase.engine.validate import validate
+
+    report = validate(list(rules_dirs) or None, thresholds)
+    if as_json:
+        click.echo(json.dumps({"rules": report.rules, "vocabulary": report.vocabulary,
+                               "errors": len(report.errors), "warnings": len(report.warnings),
+                               "problems": [p.to_json() for p in report.problems]}, indent=1))
+    else:
+        for problem in report.problems:
+            prefix = "" if problem.severity == "error" else "warning: "
+            click.echo(f"{prefix}{problem}")
+        click.echo(f"{report.rules} rules, {report.vocabulary} vocabulary names: "
+                   f"{len(report.errors)} error(s), {len(report.warnings)} warning(s)",
+                   err=bool(report.problems))
+    if report.errors:
+        sys.exit(1)
+
+
+@rules.command("test")
+@click.option("--rule", "rule_ids", multiple=True, help="Only this rule's cases (repeatable).")
+@click.option("--failed", "failed_only", is_flag=True, help="Show only failing cases.")
+@rules_dir_option
+@thresholds_option
+@json_option
+def test_command(rule_ids, failed_only, rules_dirs, thresholds, as_json):
+    """Run every rule's cases: a table of pass/fail with reasons, non-zero exit on any failure."""
+    from pathlib import Path
+
+    from skillbase.engine.cases import run_all
+    from skillbase.engine.evaluate import Engine, resolve_dirs
+    from skillbase.engine.vocabulary import default_thresholds_path
+
+    dirs = resolve_dirs(list(rules_dirs) or None)
+    # build (not load): rules that parse are tested even while others in the set have errors
+    engine, load_problems = Engine.build(dirs, Path(thresholds) if thresholds else default_thresholds_path(dirs))
+    load_errors = [p for p in load_problems if p.severity == "error"]
+    results, case_problems = run_all(engine, list(rule_ids) or None)
+    if rule_ids:
+        case_problems = [p for p in case_problems]
+    failures = [r for r in results if not r.passed]
+    if as_json:
+        click.echo(json.dumps({"passed": len(results) - len(failures), "failed": len(failures),
+                               "load_errors": [str(p) for p in load_errors],
+                               "case_problems": [str(p) for p in case_problems],
+                               "cases": [r.to_json() for r in results]}, indent=1))
+    else:
+        _print_results(results if not failed_only else failures, load_errors, case_problems)
+        click.echo(f"{len(results) - len(failures)} passed, {len(failures)} failed"
+                   + (f"; {len(case_problems)} case-file problem(s)" if case_problems else "")
+                   + (f"; {len(load_errors)} rule-set error(s) (see `skillbase rules validate`)" if load_errors else ""))
+    if failures or case_problems or load_errors:
+        sys.exit(1)
+
+
+def _print_results(results, load_errors, case_problems) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    for problem in load_errors + case_problems:
+        console.print(Text(f"problem: {problem}", style="yellow"))
+    table = Table(show_lines=False, title_justify="left")
+    for column in ("rule", "case", "expect", "got", "", "reason"):
+        table.add_column(column, overflow="fold")
+    for r in results:
+        got = "error" if r.fired is None else ("fire" if r.fired else "quiet")
+        mark = Text("pass", style="green") if r.passed else Text("FAIL", style="bold red")
+        detail = r.case.reason
+        if not r.passed:
+            detail += "\n" + "\n".join(([r.error] if r.error else []) + [f"  {line}" for line in r.failed_leaves[:6]])
+        table.add_row(r.case.rule, r.case.name, r.case.expect, got, mark, detail)
+    console.print(table)
+
+
+@rules.command("metrics")
+@click.option("--format", "fmt", type=click.Choice(["list", "csv"]), default="list", show_default=True,
+              help="list: one metric per line; csv: comma-joined, ready for `ncu --metrics`.")
+@rules_dir_option
+@thresholds_option
+def metrics_command(fmt, rules_dirs, thresholds):
+    """The minimal ncu --metrics list the rules read."""
+    from skillbase.engine import Engine
+
+    names = Engine.load(list(rules_dirs) or None, thresholds).required_ncu_metrics()
+    click.echo(",".join(names) if fmt == "csv" else "\n".join(names))

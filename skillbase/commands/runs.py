@@ -1,0 +1,44 @@
+"""`skillbase runs`: list the runs in the store, filtered by task, skill or outcome."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import click
+
+from skillbase.commands.options import json_option, store_option
+
+
+@click.command("runs")
+@click.option("--task", default=None, help="Only runs whose task name or path contains this text.")
+@click.option("--skill", default=None, help="Only runs that tried this skill id.")
+@click.option("--status", "outcome", default=None,
+              type=click.Choice(["running", "paused", "finished", "failed", "interrupted"]), help="Only runs in this state.")
+@click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
+@json_option
+@store_option
+def runs(task, skill, outcome, limit, as_json, store_path):
+    """List optimization runs, newest first."""
+    from skillbase.store import RunStore
+
+    store = RunStore.open(store_path)
+    rows = store.list_runs(task=task, skill=skill, outcome=outcome, limit=limit)
+    if as_json:
+        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path, "status": r.status,
+                                "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us,
+                                "speedup": r.speedup, "created": r.created_at} for r in rows], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"runs in {store.location}", title_justify="left")
+    for column in ("run", "task", "status", "baseline", "best", "speedup", "created"):
+        table.add_column(column, justify="right" if column in ("baseline", "best", "speedup") else "left")
+    for r in rows:
+        table.add_row(r.name, r.task_name, r.status,
+                      f"{r.baseline_us:,.1f} µs" if r.baseline_us else "—",
+                      f"{r.best_us:,.1f} µs" if r.best_us else "—",
+                      f"{r.speedup:.2f}x" if r.speedup else "—",
+                      time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)))
+    Console().print(table if rows else f"no runs in {store.location} yet (start one with `skillbase optimize K.cu`)")

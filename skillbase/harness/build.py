@@ -1,0 +1,293 @@
+"""Build a kernel file into a shared library with nvcc, parse ptxas's resource report, cache the result.
+
+    result = build("sgemm.cu")                      # arch from the GPU (nvidia-smi), else sm_90
+    result = build("sgemm.cu", compile_only=True)   # CI: no GPU needed, no loadable library promised
+
+Command: `nvcc -shared -Xcompiler -fPIC -O3 -lineinfo -Xptxas -v -arch=sm_XX [extra] -o libK.so K.cu`
+(compile-only uses `-c` and an object file instead of `-shared`). `-lineinfo` lets ncu map
+metrics to source lines; `-Xptxas -v` reports registers, shared memory, stack and spills.
+
+Cache: a build is keyed on sha256 of the source bytes, the bytes of every local header it
+includes ("…" includes, recursively), the file's absolute path (`-lineinfo` embeds it), the flags
+and `nvcc --version`, so changing any of them rebuilds and nothing else does. The cache lives in
+`$SKILLBASE_CACHE/build` (default `~/.cache/skillbase/build`), or `cache_dir`; entries are
+written to a temporary folder and renamed into place, so concurrent builders never see half a
+library. Failed builds are not cached.
+
+Extra flags come from skills and sweeps. They are checked against an allow-list: a flag that
+links a library (`-lcublas`), injects a header (`-include`), changes the host compiler or the
+output path would let a candidate escape the static check, so it is refused.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+
+__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "detect_arch", "normalize_arch",
+           "base_flags", "ALLOWED_FLAG_PREFIXES", "nvcc_path"]
+
+DEFAULT_ARCH = "sm_90"   # the H200 the project targets; used when no GPU can be asked
+BUILD_TIMEOUT_S = 600
+
+# Flags a skill or sweep may add. Prefix match; `-D`/`-U` carry tunables (BLOCK=128).
+ALLOWED_FLAG_PREFIXES = (
+    "-D", "-U", "-O", "--use_fast_math", "-use_fast_math", "-ftz=", "--ftz=", "-prec-div=", "--prec-div=",
+    "-prec-sqrt=", "--prec-sqrt=", "-fmad=", "--fmad=", "-maxrregcount", "--maxrregcount", "-Xptxas",
+    "--ptxas-options", "-std=", "--std", "-restrict", "--restrict", "--extra-device-vectorization",
+    "-extra-device-vectorization", "--expt-relaxed-constexpr", "-expt-relaxed-constexpr",
+    "--expt-extended-lambda", "-expt-extended-lambda", "--extended-lambda", "-lineinfo", "--generate-line-info",
+    "-dlcm=", "-default-stream", "--default-stream",
+)
+# Values that follow a flag as a separate word (e.g. `-Xptxas -dlcm=ca`, `-maxrregcount 64`).
+_TAKES_VALUE = {"-Xptxas", "--ptxas-options", "-maxrregcount", "--maxrregcount", "-D", "-U", "-std", "--std",
+                "-default-stream", "--default-stream"}
+_FORBIDDEN_PTXAS = re.compile(r"(^|,)\s*-?-(o|output-file)\b")
+
+
+class BuildError(SkillbaseError):
+    """nvcc failed. `message` is the first compiler error (`K.cu:LINE: error: …`); `log` is everything."""
+
+    def __init__(self, message: str, log: str = "", command: list[str] | None = None, hint: str | None = None):
+        super().__init__(message, hint=hint)
+        self.log = log
+        self.command = command or []
+
+
+@dataclass(frozen=True)
+class BuildResult:
+    library: Path | None   # the shared library (None for compile-only builds)
+    ptxas: dict            # {kernel: {registers, shared_bytes, stack_frame_bytes, spill_*_bytes, cmem_bytes, …}}
+    log: str               # nvcc's full output (ptxas -v report included)
+    cached: bool           # True when this build was served from the cache
+    arch: str              # e.g. "sm_90"
+    command: list[str] = field(default_factory=list)
+    key: str = ""          # the cache key (sha256 hex)
+    object: Path | None = None   # the object file of a compile-only build
+
+
+def default_cache_dir() -> Path:
+    """`$SKILLBASE_CACHE/build`, else `~/.cache/skillbase/build`."""
+    root = os.environ.get("SKILLBASE_CACHE")
+    return (Path(root) if root else Path.home() / ".cache" / "skillbase") / "build"
+
+
+def nvcc_path() -> str:
+    """nvcc on PATH, else under $CUDA_HOME or /usr/local/cuda; EnvironmentProblem when absent."""
+    found = shutil.which("nvcc")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "nvcc").is_file():
+            return str(Path(root) / "bin" / "nvcc")
+    raise EnvironmentProblem("nvcc not found (not on PATH, $CUDA_HOME or /usr/local/cuda)",
+                             hint="install the CUDA toolkit and put its bin/ on PATH, e.g. export PATH=/usr/local/cuda/bin:$PATH")
+
+
+@functools.cache
+def _nvcc_version(nvcc: str) -> str:
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise EnvironmentProblem(f"cannot run {nvcc} --version ({error})",
+                                 hint="check the CUDA toolkit installation") from None
+    return out.stdout.strip()
+
+
+def normalize_arch(arch: str) -> str:
+    """'sm_90', '90', '9.0', 'compute_90', 'sm_90a' -> the -arch value nvcc takes ('sm_90', 'sm_90a')."""
+    text = str(arch).strip().lower()
+    if match := re.fullmatch(r"(?:sm_|compute_)?(\d{2,3})([af]?)", text):
+        return f"sm_{match.group(1)}{match.group(2)}"
+    if match := re.fullmatch(r"(\d+)\.(\d)", text):
+        return f"sm_{match.group(1)}{match.group(2)}"
+    raise InputError(f"arch '{arch}' is not a CUDA architecture", hint="use e.g. sm_90 (H100/H200), sm_80 (A100)")
+
+
+@functools.cache
+def detect_arch() -> str | None:
+    """The first GPU's compute capability as 'sm_XX' (nvidia-smi), or None without a GPU."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        return None
+    try:
+        return normalize_arch(lines[0].strip())
+    except InputError:
+        return None
+
+
+def check_extra_flags(flags) -> tuple[str, ...]:
+    """Refuse flags that could link libraries, inject code or redirect output (see module doc)."""
+    flags = tuple(str(f) for f in flags)
+    expect_value = False
+    previous = ""
+    for flag in flags:
+        if previous in ("-D", "-U"):
+            _check_macro(previous + flag)
+        elif flag.startswith(("-D", "-U")):
+            _check_macro(flag)
+        previous = flag
+        if expect_value:
+            expect_value = False
+            if _FORBIDDEN_PTXAS.search(flag):
+                raise InputError(f"compile flag value '{flag}' redirects output; not allowed")
+            continue
+        if not flag.startswith(ALLOWED_FLAG_PREFIXES):
+            raise InputError(f"compile flag '{flag}' is not allowed (it could link a library, inject code or "
+                             "change the output)", hint="allowed: -D, -U, -O*, --use_fast_math, -ftz=, -prec-div=, "
+                             "-prec-sqrt=, -fmad=, -maxrregcount, -Xptxas, -std=, --restrict, --expt-*")
+        if flag in _TAKES_VALUE:
+            expect_value = True
+        elif flag.startswith(("-Xptxas=", "--ptxas-options=")) and _FORBIDDEN_PTXAS.search(flag.split("=", 1)[1]):
+            raise InputError(f"compile flag '{flag}' redirects output; not allowed")
+    if expect_value:
+        raise InputError(f"compile flag '{flags[-1]}' needs a value")
+    return flags
+
+
+_MACRO = re.compile(r"^-[DU]([A-Za-z_]\w*)(?:=([\w.+-]*))?$")
+
+
+def _check_macro(flag: str) -> None:
+    # A macro value is a number or a plain word (BLOCK=128, TYPE=float); anything that could
+    # expand to a call (parentheses, spaces) or name a banned API would hide code from the static check.
+    match = _MACRO.match(flag)
+    if not match:
+        raise InputError(f"compile flag '{flag}' is not a plain macro (NAME or NAME=value without spaces or parentheses)")
+    from skillbase.harness.static_check import banned_identifier
+
+    for word in (match.group(1), match.group(2) or ""):
+        rule = banned_identifier(word)
+        if rule is not None:
+            raise InputError(f"compile flag '{flag}' names {word}, which the static check bans ({rule})")
+
+
+def base_flags(arch: str, compile_only: bool) -> list[str]:
+    kind = ["-c"] if compile_only else ["-shared", "-Xcompiler", "-fPIC"]
+    return kind + ["-O3", "-lineinfo", "-Xptxas", "-v", f"-arch={arch}"]
+
+
+_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
+
+
+def _local_includes(path: Path, seen: set[Path]) -> list[tuple[str, bytes]]:
+    """(name, bytes) of every quoted include reachable from `path` that exists beside its includer."""
+    out = []
+    for match in _INCLUDE.finditer(path.read_bytes()):
+        target = (path.parent / match.group(1).decode("utf-8", "replace")).resolve()
+        if target in seen or not target.is_file():
+            continue
+        seen.add(target)
+        out.append((str(target), target.read_bytes()))
+        out.extend(_local_includes(target, seen))
+    return out
+
+
+def _cache_key(source: Path, flags: list[str], nvcc_version: str) -> str:
+    digest = hashlib.sha256()
+    for part in (b"skillbase-build-v1", str(source.resolve()).encode(), source.read_bytes(),
+                 json.dumps(flags).encode(), nvcc_version.encode()):
+        digest.update(len(part).to_bytes(8, "little"))
+        digest.update(part)
+    for name, data in _local_includes(source.resolve(), {source.resolve()}):
+        digest.update(name.encode())
+        digest.update(hashlib.sha256(data).digest())
+    return digest.hexdigest()
+
+
+_NVCC_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*)\((?P<line>\d+)\): (?:catastrophic )?error(?: #\S+)?: (?P<msg>.*)$")
+_GCC_ERROR = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
+
+
+def first_error(log: str, source_name: str) -> str:
+    """The first error as `K.cu:LINE: error: …` (nvcc, host compiler, ptxas and linker formats)."""
+    for raw in log.splitlines():
+        line = raw.strip()
+        for pattern in (_NVCC_ERROR, _GCC_ERROR):
+            if match := pattern.match(line):
+                name = Path(match.group("file")).name
+                return f"{name}:{match.group('line')}: error: {match.group('msg').strip()}"
+    for raw in log.splitlines():
+        line = raw.strip()
+        if re.match(r"^(ptxas|nvlink|ld|nvcc)\b.*\b(error|fatal)\b", line, re.I) or "error" in line.lower():
+            return f"{source_name}: " + re.sub(r"\s+", " ", line)
+    return f"{source_name}: nvcc failed (see the build log)"
+
+
+def _parse_ptxas(log: str) -> dict:
+    from skillbase.evidence.ptxas import parse_ptxas
+
+    return parse_ptxas(log)
+
+
+def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_flags=(),
+          cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S) -> BuildResult:
+    """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc."""
+    source = Path(cu_path)
+    if not source.is_file():
+        raise InputError(f"{source}: no such file")
+    nvcc = nvcc_path()
+    version = _nvcc_version(nvcc)
+    # Explicit arch wins; else the GPU's; else sm_90, which is what CI (no GPU) compiles for.
+    chosen = normalize_arch(arch) if arch else (detect_arch() or DEFAULT_ARCH)
+    flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags))
+    key = _cache_key(source, flags, version)
+    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    entry = root / key
+    artifact_name = f"{source.stem}.o" if compile_only else f"lib{source.stem}.so"
+    artifact = entry / artifact_name
+    command = [nvcc] + flags + ["-o", str(artifact), str(source)]
+
+    if artifact.is_file() and (entry / "build.log").is_file():
+        log = (entry / "build.log").read_text()
+        return _result(artifact, compile_only, log, True, chosen, command, key)
+
+    root.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=f".{key[:12]}-", dir=root))
+    try:
+        target = scratch / artifact_name
+        run = [nvcc] + flags + ["-o", str(target), str(source)]
+        try:
+            proc = subprocess.run(run, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            raise BuildError(f"{source.name}: nvcc did not finish within {timeout_s} s", log="", command=run,
+                             hint="a template or unroll explosion? simplify the kernel") from None
+        except OSError as error:
+            raise EnvironmentProblem(f"cannot run {nvcc} ({error})", hint="check the CUDA toolkit installation") from None
+        log = (proc.stdout or "") + (proc.stderr or "")
+        if proc.returncode != 0 or not target.is_file():
+            raise BuildError(first_error(log, source.name), log=log, command=run)
+        (scratch / "build.log").write_text(log)
+        (scratch / "command.json").write_text(json.dumps(command))
+        try:
+            os.rename(scratch, entry)
+        except OSError:
+            # Another builder finished the same key first; its entry is identical, use it.
+            if not artifact.is_file():
+                raise
+    finally:
+        if scratch.exists():
+            shutil.rmtree(scratch, ignore_errors=True)
+    return _result(artifact, compile_only, log, False, chosen, command, key)
+
+
+def _result(artifact: Path, compile_only: bool, log: str, cached: bool, arch: str, command, key) -> BuildResult:
+    return BuildResult(library=None if compile_only else artifact, ptxas=_parse_ptxas(log), log=log, cached=cached,
+                       arch=arch, command=list(command), key=key, object=artifact if compile_only else None)

@@ -1,0 +1,100 @@
+"""The optimisation loop's judge: a candidate source against the current best, as a `Verdict`.
+
+`skillbase.optimize.HarnessJudge` calls these two functions. Sources are written to a content-named
+folder in the cache (never beside the user's files) with the task spec copied next to them. The
+candidate is verified against the task's reference (the original kernel unless the spec names
+another) and timed interleaved with the current best in one worker process; it is `accepted` only
+when the speedup clears the measured spread at the timed sizes and nothing looked suspicious.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import shutil
+from pathlib import Path
+
+from skillbase.errors import EnvironmentProblem
+from skillbase.harness.result import CheckResult
+from skillbase.harness.runtime import Options, evaluate
+
+# CheckResult.status -> the loop's Verdict.status (REPAIRABLE there: build-failed, incorrect, crashed).
+_STATUS = {"build-failed": "build-failed", "load-failed": "build-failed", "rejected-static": "rejected-static",
+           "incorrect": "incorrect", "spec-error": "incorrect", "crashed": "crashed", "timeout": "crashed",
+           "quarantined": "quarantined"}
+
+
+def scratch_copy(task_path: Path, source: str, tag: str = "") -> Path:
+    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
+    folder = root / "candidates" / digest
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / task_path.name
+    if not path.exists() or path.read_text() != source:
+        path.write_text(source)
+    spec = task_path.with_name(task_path.stem + ".task.yaml")
+    if spec.exists():
+        shutil.copyfile(spec, folder / spec.name)
+    return path
+
+
+def _verdict(result: CheckResult, baseline_label: str = "baseline"):
+    from skillbase.loop import Verdict
+
+    if result.status == "environment":
+        raise EnvironmentProblem(result.reason)
+    details = result.log or ""
+    if result.status != "ok":
+        timing = _summary(result)
+        return Verdict(status=_STATUS.get(result.status, "crashed"), reason=result.reason,
+                       runtime_us=timing[0] if result.status == "quarantined" else None, details=details)
+    runtime_us, baseline_us, speedup, spread, verdicts = _summary(result)
+    if baseline_us is None:
+        return Verdict(status="accepted", reason="verified and timed", runtime_us=runtime_us, spread=spread,
+                       details=details)
+    faster = speedup is not None and speedup > 1 and "slower" not in verdicts and "faster" in verdicts
+    reason = (f"{speedup:.3f}x vs the current best ({', '.join(verdicts)} per size; spread {spread:.1%})"
+              if speedup is not None else "no timing")
+    return Verdict(status="accepted" if faster else "slower",
+                   reason=reason if faster else f"no speedup beyond the measured spread: {reason}",
+                   runtime_us=runtime_us, baseline_us=baseline_us, speedup=speedup, spread=spread, details=details)
+
+
+def _summary(result: CheckResult):
+    """Geometric means over the timed sizes: (candidate us, baseline us, speedup, spread, per-size verdicts)."""
+    cands, bases, verdicts, spreads = [], [], [], []
+    for t in result.timings:
+        c = t.kernels.get("candidate")
+        b = t.kernels.get("baseline")
+        if c and c.stats:
+            cands.append(c.stats.median_us)
+            spreads.append(c.stats.rel_spread)
+        if b and b.stats:
+            bases.append(b.stats.median_us)
+            spreads.append(b.stats.rel_spread)
+        if t.verdict:
+            verdicts.append(t.verdict)
+    gmean = (lambda xs: math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs and all(x > 0 for x in xs) else None)
+    cand, base = gmean(cands), gmean(bases)
+    speedup = base / cand if cand and base else None
+    return cand, base, speedup, (max(spreads) if spreads else None), verdicts
+
+
+def time_baseline(task_path: Path, source: str, preset: str | None = None):
+    """Verify and time the starting kernel (against its reference) -> Verdict with runtime_us."""
+    path = scratch_copy(Path(task_path), source)
+    result = evaluate(task_path, candidate=path, options=Options(preset=preset))
+    return _verdict(result)
+
+
+def compare_candidate(task_path: Path, candidate_source: str, candidate_flags=(), best_source: str | None = None,
+                      best_flags=(), preset: str | None = None):
+    """Verify the candidate and time it interleaved with the current best -> Verdict."""
+    task_path = Path(task_path)
+    candidate = scratch_copy(task_path, candidate_source)
+    best = scratch_copy(task_path, best_source) if best_source is not None else None
+    result = evaluate(task_path, candidate=candidate, baseline=best,
+                      options=Options(preset=preset, extra_flags=tuple(candidate_flags)),
+                      baseline_flags=tuple(best_flags))
+    return _verdict(result)

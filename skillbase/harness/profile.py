@@ -1,0 +1,163 @@
+"""Profile a kernel with Nsight Compute in its own process and turn the report into evidence.
+
+    rep = profile_kernel("sgemm.cu", preset="default")          # -> Path to sgemm.default.ncu-rep
+    # beside it: sgemm.default.evidence.json (skillbase.evidence.build_evidence)
+
+ncu runs the worker (`python -m skillbase.harness.worker`, job kind `run`), which calls the
+launcher once at the preset with fresh inputs; uploads and poisoning use memcpy/memset, not
+kernels, so the report holds only the candidate's kernels. `--clock-control none` keeps the clocks
+the plain timed run sees (ncu would otherwise lock them to base). Metrics: the minimal list the
+rule engine reads (`Engine.load().required_ncu_metrics()`) when the engine is importable, else a
+fixed section set; `--set full` on request. The profile is evidence, never a verdict: correctness
+and timing always come from plain processes (a candidate can detect a profiler).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+from typing import Callable
+
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+
+DEFAULT_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SchedulerStats",
+                    "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "ComputeWorkloadAnalysis",
+                    "InstructionStats", "SourceCounters")
+# Always collected with a metric list: the launch configuration and duration every evidence needs.
+BASE_SECTIONS = ("LaunchStats", "Occupancy")
+BASE_METRICS = ("gpu__time_duration.sum",)
+
+PERMISSION_HINT = ("run as root, or let all users read counters: add 'options nvidia "
+                   "NVreg_RestrictProfilingToAdminUsers=0' to /etc/modprobe.d and reload the driver "
+                   "(https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+
+
+def ncu_path() -> str:
+    """ncu on PATH, else under $CUDA_HOME or /usr/local/cuda; one-line EnvironmentProblem when absent."""
+    found = shutil.which("ncu")
+    if found:
+        return found
+    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
+        if root and (Path(root) / "bin" / "ncu").is_file():
+            return str(Path(root) / "bin" / "ncu")
+    raise EnvironmentProblem("Nsight Compute (ncu) not found on PATH, $CUDA_HOME or /usr/local/cuda",
+                             hint="install Nsight Compute (part of the CUDA toolkit) and put it on PATH")
+
+
+def engine_metrics() -> list[str] | None:
+    """The metrics the rule engine reads, or None when the engine is not importable / loadable."""
+    try:
+        from skillbase.engine import Engine
+
+        metrics = Engine.load().required_ncu_metrics()
+    except Exception:  # noqa: BLE001 - any engine problem falls back to the section set
+        return None
+    return list(metrics) or None
+
+
+def ncu_command(ncu: str, out_base: Path, metrics: list[str] | None = None, full: bool = False) -> list[str]:
+    """The ncu command line (the worker command is appended by run_worker)."""
+    command = [ncu, "--clock-control", "none", "--target-processes", "all", "--force-overwrite",
+               "--export", str(out_base)]
+    if full:
+        return command + ["--set", "full"]
+    if metrics:
+        for section in BASE_SECTIONS:
+            command += ["--section", section]
+        return command + ["--metrics", ",".join(sorted(set(metrics) | set(BASE_METRICS)))]
+    for section in DEFAULT_SECTIONS:
+        command += ["--section", section]
+    return command
+
+
+def ncu_problem(text: str) -> SkillbaseError | None:
+    """An environment or input problem ncu reported in its output, as one-line error."""
+    if "ERR_NVGPUCTRPERM" in text:
+        return EnvironmentProblem("ncu may not read the GPU's performance counters (ERR_NVGPUCTRPERM)",
+                                  hint=PERMISSION_HINT)
+    if re.search(r"No kernels were profiled", text):
+        return InputError("ncu profiled no kernel: the launcher launched nothing at this size",
+                          hint="check the launcher with `skillbase check` first")
+    match = re.search(r"==ERROR==\s*(.+)", text)
+    if match and "Failed to profile" not in match.group(1):
+        return EnvironmentProblem(f"ncu failed: {match.group(1).strip()}", hint="`skillbase doctor` checks ncu")
+    return None
+
+
+def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None = None, full: bool = False,
+                   out: str | Path | None = None, extra_flags=(), timeout_s: float = 600.0,
+                   progress: Callable[[str], None] | None = None, write_evidence: bool = True) -> Path:
+    """Profile `cu_path`'s launcher once at `preset` (default: the first scored); return the .ncu-rep path."""
+    from skillbase.harness.build import BuildError, build
+    from skillbase.harness.runtime import require_gpu, run_worker
+    from skillbase.task import load_task
+
+    say = progress or (lambda message: None)
+    cu_path = Path(cu_path)
+    spec = load_task(cu_path)
+    preset = preset or spec.scored[0]
+    sizes = spec.sizes_for(preset)
+    ncu = ncu_path()
+    require_gpu()
+    say(f"building {cu_path.name}")
+    try:
+        built = build(cu_path, extra_flags=tuple(extra_flags))
+    except BuildError as error:
+        raise InputError(f"cannot profile {cu_path.name}: it does not build: {error.message}") from None
+    folder = Path(out) if out is not None else _default_folder(cu_path, built.key)
+    folder.mkdir(parents=True, exist_ok=True)
+    base = folder / f"{cu_path.stem}.{preset}"
+    report = base.with_name(base.name + ".ncu-rep")
+    if report.exists():
+        report.unlink()
+    if metrics is None and not full:
+        metrics = engine_metrics()
+    what = "--set full" if full else (f"{len(metrics)} metrics the rules read" if metrics else "the default sections")
+    say(f"profiling {cu_path.name} at {preset} with ncu ({what})")
+    job = {"kind": "run", "task": str(spec.kernel_path.resolve()), "candidate": {"library": str(built.library)},
+           "run": {"sizes": sizes, "seed": 0}}
+    outcome = run_worker(job, timeout_s=timeout_s, wrapper=ncu_command(ncu, base, metrics, full), plain=False)
+    problem = ncu_problem(outcome.stderr_tail)
+    if problem is not None:
+        raise problem
+    if outcome.result is None:
+        status, reason = outcome.diagnosis()
+        if status == "environment":
+            raise EnvironmentProblem(reason)
+        raise InputError(f"the profiled run of {cu_path.name} failed: {reason}",
+                         hint=f"`skillbase check {cu_path}` shows the failure without the profiler")
+    if not report.is_file():
+        raise EnvironmentProblem(f"ncu wrote no report ({_last(outcome.stderr_tail)})",
+                                 hint="`skillbase doctor` checks ncu and counter permissions")
+    if write_evidence:
+        write_evidence_json(report, cu_path, built.log, built.arch)
+    return report
+
+
+def write_evidence_json(report: Path, source: Path, ptxas_log: str | None = None, arch: str = "sm_90") -> Path | None:
+    """Evidence JSON beside the report (`K.preset.evidence.json`); None when the loaders are absent."""
+    try:
+        from skillbase.evidence import build_evidence
+    except ImportError:
+        return None
+    evidence = build_evidence(report=report, source=source, ptxas_text=ptxas_log, arch=arch)
+    path = report.with_name(report.name[: -len(".ncu-rep")] + ".evidence.json")
+    document = evidence.to_json()
+    path.write_text(document if isinstance(document, str) else __import__("json").dumps(document, indent=2))
+    return path
+
+
+def evidence_path(report: Path) -> Path:
+    return report.with_name(report.name[: -len(".ncu-rep")] + ".evidence.json")
+
+
+def _default_folder(cu_path: Path, key: str) -> Path:
+    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
+    return root / "profiles" / f"{cu_path.stem}-{key[:12]}"
+
+
+def _last(text: str) -> str:
+    lines = [l for l in text.splitlines() if l.strip()]
+    return lines[-1].strip()[:200] if lines else "no output"

@@ -1,0 +1,161 @@
+"""The harness's result model: what one evaluation of a candidate concluded, in plain data.
+
+Every field carries its unit in its name; `None` means "not measured". The worker process fills
+these in, sends them as JSON, and the parent rebuilds them with `from_dict` (the JSON is the
+only thing that crosses the process boundary, so a crashing candidate cannot corrupt the parent).
+
+Status values (one per evaluation, the first failure wins):
+    ok              compiled, verified on every size, and (when timed) timing is trustworthy
+    build-failed    nvcc failed
+    rejected-static the static check found a banned API or pattern
+    load-failed     the library could not be loaded or has no such launcher
+    incorrect       a verification check failed (wrong values, NaN, inputs mutated, not written,
+                    non-deterministic, work outside the launch stream, synchronising launcher,
+                    device state changed, wrong output of a timed call)
+    crashed         the worker died (signal, CUDA error such as an illegal address)
+    timeout         the worker did not answer in time (a hang)
+    quarantined     timed faster than the roofline floor allows: suspicious, never a win
+    spec-error      the task spec is unusable (reference outputs all zero / constant / below tolerance)
+    environment     no GPU, no CuPy, ... (the fix is in `reason`)
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+STATUSES = ("ok", "build-failed", "rejected-static", "load-failed", "incorrect", "crashed", "timeout",
+            "quarantined", "spec-error", "environment")
+
+
+@dataclass
+class SizeCheck:
+    """One verification call: a size, a seed, a variant of the inputs, and how close the outputs were."""
+
+    size: str                          # preset name or "irregular"
+    sizes: dict[str, int]
+    seed: int
+    variant: str = "spec"              # spec | scaled-x4 | repeat
+    ok: bool = True
+    reason: str = ""
+    max_abs_err: float | None = None   # over every output, in output units
+    rel_l2_err: float | None = None    # ||out - ref|| / ||ref||, scale-free
+    bad_elements: int = 0
+    outputs: dict[str, dict] = field(default_factory=dict)   # name -> {max_abs_err, rel_l2_err, bad, numel, atol, rtol}
+
+
+@dataclass
+class Stats:
+    """Robust summary of timing samples (microseconds per launch)."""
+
+    median_us: float
+    q1_us: float
+    q3_us: float
+    iqr_us: float
+    min_us: float
+    max_us: float
+    mean_us: float
+    n: int
+
+    @property
+    def rel_spread(self) -> float:
+        return self.iqr_us / self.median_us if self.median_us > 0 else float("inf")
+
+
+@dataclass
+class KernelTiming:
+    label: str                         # baseline | candidate
+    stats: Stats | None = None
+    wall_stats: Stats | None = None    # host wall-clock bracket per launch, for the cross-check
+    batch: int = 1                     # launches per timed sample
+    cold_l2: bool = True               # every launch in a sample starts from a flushed L2
+    achieved_bytes_per_s: float | None = None
+    achieved_flops_per_s: float | None = None
+    floor_us: float | None = None
+    pct_of_floor: float | None = None  # floor / median * 100: 100 means at the roofline
+    suspicious: str | None = None      # why the timing cannot be trusted (quarantine / wall-clock)
+    reverify_failures: list[str] = field(default_factory=list)
+
+
+@dataclass
+class SizeTiming:
+    size: str
+    sizes: dict[str, int]
+    flops: float
+    bytes: float
+    kernels: dict[str, KernelTiming] = field(default_factory=dict)
+    speedup: float | None = None       # baseline median / candidate median
+    verdict: str | None = None         # faster | slower | same (speedup beyond the measured spread?)
+    spread: float | None = None        # largest IQR/median of the two
+
+
+@dataclass
+class Probe:
+    """A dynamic defence's observation (side streams, synchronising launcher, device state)."""
+
+    name: str
+    ok: bool
+    detail: str = ""
+    conclusive: bool = True
+
+
+@dataclass
+class CheckResult:
+    compiled: bool = False
+    correct: bool | None = None        # None: not verified (build failed, no GPU, ...)
+    status: str = "ok"
+    reason: str = ""                   # one line: the first failure, or a summary
+    checks: list[SizeCheck] = field(default_factory=list)
+    probes: list[Probe] = field(default_factory=list)
+    timings: list[SizeTiming] = field(default_factory=list)
+    sanity: list[str] = field(default_factory=list)          # spec-sanity notes (warnings)
+    device: dict[str, Any] = field(default_factory=dict)
+    peaks: dict[str, float] = field(default_factory=dict)     # measured copy bytes/s, fp32 flop/s
+    calls: int = 0                     # candidate launcher calls made (verification + timing)
+    static_violations: list[str] = field(default_factory=list)
+    log: str = ""                      # build log / worker stderr tail for the debugger
+
+    @property
+    def accepted(self) -> bool:
+        return self.status == "ok"
+
+    def max_abs_err(self) -> float | None:
+        values = [c.max_abs_err for c in self.checks if c.max_abs_err is not None]
+        return max(values) if values else None
+
+    def max_rel_err(self) -> float | None:
+        values = [c.rel_l2_err for c in self.checks if c.rel_l2_err is not None]
+        return max(values) if values else None
+
+    def fail(self, status: str, reason: str) -> CheckResult:
+        """Record the first failure only: later checks may add detail but never hide the cause."""
+        if self.status == "ok":
+            self.status = status
+            self.reason = reason
+            if status in ("incorrect", "crashed", "timeout", "spec-error"):
+                self.correct = False
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["max_abs_err"] = self.max_abs_err()
+        out["max_rel_err"] = self.max_rel_err()
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> CheckResult:
+        data = dict(data)
+        data.pop("max_abs_err", None)
+        data.pop("max_rel_err", None)
+        checks = [SizeCheck(**c) for c in data.pop("checks", [])]
+        probes = [Probe(**p) for p in data.pop("probes", [])]
+        timings = []
+        for t in data.pop("timings", []):
+            kernels = {}
+            for name, k in (t.pop("kernels", {}) or {}).items():
+                k = dict(k)
+                k["stats"] = Stats(**k["stats"]) if k.get("stats") else None
+                k["wall_stats"] = Stats(**k["wall_stats"]) if k.get("wall_stats") else None
+                kernels[name] = KernelTiming(**k)
+            timings.append(SizeTiming(kernels=kernels, **t))
+        return cls(checks=checks, probes=probes, timings=timings, **data)

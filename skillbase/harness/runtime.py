@@ -1,0 +1,408 @@
+"""The parent side: build, statically check, and run each candidate in its own worker process.
+
+    from skillbase.harness.runtime import evaluate
+    result = evaluate("examples/naive_sgemm/naive_sgemm.cu", candidate="tiled.cu",
+                      baseline="examples/naive_sgemm/naive_sgemm.cu")   # -> CheckResult
+    result.status, result.reason, result.timings[0].speedup
+
+The worker (`python -m skillbase.harness.worker`) runs in a new session (its own process group)
+with a timeout; on timeout the whole group is killed (ncu and its target included) and the
+attempt is a `timeout` ("hang"). A worker that dies is diagnosed in one line from its exit
+signal and the CUDA error text it left on stderr (illegal memory access, out of memory, launch
+failure, ...). Verdicts always come from a plain process: profiler and sanitizer injection
+variables are removed from the worker's environment, so a candidate that detects them behaves
+the way it will when it is used.
+"""
+
+from __future__ import annotations
+
+import collections
+import importlib.util
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.harness.result import CheckResult
+from skillbase.harness.worker import PROGRESS_MARK, RESULT_MARK
+
+DEFAULT_TIMEOUT_S = 600.0
+# Variables through which profilers and sanitizers inject themselves; a plain run has none.
+INJECTION_VARIABLES = ("CUDA_INJECTION64_PATH", "NV_COMPUTE_PROFILER_PERFWORKS_DIR", "NSYS_PROFILING_SESSION_ID",
+                       "CUDA_INJECTION32_PATH")
+
+# CUDA error text -> the one-line diagnosis a user can act on. Order matters: first match wins.
+_CUDA_DIAGNOSES = (
+    (r"illegal memory access|cudaErrorIllegalAddress|CUDA_ERROR_ILLEGAL_ADDRESS",
+     "illegal memory access: a kernel read or wrote outside its buffers (check the bounds at the irregular size)"),
+    (r"misaligned address|cudaErrorMisalignedAddress", "misaligned address: a vector load/store on a pointer "
+                                                       "that is not aligned to its width"),
+    (r"out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY",
+     "out of memory on the device (the task's sizes plus the harness's buffers do not fit?)"),
+    (r"device-side assert|cudaErrorAssert", "a device-side assert fired in the kernel"),
+    (r"illegal instruction|cudaErrorIllegalInstruction", "illegal instruction executed by the kernel"),
+    (r"too many resources requested|cudaErrorLaunchOutOfResources",
+     "launch out of resources: too many registers or threads per block for this launch"),
+    (r"launch timed out|cudaErrorLaunchTimeout", "the kernel ran into the display watchdog (launch timed out)"),
+    (r"hardware stack error|cudaErrorHardwareStackError", "hardware stack error (deep recursion or stack overflow)"),
+    (r"invalid program counter|cudaErrorInvalidPc", "invalid program counter in the kernel"),
+    (r"unspecified launch failure|cudaErrorLaunchFailure|CUDA_ERROR_LAUNCH_FAILED",
+     "launch failed (unspecified launch failure): the kernel crashed"),
+    (r"no kernel image|cudaErrorNoKernelImageForDevice",
+     "no kernel image for this GPU: the library was built for another architecture"),
+)
+
+_SIGNALS = {
+    signal.SIGSEGV: "segmentation fault in host code (the launcher touched bad host memory, e.g. dereferenced a "
+                    "device pointer)",
+    signal.SIGBUS: "bus error in host code",
+    signal.SIGFPE: "floating-point exception in host code (integer division by zero in the launcher?)",
+    signal.SIGABRT: "aborted (an assertion or std::terminate in host code)",
+    signal.SIGILL: "illegal instruction in host code",
+    signal.SIGKILL: "killed (SIGKILL): out of host memory, or killed from outside",
+}
+
+
+def diagnose_cuda(text: str) -> str | None:
+    """The diagnosis for a CUDA error message, or None when the text names none we know."""
+    for pattern, diagnosis in _CUDA_DIAGNOSES:
+        if re.search(pattern, text, re.I):
+            return diagnosis
+    return None
+
+
+@dataclass
+class WorkerOutcome:
+    payload: dict | None
+    returncode: int | None
+    timed_out: bool
+    timeout_s: float
+    stderr_tail: str = ""
+    wall_s: float = 0.0
+    progress: list[str] = field(default_factory=list)
+
+    @property
+    def result(self) -> dict | None:
+        if self.payload and self.payload.get("ok"):
+            return self.payload.get("result")
+        return None
+
+    @property
+    def error(self) -> dict | None:
+        return self.payload.get("error") if self.payload and not self.payload.get("ok") else None
+
+    def diagnosis(self) -> tuple[str, str]:
+        """(status, one-line reason) for a worker that produced no result."""
+        return diagnose(self.returncode, self.stderr_tail, self.timed_out, self.timeout_s, self.error)
+
+
+def diagnose(returncode: int | None, stderr_tail: str, timed_out: bool, timeout_s: float,
+             error: dict | None = None) -> tuple[str, str]:
+    """Turn how a worker ended into (status, reason): timeout, crashed, load-failed, environment, ..."""
+    if timed_out:
+        return "timeout", (f"hang: no result within {timeout_s:.0f} s, the worker was killed (an endless loop, "
+                           "a deadlock between blocks, or far too much work?)")
+    if error is not None:
+        kind, message = error.get("kind"), error.get("message", "")
+        if kind == "cuda":
+            return "crashed", f"CUDA error: {diagnose_cuda(message) or _first_line(message)}"
+        if kind == "environment":
+            return "environment", message + (f" ({error['hint']})" if error.get("hint") else "")
+        if kind == "load":
+            return "load-failed", message
+        if kind == "InputError":
+            return "spec-error", message
+        cuda = diagnose_cuda(message)
+        if cuda:
+            return "crashed", f"CUDA error: {cuda}"
+        return "crashed", f"worker error: {_first_line(message)}"
+    cuda = diagnose_cuda(stderr_tail)
+    if returncode is not None and returncode < 0:
+        try:
+            sig = signal.Signals(-returncode)
+            name, text = sig.name, _SIGNALS.get(sig, "killed by a signal")
+        except ValueError:
+            name, text = f"signal {-returncode}", "killed by a signal"
+        return "crashed", f"{name}: {text}" + (f"; CUDA reported: {cuda}" if cuda else "")
+    if cuda:
+        return "crashed", f"CUDA error: {cuda}"
+    last = _last_meaningful_line(stderr_tail)
+    return "crashed", f"the worker exited with status {returncode} without a result" + (f": {last}" if last else "")
+
+
+def _first_line(text: str) -> str:
+    for line in str(text).splitlines():
+        if line.strip():
+            return line.strip()[:300]
+    return "no message"
+
+
+def _last_meaningful_line(text: str) -> str:
+    for line in reversed(text.splitlines()):
+        line = line.strip()
+        if line and not line.startswith(PROGRESS_MARK):
+            return line[:300]
+    return ""
+
+
+def worker_env(extra: dict[str, str] | None = None, plain: bool = True) -> dict[str, str]:
+    env = dict(os.environ)
+    if plain:
+        for name in INJECTION_VARIABLES:
+            env.pop(name, None)
+    # The worker imports skillbase from wherever this process found it.
+    root = str(Path(__file__).resolve().parent.parent.parent)
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env.setdefault("PYTHONUNBUFFERED", "1")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def run_worker(job: dict, timeout_s: float = DEFAULT_TIMEOUT_S, progress: Callable[[str], None] | None = None,
+               wrapper: list[str] | None = None, env: dict[str, str] | None = None, plain: bool = True,
+               workdir: str | Path | None = None) -> WorkerOutcome:
+    """Run one job in a fresh worker process (optionally under `wrapper`, e.g. ncu); never raises for
+    what the candidate does -- crashes and hangs come back as a WorkerOutcome to diagnose."""
+    folder = Path(tempfile.mkdtemp(prefix="skillbase-job-"))
+    job_path = folder / "job.json"
+    job_path.write_text(json.dumps(job))
+    command = list(wrapper or []) + [sys.executable, "-m", "skillbase.harness.worker", str(job_path)]
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                start_new_session=True, env=worker_env(env, plain), cwd=workdir)
+    except OSError as error:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise EnvironmentProblem(f"cannot start the worker ({error})", hint="check the Python installation") from None
+    tail: collections.deque[str] = collections.deque(maxlen=200)
+    stdout_chunks: list[bytes] = []
+    seen_progress: list[str] = []
+
+    def read_stderr():
+        for raw in proc.stderr:
+            line = raw.decode("utf-8", "replace").rstrip("\n")
+            if line.startswith(PROGRESS_MARK):
+                message = line[len(PROGRESS_MARK):]
+                seen_progress.append(message)
+                if progress is not None:
+                    try:
+                        progress(message)
+                    except Exception:  # noqa: BLE001 - a display problem must not kill the run
+                        pass
+            else:
+                tail.append(line)
+
+    def read_stdout():
+        for raw in proc.stdout:
+            stdout_chunks.append(raw)
+
+    readers = [threading.Thread(target=read_stderr, daemon=True), threading.Thread(target=read_stdout, daemon=True)]
+    for t in readers:
+        t.start()
+    timed_out = False
+    try:
+        proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        kill_group(proc)
+    except BaseException:
+        kill_group(proc)   # Ctrl-C: never leave a kernel spinning on the GPU
+        raise
+    finally:
+        for t in readers:
+            t.join(timeout=5)
+        shutil.rmtree(folder, ignore_errors=True)
+    payload = None
+    for line in b"".join(stdout_chunks).decode("utf-8", "replace").splitlines():
+        if line.startswith(RESULT_MARK):
+            try:
+                payload = json.loads(line[len(RESULT_MARK):])
+            except json.JSONDecodeError:
+                payload = None
+    return WorkerOutcome(payload, proc.returncode, timed_out, timeout_s, "\n".join(tail),
+                         time.monotonic() - started, seen_progress)
+
+
+def kill_group(proc: subprocess.Popen) -> None:
+    """SIGKILL the worker's whole process group (it may have children: ncu, compute-sanitizer)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        pass
+
+
+# ------------------------------------------------------------------------------------------------
+# Preconditions
+# ------------------------------------------------------------------------------------------------
+
+def gpu_name() -> str | None:
+    """The first GPU's name from nvidia-smi, or None."""
+    if shutil.which("nvidia-smi") is None:
+        return None
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+                             text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
+    return lines[0] if out.returncode == 0 and lines else None
+
+
+def require_gpu() -> None:
+    """One-line EnvironmentProblem unless a GPU answers and CuPy can be imported."""
+    if gpu_name() is None:
+        raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi lists none)",
+                                 hint="run on a machine with an NVIDIA GPU and driver; `skillbase doctor` checks "
+                                      "the setup")
+    if importlib.util.find_spec("cupy") is None:
+        from skillbase.harness.device import CUPY_HINT
+
+        raise EnvironmentProblem("CuPy is not installed; the harness runs kernels through it", hint=CUPY_HINT)
+
+
+# ------------------------------------------------------------------------------------------------
+# The high-level API
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class Options:
+    verify: bool = True
+    time: bool = True
+    static: bool = True
+    preset: str | None = None          # time only this preset (default: every scored preset)
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    extra_flags: tuple[str, ...] = ()
+    arch: str | None = None
+    verify_plan: dict[str, Any] = field(default_factory=dict)    # VerifyPlan overrides
+    time_plan: dict[str, Any] = field(default_factory=dict)      # TimePlan overrides
+    verify_sizes: list[tuple[str, dict]] | None = None           # override (tests)
+
+
+def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: str | Path | None = None,
+             options: Options | None = None, progress: Callable[[str], None] | None = None,
+             baseline_flags: tuple[str, ...] = ()) -> CheckResult:
+    """Build, statically check, verify and time `candidate` (default: the task's own kernel).
+
+    `task` is the original K.cu (with K.task.yaml beside it); its kernel is the reference unless
+    the spec names another. `baseline`, when given, is timed interleaved with the candidate.
+    Raises InputError for a bad spec and EnvironmentProblem without a GPU / CuPy / nvcc; every
+    problem of the candidate itself comes back as the CheckResult's status and reason.
+    """
+    from skillbase.task import load_task
+
+    options = options or Options()
+    say = progress or (lambda message: None)
+    spec = load_task(task)
+    task_kernel = spec.kernel_path.resolve()
+    candidate_path = Path(candidate).resolve() if candidate is not None else task_kernel
+    if not candidate_path.is_file():
+        raise InputError(f"{candidate_path}: no such file")
+    if options.preset is not None:
+        spec.sizes_for(options.preset)   # an unknown preset is an InputError, with did-you-mean
+    require_gpu()
+
+    result = CheckResult()
+    if options.static:
+        from skillbase.harness.static_check import check_source, errors_only
+
+        found = check_source(candidate_path, allow=spec.allow)
+        result.static_violations = [str(v) for v in found]
+        blocking = errors_only(found)
+        if blocking:
+            v = blocking[0]
+            return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}")
+
+    say(f"building {candidate_path.name}")
+    built = _build(candidate_path, options.extra_flags, options.arch, result)
+    if built is None:
+        return result
+    result.compiled = True
+    job: dict[str, Any] = {"kind": "check", "task": str(spec.kernel_path.resolve()),
+                           "candidate": {"library": str(built), "source": str(candidate_path)}}
+    job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
+    if baseline is not None and options.time:
+        say(f"building the baseline {Path(baseline).name}")
+        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult())
+        if base_lib is None:
+            raise InputError(f"{baseline}: the baseline does not build", hint="run `skillbase check` on it first")
+        job["baseline"] = {"library": str(base_lib)}
+    sizes = options.verify_sizes or spec.verify_sizes()
+    job["verify"] = dict(sizes=[[n, s] for n, s in sizes], **options.verify_plan) if options.verify else None
+    if options.time:
+        timed = [options.preset] if options.preset else list(spec.scored)
+        job["time"] = dict(sizes=[[n, spec.sizes_for(n)] for n in timed], **options.time_plan)
+    outcome = run_worker(job, timeout_s=options.timeout_s, progress=say)
+    return merge_outcome(result, outcome)
+
+
+def merge_outcome(result: CheckResult, outcome: WorkerOutcome) -> CheckResult:
+    """Fold a worker's outcome into the parent's CheckResult (build and static results kept)."""
+    if outcome.result is not None:
+        merged = CheckResult.from_dict(outcome.result)
+        merged.compiled = True
+        merged.static_violations = result.static_violations
+        merged.log = outcome.stderr_tail[-4000:]
+        return merged
+    status, reason = outcome.diagnosis()
+    if status == "environment":
+        raise EnvironmentProblem(reason)
+    result.log = outcome.stderr_tail[-4000:]
+    return result.fail(status, reason)
+
+
+def _build(path: Path, flags, arch, result: CheckResult) -> Path | None:
+    from skillbase.harness.build import BuildError, build
+
+    try:
+        built = build(path, arch=arch, extra_flags=tuple(flags))
+    except BuildError as error:
+        result.log = error.log
+        result.fail("build-failed", error.message)
+        return None
+    return built.library
+
+
+def _reference(spec, candidate_path: Path, task_kernel: Path, options: Options, say) -> dict:
+    ref = spec.reference or {}
+    if "python" in ref:
+        return {"kind": "python"}
+    if "cuda" in ref:
+        path = (spec.path.parent / ref["cuda"]).resolve()
+        say(f"building the reference {path.name}")
+        library = _build(path, (), options.arch, CheckResult())
+        if library is None:
+            raise InputError(f"{spec.path}: reference.cuda: {ref['cuda']} does not build")
+        return {"kind": "cuda", "library": str(library)}
+    if candidate_path == task_kernel:
+        return {"kind": "self"}
+    say(f"building the reference {task_kernel.name}")
+    library = _build(task_kernel, (), options.arch, CheckResult())
+    if library is None:
+        raise InputError(f"{task_kernel}: the task's own kernel (the reference) does not build",
+                         hint=f"fix it first: skillbase check {task_kernel}")
+    return {"kind": "cuda", "library": str(library)}
+
+
+def selftest(timeout_s: float = 300.0, peaks: bool = True) -> dict:
+    """Device facts and measured peaks from a worker (doctor, fidelity)."""
+    outcome = run_worker({"kind": "selftest", "peaks": peaks}, timeout_s=timeout_s)
+    if outcome.result is None:
+        status, reason = outcome.diagnosis()
+        raise EnvironmentProblem(f"GPU self-test failed: {reason}") if status == "environment" else \
+            SkillbaseError(f"GPU self-test failed: {reason}")
+    return outcome.result

@@ -1,0 +1,217 @@
+"""The worker's GPU state for one job: the task, the loaded libraries, inputs, references and calls.
+
+A `Case` is one (size, seed, variant) of the task: host inputs, a pristine device copy of each,
+and the reference outputs kept on the host (never on the device, where a candidate could find
+them). `Session.call` runs one launcher on fresh copies of a case's inputs with poisoned outputs,
+checks the inputs afterwards against the pristine copies on the device, brings the outputs to the
+host and scrubs every device buffer it used before freeing it (CuPy's pool hands freed blocks to
+the next allocation, which must never see a previous call's results).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from skillbase.errors import InputError
+from skillbase.harness.device import Device, wait_ms
+from skillbase.harness.native import NativeLauncher
+from skillbase.harness.verify import POISON, compare_outputs
+
+SCALE_VARIANT = 4.0   # a power of two: exact in every float format, changes every magnitude
+
+
+@dataclass
+class Case:
+    size: str
+    sizes: dict[str, int]
+    seed: int
+    variant: str
+    resolved: Any                                  # skillbase.task.ResolvedTask
+    host_inputs: dict[str, np.ndarray]
+    pristine: dict[str, Any]                       # cupy arrays, flat storage dtype
+    outputs: list[Any]                             # ArgSpec of out/inout args
+    tolerance: dict[str, tuple[float, float]]      # name -> (rtol, atol_scale)
+    reference: dict[str, np.ndarray] = field(default_factory=dict)
+
+
+@dataclass
+class CallOutcome:
+    outputs: dict[str, np.ndarray]
+    inputs_changed: dict[str, int]
+
+
+class Session:
+    """Everything one worker job needs on the GPU."""
+
+    def __init__(self, job: dict, progress: Callable[[str], None] = lambda message: None):
+        from skillbase.task import load_task
+
+        self.progress = progress
+        self.device = Device(int(job.get("device", 0)))
+        # Snapshot before any candidate code is loaded: a library constructor could change limits.
+        self.limits_snapshot = self.device.limits()
+        self.spec = load_task(job["task"], check_launcher=False)
+        self.args = list(self.spec.args)
+        self.cp = self.device.cp
+        self.side_stream = self.cp.cuda.Stream(non_blocking=True)
+        reference = job.get("reference") or {"kind": "self"}
+        self.reference_kind = reference["kind"]
+        self.python_reference = self.spec.reference_callable() if self.reference_kind == "python" else None
+        self.reference = None
+        if self.reference_kind == "cuda":
+            self.reference = NativeLauncher(reference["library"], self.spec.launcher, self.args, "reference")
+        self.baseline = None
+        if job.get("baseline"):
+            self.baseline = NativeLauncher(job["baseline"]["library"], self.spec.launcher, self.args, "baseline")
+        self.candidate = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "candidate")
+        if self.reference_kind == "self":
+            # Verifying a kernel against itself (`skillbase check`): a second, separate instance.
+            self.reference = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "reference")
+
+    # -- cases ----------------------------------------------------------------------------------
+    def prepare(self, size: str, sizes: dict[str, int], seed: int, variant: str = "spec") -> Case:
+        resolved = self.spec.resolve(sizes)
+        host = self.spec.make_inputs(sizes, seed)
+        if variant == "scaled-x4":
+            host = {name: self._scaled(name, array) for name, array in host.items()}
+        pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
+        outputs = [a for a in self.args if a.pointer and a.written]
+        tolerance = {}
+        for a in outputs:
+            rule = self.spec.tolerance_rule(a)
+            tolerance[a.name] = (float(rule.rtol), float(rule.atol_scale))
+        case = Case(size, dict(sizes), seed, variant, resolved, host, pristine, outputs, tolerance)
+        case.reference = self.reference_outputs(case)
+        return case
+
+    def _scaled(self, name: str, array: np.ndarray) -> np.ndarray:
+        from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32, float32_to_bf16_bits
+
+        a = self.spec.arg(name)
+        init = a.init or {}
+        if not DTYPES[a.dtype].is_float or init.get("dist", "uniform") not in ("uniform", "normal"):
+            return array   # indices, structured data, hooks: their values carry meaning; leave them
+        if a.dtype == "bf16":
+            return float32_to_bf16_bits(bf16_bits_to_float32(array) * SCALE_VARIANT).reshape(array.shape)
+        return (array * SCALE_VARIANT).astype(array.dtype)
+
+    def reference_outputs(self, case: Case) -> dict[str, np.ndarray]:
+        if self.python_reference is not None:
+            from skillbase.task.dtypes import to_storage
+
+            produced = self.python_reference({k: v.copy() for k, v in case.host_inputs.items()}, dict(case.sizes))
+            out = {}
+            for a in case.outputs:
+                if not isinstance(produced, dict) or a.name not in produced:
+                    raise InputError(f"{self.spec.path}: the python reference returned no array for '{a.name}'")
+                shape = case.resolved.arg(a.name).shape
+                out[a.name] = np.ascontiguousarray(to_storage(np.asarray(produced[a.name]), a.dtype)).reshape(shape)
+            return out
+        return self.call(self.reference, case, poison=POISON, fill_shared=False).outputs
+
+    def release(self, case: Case) -> None:
+        for array in case.pristine.values():
+            self.device.memset(array, POISON)
+        case.pristine.clear()
+
+    # -- calls ----------------------------------------------------------------------------------
+    def _buffers(self, case: Case, poison: int):
+        cp = self.cp
+        buffers = {}
+        for a in self.args:
+            if not a.pointer:
+                continue
+            if a.name in case.pristine:
+                buffers[a.name] = case.pristine[a.name].copy()      # a fresh copy (and address) per call
+            else:
+                ra = case.resolved.arg(a.name)
+                from skillbase.task.dtypes import DTYPES
+
+                buffers[a.name] = cp.empty(ra.numel, dtype=DTYPES[a.dtype].storage)
+                self.device.memset(buffers[a.name], poison)
+        return buffers
+
+    def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True) -> CallOutcome:
+        buffers = self._buffers(case, poison)
+        arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
+        if fill_shared:
+            self.device.fill_shared_nan()
+        launcher(arguments)
+        self.device.sync()   # a sticky CUDA error (illegal address ...) raises here
+        changed = {}
+        for a in self.args:
+            if a.pointer and a.role == "in":
+                changed[a.name] = self._bytes_differ(buffers[a.name], case.pristine[a.name])
+        outputs = {}
+        for a in case.outputs:
+            outputs[a.name] = buffers[a.name].get().reshape(case.resolved.arg(a.name).shape)
+        self._scrub(buffers)
+        return CallOutcome(outputs, changed)
+
+    def _bytes_differ(self, work, pristine) -> int:
+        cp = self.cp
+        return int(cp.count_nonzero(work.view(cp.uint8) != pristine.view(cp.uint8)))
+
+    def _scrub(self, buffers: dict) -> None:
+        for array in buffers.values():
+            self.device.memset(array, POISON)
+        self.device.sync()
+        buffers.clear()
+
+    def probe_call(self, launcher: NativeLauncher, case: Case, spin_ms: float = 20.0) -> dict[str, Any]:
+        """Call with the launch stream held busy; see whether outputs change before the stream frees."""
+        cp = self.cp
+        buffers = self._buffers(case, POISON)
+        outs = [a.name for a in case.outputs if a.role == "out"]
+        snaps = {name: cp.empty_like(buffers[name]) for name in outs}
+        arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
+        self.device.fill_shared_nan()
+        self.device.sync()
+        self.device.spin(spin_ms)
+        spin_done = self.device.event()
+        spin_done.record(self.device.null)
+        start = time.perf_counter()
+        launcher(arguments)
+        return_ms = (time.perf_counter() - start) * 1e3
+        # Give work on another stream or thread time to run, then look at the outputs from a
+        # non-blocking stream of ours, which does not wait for the spinning launch stream.
+        wait_ms(min(5.0, spin_ms / 4))
+        with self.side_stream:
+            for name in outs:
+                snaps[name].data.copy_from_device_async(buffers[name].data, buffers[name].nbytes, self.side_stream)
+        self.side_stream.synchronize()
+        spin_running = not spin_done.done
+        self.device.sync()
+        spun_ms = self.device.spun_ms()
+        written_early = sum(int(cp.count_nonzero(snaps[name].view(cp.uint8) != POISON)) for name in outs)
+        final_ok, reason = True, ""
+        for a in case.outputs:
+            rtol, atol_scale = case.tolerance[a.name]
+            host = buffers[a.name].get().reshape(case.resolved.arg(a.name).shape)
+            c = compare_outputs(a.name, host, case.reference[a.name], a.dtype, rtol, atol_scale,
+                                poison=POISON if a.role == "out" else None)
+            if not c.ok and final_ok:
+                final_ok, reason = False, c.reason
+        changed = {a.name: self._bytes_differ(buffers[a.name], case.pristine[a.name])
+                   for a in self.args if a.pointer and a.role == "in"}
+        if any(changed.values()) and final_ok:
+            name = next(n for n, v in changed.items() if v)
+            final_ok, reason = False, f"modified input '{name}'"
+        del snaps
+        self._scrub(buffers)
+        return {"return_ms": return_ms, "spin_running": spin_running and spun_ms >= 0.8 * spin_ms,
+                "spun_ms": spun_ms, "written_early": written_early, "final_ok": final_ok, "reason": reason}
+
+    def close(self) -> None:
+        for launcher in (self.candidate, self.baseline, self.reference):
+            if launcher is not None:
+                launcher.close()
+
+
+def library_path(path: str | Path) -> str:
+    return str(Path(path).resolve())

@@ -1,0 +1,418 @@
+"""Static check of a kernel file: APIs and patterns a candidate must not use, each with its reason.
+
+The harness treats every candidate as untrusted (VERIFY.md). Runtime defences catch most cheats,
+but some are cheaper and surer to refuse before anything runs: side streams and threads that
+work outside the timer, library fallbacks, persisting-L2 windows that survive the flush, timing
+and allocation inside the launcher, probing the environment for a profiler, state cached
+across calls.
+
+Matching is on tree-sitter-cuda's syntax tree, not on raw text: identifiers, type and namespace
+names, `asm` strings, preprocessor macro bodies (which tree-sitter keeps as text, so we tokenise
+them), and string literals that name profiler variables. A comment or an ordinary string that
+mentions `cudaMalloc` does not trigger; `asm("mov.u64 %0, %%globaltimer;")` does.
+
+    violations = check_source("K.cu", allow=spec.allow)
+    blocking = [v for v in violations if v.severity == "error"]
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from skillbase.errors import InputError
+
+__all__ = ["check_source", "Violation", "Rule", "RULES", "ALLOWABLE", "banned_identifier", "errors_only"]
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    line: int
+    snippet: str
+    rationale: str
+    severity: str = "error"   # "error" rejects the candidate; "warning" is reported only
+
+    def __str__(self) -> str:
+        return f"line {self.line}: {self.rule}: {self.rationale} [{self.snippet}]"
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    rationale: str
+    names: frozenset[str] = frozenset()        # exact identifiers, anywhere
+    prefixes: tuple[str, ...] = ()             # identifier prefixes
+    namespaces: frozenset[str] = frozenset()   # `ns::…` or `using namespace ns`
+    calls: frozenset[str] = frozenset()        # identifiers that only count when called (too common as names)
+    allow: str | None = None                   # the task's `allow:` entry that turns the rule off
+    severity: str = "error"
+    exclude_prefixes: tuple[str, ...] = ()     # prefixes that belong to another rule
+
+
+def _library(name: str, prefixes=(), namespaces=(), exclude=()) -> Rule:
+    return Rule(f"library-{name}",
+                f"{name} call: a library (or a fallback to one) does the work instead of the kernel being "
+                "optimized; only tasks that list it in allow: may use it",
+                prefixes=tuple(prefixes), namespaces=frozenset(namespaces), allow=name, exclude_prefixes=tuple(exclude))
+
+
+RULES: tuple[Rule, ...] = (
+    Rule("stream-or-thread",
+         "creates a stream, thread, host callback or process: work there can run outside the timed window "
+         "(only the launch stream is timed)",
+         names=frozenset({"pthread_create", "cudaLaunchHostFunc", "cuLaunchHostFunc", "cudaStreamAddCallback",
+                          "cuStreamAddCallback", "cudaStreamPerThread", "fork", "vfork", "posix_spawn", "popen",
+                          "thrd_create"}),
+         prefixes=("cudaStreamCreate", "cuStreamCreate"), calls=frozenset({"system"})),
+    Rule("l2-persistence",
+         "persisting-L2 access-policy window or limit: cached lines survive the harness's L2 flush, so timed "
+         "iterations read warm data",
+         names=frozenset({"cudaStreamAttributeAccessPolicyWindow", "cudaLimitPersistingL2CacheSize",
+                          "cudaCtxResetPersistingL2Cache", "cuCtxResetPersistingL2Cache", "accessPolicyWindow",
+                          "cudaAccessPolicyWindow", "cudaAccessPropertyPersisting", "cudaStreamSetAttribute",
+                          "cuStreamSetAttribute", "cudaLaunchAttributeAccessPolicyWindow",
+                          "cudaKernelNodeAttributeAccessPolicyWindow", "CU_LIMIT_PERSISTING_L2_CACHE_SIZE",
+                          "CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW", "cudaStreamAttrValue"})),
+    _library("cublasLt", prefixes=("cublasLt",)),
+    _library("cublas", prefixes=("cublas",), exclude=("cublasLt",)),
+    _library("cudnn", prefixes=("cudnn",)),
+    _library("cusparse", prefixes=("cusparse",)),
+    _library("cufft", prefixes=("cufft",)),
+    _library("cusolver", prefixes=("cusolver",)),
+    _library("curand", prefixes=("curand",)),
+    _library("cub", namespaces=("cub",)),
+    _library("thrust", namespaces=("thrust",)),
+    _library("cutlass", namespaces=("cutlass", "cute")),
+    Rule("printf",
+         "printing from a kernel or the launcher: device printf serialises through a host buffer and distorts "
+         "timing, and output is a side channel the harness does not check",
+         names=frozenset({"printf", "fprintf", "puts", "fputs", "putchar", "vprintf", "cout", "cerr", "clog"})),
+    Rule("timing",
+         "reads a clock or times itself: a candidate that measures time can behave differently when timed "
+         "(the harness owns the clock)",
+         names=frozenset({"clock64", "clock_gettime", "gettimeofday", "__rdtsc", "rdtsc", "timespec_get",
+                          "__globaltimer", "QueryPerformanceCounter"}),
+         prefixes=("cudaEvent", "cuEvent"), namespaces=frozenset({"chrono"}), calls=frozenset({"clock", "time"})),
+    Rule("launcher-memory",
+         "allocates, copies or sets memory: the launcher may only launch kernels on the buffers it is given "
+         "(host work and hidden buffers escape verification and distort timing)",
+         names=frozenset({"cudaHostAlloc", "cudaHostRegister", "cudaMemPrefetchAsync", "cudaMemAdvise",
+                          "cuMemHostAlloc", "cuMemPrefetchAsync", "cudaMemcpyToSymbol", "cudaMemcpyFromSymbol",
+                          "cudaMemcpyToSymbolAsync", "cudaMemcpyFromSymbolAsync"}),
+         prefixes=("cudaMalloc", "cudaFree", "cudaMemcpy", "cudaMemset", "cudaMemPool", "cuMemAlloc", "cuMemFree",
+                   "cuMemcpy", "cuMemset", "cuMemCreate", "cuMemMap"),
+         calls=frozenset({"malloc", "calloc", "realloc", "free", "aligned_alloc", "posix_memalign", "mmap"})),
+    Rule("launcher-sync",
+         "synchronises, captures a graph or changes device limits: the harness does the synchronisation and "
+         "timing; a launcher that blocks times host work",
+         names=frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaThreadSynchronize",
+                          "cudaStreamWaitEvent", "cudaStreamQuery", "cudaDeviceSetLimit", "cudaStreamBeginCapture",
+                          "cudaStreamEndCapture", "cuCtxSynchronize", "cuStreamSynchronize", "cuCtxSetLimit",
+                          "cudaDeviceReset", "cudaSetDevice", "cudaDeviceSetCacheConfig", "cuCtxSetCacheConfig",
+                          "cudaSetDeviceFlags"}),
+         prefixes=("cudaGraph", "cuGraph", "cuStreamBeginCapture")),
+    Rule("env-probe",
+         "reads the environment or process state: a candidate that detects a profiler or sanitizer "
+         "(CUDA_INJECTION64_PATH, LD_PRELOAD) can behave honestly only when watched",
+         names=frozenset({"getenv", "secure_getenv", "environ", "__environ", "setenv", "putenv", "unsetenv",
+                          "readlink", "fopen", "freopen", "opendir", "ifstream", "fstream", "dladdr",
+                          "dl_iterate_phdr", "getpid", "getppid", "sysconf"}),
+         prefixes=("cupti", "nvtx")),
+    Rule("dynamic-loading",
+         "loads code or looks up functions at run time: a name fetched by string escapes this check",
+         names=frozenset({"dlopen", "dlsym", "dlmopen", "dlvsym", "cudaGetDriverEntryPoint",
+                          "cudaGetDriverEntryPointByVersion", "cuGetProcAddress", "cudaGetProcAddress",
+                          "cuModuleLoad", "cuModuleLoadData", "cuLibraryLoadData", "cudaLibraryLoadData"})),
+    Rule("host-static-state",
+         "static or global host variable written by the launcher: results can be cached across calls "
+         "(keyed on pointer or call count) instead of computed"),
+    Rule("device-global-state",
+         "__device__ global written by a kernel: state that persists across launches can cache results or "
+         "carry counters between calls; allow it with allow: [device_globals] when the task needs it",
+         names=frozenset({"cudaGetSymbolAddress"}), allow="device_globals", severity="warning"),
+    Rule("local-include",
+         "includes a local file: code in it is invisible to this check (and the candidate is one file); "
+         "allow it with allow: [local_includes]", allow="local_includes"),
+    Rule("macro-token-pasting",
+         "## in a macro can assemble a banned identifier (cuda##Malloc) that this check cannot see"),
+    Rule("load-time-code",
+         "constructor/destructor attribute or OpenMP: code that runs at library load or on other threads "
+         "escapes the timed launch"),
+)
+
+RULE_BY_ID = {r.id: r for r in RULES}
+ALLOWABLE = tuple(sorted({r.allow for r in RULES if r.allow}))
+
+_PROBE_STRINGS = re.compile(r"CUDA_INJECTION64_PATH|LD_PRELOAD|NSYS_|NV_COMPUTE_PROFILER|NSIGHT|/proc/self|/proc/\d")
+_ASM_TIMER = re.compile(r"globaltimer|%+clock(64)?\b|%+clock_hi\b")
+_IDENT = re.compile(r"[A-Za-z_]\w*")
+
+
+def _rule_for_name(name: str, called: bool) -> Rule | None:
+    for rule in RULES:
+        if name in rule.names or (called and name in rule.calls):
+            return rule
+        if rule.prefixes and name.startswith(rule.prefixes) and not name.startswith(rule.exclude_prefixes or ("\0",)):
+            return rule
+    return None
+
+
+def banned_identifier(word: str) -> str | None:
+    """The rule id that bans identifier `word` anywhere (call-only names excluded), or None."""
+    if not word:
+        return None
+    rule = _rule_for_name(word, called=False)
+    if rule is None:
+        rule = next((r for r in RULES if word in r.namespaces), None)
+    return rule.id if rule else None
+
+
+def errors_only(violations: list[Violation]) -> list[Violation]:
+    return [v for v in violations if v.severity == "error"]
+
+
+def _read(path_or_text) -> tuple[bytes, str]:
+    if isinstance(path_or_text, Path):
+        if not path_or_text.is_file():
+            raise InputError(f"{path_or_text}: no such file")
+        return path_or_text.read_bytes(), str(path_or_text)
+    text = str(path_or_text)
+    if "\n" not in text and text.endswith((".cu", ".cuh", ".h", ".cpp")) and Path(text).is_file():
+        return Path(text).read_bytes(), text
+    return text.encode("utf-8"), "<source>"
+
+
+def check_source(path_or_text, allow=()) -> list[Violation]:
+    """Every banned pattern in a `.cu` file (a Path, a path string, or the source text), in line order."""
+    allow = tuple(allow or ())
+    for entry in allow:
+        if entry not in ALLOWABLE:
+            match = difflib.get_close_matches(entry, ALLOWABLE, n=1)
+            raise InputError(f"allow: '{entry}' is not something the static check can allow "
+                             f"(known: {', '.join(ALLOWABLE)})", hint=f"did you mean '{match[0]}'?" if match else None)
+    source, _ = _read(path_or_text)
+    from skillbase.task.cuda_source import parse
+
+    return _Checker(source, set(allow)).run(parse(source).root_node)
+
+
+class _Checker:
+    def __init__(self, source: bytes, allow: set[str]):
+        self.source = source
+        self.lines = source.decode("utf-8", "replace").splitlines()
+        self.allow = allow
+        self.found: dict[tuple[str, int, str], Violation] = {}
+
+    # -- reporting ------------------------------------------------------------------------------
+    def text(self, node) -> str:
+        return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
+
+    def report(self, rule: Rule | str, node_or_line, what: str = "") -> None:
+        rule = RULE_BY_ID[rule] if isinstance(rule, str) else rule
+        if rule.allow and rule.allow in self.allow:
+            return
+        line = node_or_line if isinstance(node_or_line, int) else node_or_line.start_point[0] + 1
+        snippet = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else what
+        if len(snippet) > 120:
+            snippet = snippet[:117] + "..."
+        key = (rule.id, line, "")  # one report per rule and line is enough to act on
+        if key not in self.found:
+            self.found[key] = Violation(rule.id, line, snippet, rule.rationale, rule.severity)
+
+    # -- walk -----------------------------------------------------------------------------------
+    def run(self, root) -> list[Violation]:
+        self.walk(root)
+        self.check_state(root)
+        return sorted(self.found.values(), key=lambda v: (v.line, v.rule))
+
+    def walk(self, node) -> None:
+        kind = node.type
+        if kind in ("comment",):
+            return
+        if kind in ("identifier", "type_identifier", "field_identifier", "namespace_identifier"):
+            self.check_name(node)
+        elif kind == "qualified_identifier":
+            flat = re.sub(r"\s+", "", self.text(node))
+            if flat.startswith(("std::thread", "std::jthread", "std::async", "::std::thread")):
+                self.report("stream-or-thread", node, flat)
+        elif kind == "gnu_asm_expression":
+            for child in node.children:
+                if child.type in ("string_literal", "concatenated_string", "raw_string_literal") \
+                        and _ASM_TIMER.search(self.text(child)):
+                    self.report("timing", child, "asm clock")
+        elif kind in ("string_literal", "raw_string_literal") and _PROBE_STRINGS.search(self.text(node)):
+            self.report("env-probe", node, "probe string")
+        elif kind in ("preproc_arg",):
+            self.check_macro_text(node)
+        elif kind == "preproc_include":
+            path = node.child_by_field_name("path")
+            if path is not None and path.type == "string_literal":
+                self.report("local-include", node, self.text(path))
+        elif kind == "preproc_call":
+            directive = node.child_by_field_name("directive")
+            argument = node.child_by_field_name("argument")
+            if directive is not None and self.text(directive) == "#pragma" and argument is not None \
+                    and self.text(argument).strip().startswith("omp"):
+                self.report("load-time-code", node, "omp")
+        elif kind == "new_expression":
+            self.report("launcher-memory", node, "new")
+        elif kind == "using_declaration":
+            for word in _IDENT.findall(self.text(node)):
+                self.check_namespace(word, node)
+        elif kind in ("attribute_specifier", "attribute_declaration", "attribute"):
+            if re.search(r"\b(constructor|destructor)\b", self.text(node)):
+                self.report("load-time-code", node, "constructor")
+        elif kind == "ERROR":
+            # tree-sitter could not parse this region; scan its words so a parse error cannot hide a call.
+            self.check_words(_strip_comments_and_strings(self.text(node)), node.start_point[0] + 1, called=True)
+        for child in node.children:
+            self.walk(child)
+
+    def check_namespace(self, word: str, node) -> None:
+        for rule in RULES:
+            if word in rule.namespaces:
+                self.report(rule, node, word)
+
+    def check_name(self, node) -> None:
+        name = self.text(node)
+        if node.type == "namespace_identifier":
+            self.check_namespace(name, node)
+        parent = node.parent
+        called = parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
+        rule = _rule_for_name(name, called)
+        if rule is not None:
+            self.report(rule, node, name)
+
+    def check_words(self, text: str, first_line: int, called: bool) -> None:
+        for offset, line in enumerate(text.splitlines() or [text]):
+            for word in _IDENT.findall(line):
+                rule = _rule_for_name(word, called) or next((r for r in RULES if word in r.namespaces), None)
+                if rule is not None:
+                    self.report(rule, first_line + offset, word)
+
+    def check_macro_text(self, node) -> None:
+        text = self.text(node)
+        line = node.start_point[0] + 1
+        if "##" in text:
+            self.report("macro-token-pasting", line, "##")
+        if _ASM_TIMER.search(text) and re.search(r"\basm\b|__asm__", text):
+            self.report("timing", line, "asm clock")
+        if _PROBE_STRINGS.search(text):
+            self.report("env-probe", line, "probe string")
+        # A macro body is not parsed; treat every word in it as possibly called.
+        self.check_words(_strip_comments_and_strings(text), line, called=True)
+
+    # -- state across calls ----------------------------------------------------------------------
+    def check_state(self, root) -> None:
+        host_globals: dict[str, object] = {}
+        device_globals: dict[str, object] = {}
+        functions = []
+
+        def collect(node, top: bool) -> None:
+            for child in node.children:
+                if child.type == "function_definition":
+                    functions.append(child)
+                elif child.type == "declaration" and top:
+                    names = _declared_names(child, self.text)
+                    if not names:
+                        continue
+                    words = set(_IDENT.findall(self.text(child).split("=")[0]))
+                    if words & {"__device__", "__managed__"}:
+                        for n in names:
+                            device_globals[n] = child
+                    elif words & {"__constant__", "__shared__", "const", "constexpr", "extern", "typedef"}:
+                        continue
+                    else:
+                        for n in names:
+                            host_globals[n] = child
+                elif child.type in ("namespace_definition", "declaration_list", "linkage_specification",
+                                    "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"):
+                    collect(child, True)
+
+        collect(root, True)
+        for fn in functions:
+            body = fn.child_by_field_name("body")
+            if body is None:
+                continue
+            self.static_locals(body)
+            for node in _descendants(body):
+                if node.type != "identifier":
+                    continue
+                name = self.text(node)
+                if name in host_globals and _is_written(node):
+                    self.report("host-static-state", node, name)
+                elif name in device_globals and _is_written(node):
+                    self.report("device-global-state", node, name)
+
+    def static_locals(self, body) -> None:
+        for node in _descendants(body):
+            if node.type != "declaration":
+                continue
+            specifiers = {self.text(c) for c in node.children if c.type in ("storage_class_specifier", "type_qualifier")}
+            words = set(_IDENT.findall(self.text(node).split("=")[0]))
+            if ({"static", "thread_local"} & (specifiers | words)) and not ({"const", "constexpr", "__shared__"} & words):
+                self.report("host-static-state", node, "static local")
+
+
+def _descendants(node):
+    stack = list(reversed(node.children))
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
+
+
+def _declared_names(declaration, text) -> list[str]:
+    """Variable names a declaration introduces (function prototypes introduce none)."""
+    names = []
+    for child in declaration.children:
+        if child.type not in ("identifier", "init_declarator", "array_declarator", "pointer_declarator",
+                              "reference_declarator"):
+            continue
+        node = child
+        is_function = False
+        while node is not None and node.type != "identifier":
+            if node.type == "function_declarator":
+                is_function = True
+                break
+            node = node.child_by_field_name("declarator")
+        if node is not None and not is_function:
+            names.append(text(node))
+    return names
+
+
+def _is_written(identifier) -> bool:
+    """Is this use a write: the target of an assignment / ++ / --, address taken, or an atomic's target?"""
+    node = identifier
+    parent = node.parent
+    while parent is not None and parent.type in ("subscript_expression", "field_expression", "parenthesized_expression") \
+            and parent.children and parent.children[0] == node:
+        node, parent = parent, parent.parent
+    while parent is not None and parent.type == "pointer_expression" and parent.children and parent.children[0].type == "*":
+        node, parent = parent, parent.parent
+    if parent is None:
+        return False
+    if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+        return True
+    if parent.type == "update_expression":
+        return True
+    if parent.type == "pointer_expression" and parent.children and parent.children[0].type == "&":
+        return True
+    while parent is not None and parent.type in ("binary_expression", "cast_expression", "parenthesized_expression"):
+        node, parent = parent, parent.parent  # atomicAdd(buf + i, 1), atomicAdd((int*)&x, 1)
+    if parent is None:
+        return False
+    if parent.type == "argument_list" and parent.parent is not None and parent.parent.type == "call_expression":
+        fn = parent.parent.child_by_field_name("function")
+        if fn is not None and fn.text is not None and fn.text.decode("utf-8", "replace").startswith("atomic"):
+            return True
+    return False
+
+
+def _strip_comments_and_strings(text: str) -> str:
+    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
+    text = re.sub(r"//[^\n]*", " ", text)
+    return re.sub(r'"(?:\\.|[^"\\])*"', '""', text)

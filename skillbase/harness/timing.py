@@ -1,0 +1,315 @@
+"""Timing: what one launcher call costs on the device, and whether a difference is real.
+
+The measurement (runs in the worker, `time_size`):
+- CUDA events recorded on the launch stream around the launches, then a *device-wide*
+  synchronisation before the end event is read, and a host wall-clock bracket around the same
+  region as a cross-check (work left running on another stream shows up in the wall clock only);
+- before every sample, outside the timed window: inputs copied into their slots, outputs
+  poisoned, persisting L2 lines demoted and the L2 flushed by writing 2.5x its size;
+- warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
+- baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
+- small sizes timed as batches of launches, sized so one sample lasts >= ~100 us;
+- several input value sets rotated through several buffer slots, so a given address holds
+  different values over time (defeats caches keyed on pointer or call count), and the output of
+  the last launch of every sample re-verified against the reference;
+- a result below the roofline floor (the task's bytes and flops against the copy bandwidth and
+  FP32 FMA rate measured on this device) is quarantined as suspicious, never reported as a win;
+- a speedup is accepted only when it exceeds the measured spread.
+
+The decisions are pure functions below, tested on the CPU.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from skillbase.harness.result import KernelTiming, SizeTiming, Stats
+
+BATCH_TARGET_US = 100.0      # one timed sample should last at least this long
+MAX_BATCH = 1000
+QUARANTINE_MARGIN = 0.85     # below 85% of the floor (i.e. >118% of a measured peak) is not physics
+MIN_GAIN = 0.01              # a "faster" verdict needs at least 1% besides clearing the spread
+VALUE_SETS = 3               # distinct input value sets rotated through the slots
+SLOT_MEMORY_CAP = 4 << 30    # bytes of slot buffers per kernel
+
+
+def stats(samples: Sequence[float]) -> Stats:
+    """Median, quartiles (linear interpolation), IQR, min, max, mean, n of a sample list."""
+    data = np.asarray(list(samples), dtype=np.float64)
+    if data.size == 0:
+        raise ValueError("no samples")
+    q1, median, q3 = (float(x) for x in np.percentile(data, [25, 50, 75]))
+    return Stats(median_us=median, q1_us=q1, q3_us=q3, iqr_us=q3 - q1, min_us=float(data.min()),
+                 max_us=float(data.max()), mean_us=float(data.mean()), n=int(data.size))
+
+
+def batch_size(single_launch_us: float, target_us: float = BATCH_TARGET_US, max_batch: int = MAX_BATCH) -> int:
+    """Launches per sample so that a sample lasts >= target_us (1 for long kernels)."""
+    if single_launch_us <= 0 or not math.isfinite(single_launch_us):
+        return max_batch
+    return int(min(max_batch, max(1, math.ceil(target_us / single_launch_us))))
+
+
+def sample_count(sample_us: float, target_s: float, min_n: int, max_n: int) -> int:
+    """Samples per kernel: enough to spend target_s timing it, within [min_n, max_n]."""
+    if sample_us <= 0:
+        return max_n
+    return int(min(max_n, max(min_n, math.ceil(target_s * 1e6 / sample_us))))
+
+
+def is_cold(batch: int, working_set_bytes: float, l2_bytes: int) -> bool:
+    """Does every launch of a sample read from DRAM?
+
+    True for single launches (the L2 is flushed before each sample) and for batches whose rotated
+    inputs together exceed twice the L2, so they stream through it. A small batch that fits in L2
+    legitimately runs faster than DRAM allows, so the DRAM floor does not apply to it.
+    """
+    return batch == 1 or batch * working_set_bytes >= 2 * l2_bytes
+
+
+def roofline_floor_us(flops: float, nbytes: float, peaks: dict[str, float], use_flops: bool = True,
+                      use_bytes: bool = True) -> float | None:
+    """The fastest one call can physically run: max(flops / FP32 peak, bytes / copy bandwidth)."""
+    terms = []
+    if use_flops and flops and peaks.get("fp32_flops_per_s"):
+        terms.append(flops / peaks["fp32_flops_per_s"])
+    if use_bytes and nbytes and peaks.get("copy_bytes_per_s"):
+        terms.append(nbytes / peaks["copy_bytes_per_s"])
+    return max(terms) * 1e6 if terms else None
+
+
+def flops_floor_applies(dtypes: Sequence[str]) -> bool:
+    """FP32 FMA peak bounds f32/f64 work; f16/bf16 tasks may use tensor cores, far above it."""
+    return not any(d in ("f16", "bf16") for d in dtypes)
+
+
+def quarantine_reason(median_us: float, floor_us: float | None, margin: float = QUARANTINE_MARGIN) -> str | None:
+    """Why a time is not believable (below the roofline floor), or None."""
+    if floor_us is None or median_us <= 0:
+        return None if median_us > 0 else "a median time of zero: nothing was timed"
+    if median_us < margin * floor_us:
+        return (f"suspicious: {median_us:.3g} us is faster than the roofline floor of {floor_us:.3g} us "
+                f"({floor_us / median_us:.2f}x beyond the measured peaks); quarantined, not a win")
+    return None
+
+
+def wall_clock_reason(event_total_us: float, wall_total_us: float, slack_us: float = 500.0) -> str | None:
+    """Wall clock far above the events: device work ran outside the timed launch stream."""
+    if wall_total_us - event_total_us > max(event_total_us, slack_us):
+        return (f"wall clock {wall_total_us:.0f} us vs {event_total_us:.0f} us of launch-stream events per sample: "
+                "work runs outside the launch stream (side stream, thread or host work)")
+    return None
+
+
+def decide_speedup(baseline: Stats, candidate: Stats, min_gain: float = MIN_GAIN) -> tuple[str, float, float]:
+    """('faster' | 'slower' | 'same', speedup, spread).
+
+    Faster only when the candidate's upper quartile is below the baseline's lower quartile (the
+    difference exceeds the measured spread) and the speedup is at least 1 + min_gain.
+    """
+    speedup = baseline.median_us / candidate.median_us if candidate.median_us > 0 else float("inf")
+    spread = max(baseline.rel_spread, candidate.rel_spread)
+    if candidate.q3_us < baseline.q1_us and speedup >= 1 + max(min_gain, spread):
+        return "faster", speedup, spread
+    if candidate.q1_us > baseline.q3_us and speedup < 1:
+        return "slower", speedup, spread
+    return "same", speedup, spread
+
+
+def achieved_rates(median_us: float, flops: float, nbytes: float) -> tuple[float | None, float | None]:
+    if median_us <= 0:
+        return None, None
+    seconds = median_us * 1e-6
+    return (nbytes / seconds if nbytes else None), (flops / seconds if flops else None)
+
+
+# ------------------------------------------------------------------------------------------------
+# GPU procedure (runs inside the worker)
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class TimePlan:
+    target_s: float = 0.5          # timed seconds per kernel per size
+    min_samples: int = 20
+    max_samples: int = 200
+    warmup: int = 2
+    batch_target_us: float = BATCH_TARGET_US
+    batch: int | None = None       # force a batch size (tests, fidelity)
+
+
+class _Slots:
+    """Q buffer slots for one kernel; each holds every pointer argument."""
+
+    def __init__(self, session, case, count: int):
+        from skillbase.task.dtypes import DTYPES
+
+        cp = session.cp
+        self.session = session
+        self.buffers = []
+        for _ in range(count):
+            slot = {}
+            for a in session.args:
+                if a.pointer:
+                    ra = case.resolved.arg(a.name)
+                    slot[a.name] = cp.empty(ra.numel, dtype=DTYPES[a.dtype].storage)
+            self.buffers.append(slot)
+
+    def load(self, index: int, case) -> None:
+        """Copy a value set's inputs into slot `index` and poison its outputs (no kernel of ours runs)."""
+        from skillbase.harness.verify import POISON
+
+        rt = self.session.cp.cuda.runtime
+        null = self.session.device.null.ptr
+        for name, array in self.buffers[index].items():
+            if name in case.pristine:
+                rt.memcpyAsync(array.data.ptr, case.pristine[name].data.ptr, array.nbytes, 3, null)
+            else:
+                self.session.device.memset(array, POISON)
+
+    def pointers(self, index: int) -> dict[str, int]:
+        return {name: array.data.ptr for name, array in self.buffers[index].items()}
+
+    def scrub(self) -> None:
+        from skillbase.harness.verify import POISON
+
+        for slot in self.buffers:
+            for array in slot.values():
+                self.session.device.memset(array, POISON)
+        self.session.device.sync()
+        self.buffers.clear()
+
+
+def device_bad_count(session, out, reference: np.ndarray, dtype: str, rtol: float, atol_scale: float) -> int:
+    """Elements of a device output outside tolerance of a host reference (uploaded only for this)."""
+    from skillbase.harness.verify import as_numbers
+
+    cp = session.cp
+    ref_host = as_numbers(reference, dtype)
+    ref = cp.asarray(ref_host)
+    try:
+        if dtype == "bf16":
+            o = (out.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
+        elif ref_host.dtype.kind == "f":
+            o = out.astype(cp.float64)
+        else:
+            return int(cp.count_nonzero(out.astype(cp.int64) != ref))
+        finite = np.isfinite(ref_host)
+        atol = atol_scale * float(np.abs(ref_host[finite]).max()) if finite.any() else 0.0
+        ok = (o == ref) | (cp.isnan(o) & cp.isnan(ref)) | (cp.abs(o - ref) <= atol + rtol * cp.abs(ref))
+        return int(o.size - cp.count_nonzero(ok))
+    finally:
+        # The reference leaves the device as soon as the comparison is done.
+        session.device.memset(ref, 0xFF)
+
+
+def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str, Any]], plan: TimePlan) -> SizeTiming:
+    """Time each (label, launcher) at one size, interleaved; fill a SizeTiming."""
+    device = session.device
+    spec = session.spec
+    resolved = spec.resolve(sizes)
+    timing = SizeTiming(size=size, sizes=dict(sizes), flops=resolved.flops, bytes=resolved.bytes)
+    session.progress(f"timing at {size}: preparing {VALUE_SETS} input sets")
+    value_sets = [session.prepare(size, sizes, 5000 + i) for i in range(VALUE_SETS)]
+    working_set = max(1, resolved.data_bytes)
+
+    start, end = device.event(), device.event()
+    slots = {label: _Slots(session, value_sets[0], 2) for label, _ in kernels}
+    arg_cache: dict[tuple[str, int], list] = {}
+
+    def arguments(label, launcher, j):
+        key = (label, j)
+        if key not in arg_cache:
+            arg_cache[key] = launcher.arguments(slots[label].pointers(j), resolved.scalars)
+        return arg_cache[key]
+
+    launches = {label: 0 for label, _ in kernels}
+    samples_done = {label: 0 for label, _ in kernels}
+    failures: dict[str, list[str]] = {label: [] for label, _ in kernels}
+
+    def value_set(label, j):
+        # Slot j holds set (sample + j) mod 3: one address sees different values from sample to
+        # sample whatever the batch size, so a cache keyed on the pointer returns stale results.
+        return value_sets[(samples_done[label] + j) % VALUE_SETS]
+
+    def sample(label, launcher, batch) -> tuple[float, float]:
+        s = slots[label]
+        q = len(s.buffers)
+        for j in range(min(batch, q)):
+            s.load(j, value_set(label, j))
+        device.flush_l2()
+        device.sync()
+        t0 = time.perf_counter()
+        start.record(device.null)
+        for j in range(batch):
+            launcher(arguments(label, launcher, j % q))
+        end.record(device.null)
+        device.sync()   # device-wide: everything the launcher started, on any stream, is done
+        wall_us = (time.perf_counter() - t0) * 1e6
+        event_us = device.elapsed_ms(start, end) * 1e3
+        launches[label] += batch
+        # Re-verify what the last launch of this sample produced (its slot kept the same inputs).
+        last = (batch - 1) % q
+        vs = value_set(label, last)
+        for a in vs.outputs:
+            rtol, atol_scale = vs.tolerance[a.name]
+            bad = device_bad_count(session, s.buffers[last][a.name], vs.reference[a.name], a.dtype, rtol, atol_scale)
+            if bad and len(failures[label]) < 3:
+                failures[label].append(f"timed call {launches[label]} at {size}: {bad} of "
+                                       f"{s.buffers[last][a.name].size} elements of {a.name} wrong")
+        samples_done[label] += 1
+        return event_us, wall_us
+
+    # Warm-up, single launches: module load, clocks, and a first estimate of the launch time.
+    single = {}
+    for label, launcher in kernels:
+        for _ in range(plan.warmup):
+            event_us, _ = sample(label, launcher, 1)
+        single[label] = event_us
+    batch = plan.batch or batch_size(min(single.values()), plan.batch_target_us)
+    if batch > 1:
+        count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
+        for label, _ in kernels:
+            slots[label].scrub()
+            slots[label] = _Slots(session, value_sets[0], count)
+        arg_cache.clear()
+    sample_us = batch * max(single.values())
+    n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
+    session.progress(f"timing at {size}: {n} samples x {batch} launch(es) per kernel, interleaved")
+
+    events: dict[str, list[float]] = {label: [] for label, _ in kernels}
+    walls: dict[str, list[float]] = {label: [] for label, _ in kernels}
+    order = list(kernels)
+    for i in range(n):
+        for label, launcher in (order if i % 2 == 0 else list(reversed(order))):
+            event_us, wall_us = sample(label, launcher, batch)
+            events[label].append(event_us)
+            walls[label].append(wall_us)
+
+    dtypes = [a.dtype for a in spec.args if a.pointer]
+    cold = is_cold(batch, working_set, device.l2_bytes)
+    floor = roofline_floor_us(resolved.flops, resolved.bytes, device.peaks, use_flops=flops_floor_applies(dtypes),
+                              use_bytes=cold)
+    for label, _ in kernels:
+        per_launch = [e / batch for e in events[label]]
+        kt = KernelTiming(label=label, stats=stats(per_launch), wall_stats=stats([w / batch for w in walls[label]]),
+                          batch=batch, cold_l2=cold, floor_us=floor, reverify_failures=failures[label])
+        kt.achieved_bytes_per_s, kt.achieved_flops_per_s = achieved_rates(kt.stats.median_us, resolved.flops,
+                                                                          resolved.bytes)
+        if floor:
+            kt.pct_of_floor = 100.0 * floor / kt.stats.median_us
+        kt.suspicious = quarantine_reason(kt.stats.median_us, floor) or \
+            wall_clock_reason(float(np.median(events[label])), float(np.median(walls[label])))
+        timing.kernels[label] = kt
+    if "baseline" in timing.kernels and "candidate" in timing.kernels:
+        verdict, speedup, spread = decide_speedup(timing.kernels["baseline"].stats, timing.kernels["candidate"].stats)
+        timing.verdict, timing.speedup, timing.spread = verdict, speedup, spread
+    for label in list(slots):
+        slots[label].scrub()
+    for vs in value_sets:
+        session.release(vs)
+    return timing

@@ -1,0 +1,364 @@
+"""Verification: is the candidate's output the reference's, on every size, seed and call?
+
+Two layers. The pure functions (`compare_outputs`, `spec_sanity`, `precision_hint`) hold the
+comparison rules and are tested on the CPU. `verify_candidate` drives them on the GPU inside the
+worker process, implementing the VERIFY.md defences row by row:
+
+- outputs poisoned before every call (all bytes 0xFF: NaN for every float dtype, -1 / max for
+  integers; repeats use a second pattern, 0x7F, so an element that happens to equal one poison
+  cannot pass twice) -- reuse of a freed reference buffer, reading memory nothing wrote;
+- fresh device copies of the inputs for every call, compared bit for bit with a pristine copy
+  afterwards -- mutating inputs;
+- NaN / Inf must sit where the reference has them -- NaN as a wildcard;
+- an element passes when |out - ref| <= atol_scale * max|ref| + rtol * |ref|, and the whole
+  output when ||out - ref|| / ||ref|| <= max(rtol, atol_scale) -- trivial outputs under a loose
+  absolute tolerance, precision downgrades;
+- every scored size plus the irregular one, several seeds, and inputs scaled by 4 -- hard-coded
+  shapes and value ranges;
+- repeated calls on identical inputs (and a repeat of any failing call, to tell a moving error,
+  i.e. a race, from a wrong algorithm) -- races, uninitialised reads;
+- shared memory filled with NaN by a filler kernel right before each candidate call --
+  uninitialised shared memory that happens to hold zeros in a fresh process;
+- probes with the launch stream held busy by a 20 ms spin kernel, on several calls (the first
+  call's lazy module load synchronises and hides a side stream) -- side streams / threads, a
+  synchronising or allocating launcher;
+- device limits compared with a snapshot taken before the candidate's library was loaded (not
+  with zero: the H200 reports a non-zero persisting-L2 limit before anything runs).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from skillbase.harness.result import CheckResult, Probe, SizeCheck
+
+POISON = 0xFF          # NaN in f32/f64/f16/bf16, -1 in signed ints
+POISON_ALT = 0x7F      # 3.4e38 in f32/bf16, NaN in f16, large positive ints
+
+# Scale-free error bands that betray a precision change on a float task (METHOD.md): fp32
+# reordering stays far below 1e-5; TF32/FP16 operands land near 3e-4; bf16 between 1e-3 and 1e-2.
+_PRECISION_BANDS = {
+    "f32": ((1e-4, 1.5e-3, "TF32/FP16"), (1.5e-3, 5e-2, "BF16/FP16")),
+    "f64": ((1e-12, 1e-5, "FP32"), (1e-5, 5e-2, "FP16/BF16")),
+}
+
+
+@dataclass
+class OutputComparison:
+    name: str
+    ok: bool
+    reason: str
+    numel: int
+    bad: int = 0
+    unwritten: int = 0
+    nonfinite_mismatch: int = 0
+    max_abs_err: float | None = None
+    rel_l2_err: float | None = None
+    atol: float = 0.0
+    rtol: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        return {"max_abs_err": self.max_abs_err, "rel_l2_err": self.rel_l2_err, "bad": self.bad,
+                "unwritten": self.unwritten, "numel": self.numel, "atol": self.atol, "rtol": self.rtol}
+
+
+def as_numbers(array: np.ndarray, dtype: str) -> np.ndarray:
+    """Host storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened."""
+    from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
+
+    flat = np.asarray(array).reshape(-1)
+    if dtype == "bf16":
+        return bf16_bits_to_float32(flat).astype(np.float64)
+    if DTYPES[dtype].is_float:
+        return flat.astype(np.float64)
+    return flat.astype(np.int64)
+
+
+def poisoned_mask(raw: np.ndarray, byte: int) -> np.ndarray:
+    """Elements whose every byte still equals the poison byte (never written by the kernel)."""
+    raw = np.ascontiguousarray(raw).reshape(-1)
+    if raw.size == 0:
+        return np.zeros(0, dtype=bool)
+    as_bytes = raw.view(np.uint8).reshape(raw.size, raw.itemsize)
+    return np.all(as_bytes == byte, axis=1)
+
+
+def precision_hint(rel_l2_err: float | None, dtype: str) -> str:
+    """A short note when the scale-free error looks like a lower-precision computation."""
+    if rel_l2_err is None or not np.isfinite(rel_l2_err):
+        return ""
+    for low, high, label in _PRECISION_BANDS.get(dtype, ()):
+        if low <= rel_l2_err < high:
+            return (f"; a relative error of {rel_l2_err:.2g} is typical of {label} arithmetic: precision "
+                    f"downgrade on a {dtype} task?")
+    return ""
+
+
+def compare_outputs(name: str, out_raw: np.ndarray, ref_raw: np.ndarray, dtype: str, rtol: float, atol_scale: float,
+                    poison: int | None = POISON) -> OutputComparison:
+    """Compare one output (host storage arrays) with the reference under the task's tolerance rule."""
+    out = as_numbers(out_raw, dtype)
+    ref = as_numbers(ref_raw, dtype)
+    n = ref.size
+    if out.size != n:
+        return OutputComparison(name, False, f"{name}: {out.size} elements, the reference has {n}", n)
+    if n == 0:
+        return OutputComparison(name, True, "", 0, max_abs_err=0.0, rel_l2_err=0.0)
+    unwritten_mask = poisoned_mask(out_raw, poison) if poison is not None else np.zeros(n, dtype=bool)
+    if poison is not None:
+        # An element counts as unwritten only where the reference is not the poison pattern itself.
+        unwritten_mask &= ~poisoned_mask(ref_raw, poison)
+
+    if out.dtype.kind == "i":
+        wrong = out != ref
+        diff = np.abs(out - ref).astype(np.float64)
+        max_abs = float(diff.max())
+        ref_norm = float(np.linalg.norm(ref.astype(np.float64)))
+        err_norm = float(np.linalg.norm(diff))
+        rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+        result = OutputComparison(name, True, "", n, bad=int(wrong.sum()), unwritten=int((unwritten_mask & wrong).sum()),
+                                  max_abs_err=max_abs, rel_l2_err=rel)
+        if result.bad:
+            first = int(np.argmax(wrong))
+            result.ok = False
+            result.reason = _describe_bad(name, result, first, out[first], ref[first])
+        return result
+
+    finite_ref = np.isfinite(ref)
+    finite_out = np.isfinite(out)
+    magnitude = float(np.abs(ref[finite_ref]).max()) if finite_ref.any() else 0.0
+    atol = atol_scale * magnitude
+    exact = rtol == 0 and atol_scale == 0
+    # Non-finite values must coincide: NaN with NaN, +Inf with +Inf.
+    nan_out, nan_ref = np.isnan(out), np.isnan(ref)
+    inf_mismatch = (np.isinf(out) | np.isinf(ref)) & ~(out == ref)
+    nonfinite_bad = (nan_out != nan_ref) | (inf_mismatch & ~(nan_out & nan_ref))
+    both = finite_ref & finite_out
+    diff = np.zeros(n)
+    diff[both] = np.abs(out[both] - ref[both])
+    if exact:
+        value_bad = both & (out != ref)
+    else:
+        value_bad = both & (diff > atol + rtol * np.abs(np.where(both, ref, 0.0)))
+    bad = value_bad | nonfinite_bad
+    ref_norm = float(np.linalg.norm(ref[both])) if both.any() else 0.0
+    err_norm = float(np.linalg.norm(diff[both])) if both.any() else 0.0
+    rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
+    result = OutputComparison(name, True, "", n, bad=int(bad.sum()), unwritten=int((unwritten_mask & bad).sum()),
+                              nonfinite_mismatch=int(nonfinite_bad.sum()),
+                              max_abs_err=float(diff.max()) if both.any() else None, rel_l2_err=rel,
+                              atol=atol, rtol=rtol)
+    if result.bad:
+        first = int(np.argmax(bad))
+        result.ok = False
+        result.reason = _describe_bad(name, result, first, out[first], ref[first], dtype)
+        return result
+    limit = max(rtol, atol_scale)
+    if not exact and rel > limit:
+        result.ok = False
+        result.reason = (f"{name}: relative L2 error {rel:.3g} exceeds {limit:.3g} although every element is "
+                         f"within tolerance" + precision_hint(rel, dtype))
+    return result
+
+
+def _describe_bad(name: str, c: OutputComparison, first: int, got, expected, dtype: str = "") -> str:
+    if c.unwritten and c.unwritten == c.bad:
+        return (f"{name}: {c.unwritten} of {c.numel} elements not written (still hold the poison pattern; "
+                f"first at index {first})")
+    if c.nonfinite_mismatch and c.nonfinite_mismatch == c.bad:
+        return (f"{name}: NaN/Inf at {c.nonfinite_mismatch} of {c.numel} places where the reference has none or "
+                f"another value (first at index {first}: got {got}, expected {expected}); uninitialised memory "
+                "or NaN math?")
+    extra = ""
+    if c.unwritten:
+        extra += f", {c.unwritten} never written"
+    if c.nonfinite_mismatch:
+        extra += f", {c.nonfinite_mismatch} NaN/Inf"
+    return (f"{name}: {c.bad} of {c.numel} elements outside tolerance{extra} (first at index {first}: got {got}, "
+            f"expected {expected}; atol {c.atol:.3g}, rtol {c.rtol:g}; relative L2 error {c.rel_l2_err:.3g})"
+            + precision_hint(c.rel_l2_err, dtype))
+
+
+def spec_sanity(name: str, ref_raw: np.ndarray, dtype: str, rtol: float, atol_scale: float) -> str | None:
+    """Why this reference output cannot catch trivial candidates, or None when it can.
+
+    A spec whose reference is all zeros, constant, or so small that zeros pass the tolerance lets
+    a kernel that computes nothing pass (KernelBench: zeros pass 4 of 60 L1 tasks in bf16).
+    """
+    ref = as_numbers(ref_raw, dtype)
+    if ref.size == 0:
+        return f"reference output {name} is empty"
+    finite = ref[np.isfinite(ref)] if ref.dtype.kind == "f" else ref
+    if finite.size == 0:
+        return f"reference output {name} is entirely NaN/Inf"
+    if not np.any(finite != 0):
+        return f"reference output {name} is all zeros: a kernel that writes zeros would pass"
+    if ref.size > 1 and np.all(finite == finite[0]) and finite.size == ref.size:
+        return f"reference output {name} is constant ({finite[0]}): a kernel that writes one value would pass"
+    storage = np.asarray(ref_raw).reshape(-1)
+    zeros = np.zeros_like(storage)
+    if compare_outputs(name, zeros, storage, dtype, rtol, atol_scale, poison=None).ok:
+        return f"reference output {name} sits below the tolerance: an all-zero output would pass"
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# GPU procedure (runs inside the worker; `session` is skillbase.harness.session.Session)
+# ------------------------------------------------------------------------------------------------
+
+@dataclass
+class VerifyPlan:
+    sizes: list[tuple[str, dict[str, int]]]     # scored sizes first, then "irregular"
+    seeds: tuple[int, ...] = (0, 1)             # seeds at the first size (more at no cost there)
+    scaled_variant: bool = True                 # one call with float inputs scaled by 4
+    repeats: int = 2                            # extra calls on identical inputs (determinism)
+    probe_calls: int = 3                        # launch-stream probes (several: the first call hides side streams)
+    spin_ms: float = 20.0
+    sanity: bool = True
+
+
+def verify_candidate(session, plan: VerifyPlan, result: CheckResult) -> bool:
+    """Run every verification check; record them in `result`; False at the first failure."""
+    seed_counter = 0
+    for index, (size_name, sizes) in enumerate(plan.sizes):
+        calls = [(seed, "spec") for seed in (plan.seeds if index == 0 else plan.seeds[:1])]
+        if index == 0 and plan.scaled_variant:
+            calls.append((plan.seeds[-1] + 1, "scaled-x4"))
+        if size_name == "irregular":
+            calls.append((plan.seeds[-1] + 2, "spec"))
+        for seed, variant in calls:
+            seed = seed + 1000 * index
+            seed_counter += 1
+            session.progress(f"verifying at {size_name} (seed {seed}{', ' + variant if variant != 'spec' else ''})")
+            case = session.prepare(size_name, sizes, seed, variant)
+            if plan.sanity and index == 0 and variant == "spec" and not result.sanity:
+                problems = [p for p in (spec_sanity(a.name, case.reference[a.name], a.dtype, *case.tolerance[a.name])
+                                        for a in case.outputs) if p]
+                if problems:
+                    result.sanity.extend(problems)
+                    result.fail("spec-error", f"spec sanity at {size_name}: {problems[0]}")
+                    return False
+            check = _check_call(session, case, size_name, variant, POISON)
+            result.checks.append(check)
+            if not check.ok:
+                result.fail("incorrect", check.reason)
+                return False
+            if index == 0 and variant == "spec" and seed == plan.seeds[0]:
+                for r in range(plan.repeats):
+                    repeat = _check_call(session, case, size_name, "repeat", POISON_ALT if r % 2 == 0 else POISON)
+                    result.checks.append(repeat)
+                    if not repeat.ok:
+                        result.fail("incorrect", f"non-deterministic: repeat {r + 1} on identical inputs failed "
+                                                 f"({repeat.reason}); a race or a read of memory nothing wrote?")
+                        return False
+            session.release(case)
+        if index == 0 and plan.probe_calls:
+            if not launch_stream_probes(session, size_name, sizes, plan, result):
+                return False
+    return audit_device_state(session, result)
+
+
+def _check_call(session, case, size_name: str, variant: str, poison: int) -> SizeCheck:
+    outcome = session.call(session.candidate, case, poison=poison, fill_shared=True)
+    check = SizeCheck(size=size_name, sizes=dict(case.sizes), seed=case.seed, variant=variant)
+    errors, rels = [], []
+    for name, changed in outcome.inputs_changed.items():
+        if changed:
+            check.ok = False
+            check.reason = (f"modified input '{name}' at {size_name} ({changed} bytes differ from the pristine "
+                            "copy): a kernel may not write its inputs")
+            return check
+    for a in case.outputs:
+        rtol, atol_scale = case.tolerance[a.name]
+        c = compare_outputs(a.name, outcome.outputs[a.name], case.reference[a.name], a.dtype, rtol, atol_scale,
+                            poison=poison if a.role == "out" else None)
+        check.outputs[a.name] = c.summary()
+        check.bad_elements += c.bad
+        if c.max_abs_err is not None:
+            errors.append(c.max_abs_err)
+        if c.rel_l2_err is not None:
+            rels.append(c.rel_l2_err)
+        if not c.ok and check.ok:
+            check.ok = False
+            check.reason = f"at {size_name} {_sizes_text(case.sizes)}, seed {case.seed}" + \
+                (f" ({variant})" if variant != "spec" else "") + f": {c.reason}"
+    check.max_abs_err = max(errors) if errors else None
+    check.rel_l2_err = max(rels) if rels else None
+    if not check.ok and variant != "repeat":
+        # A moving error is a race: repeat the same inputs and see whether the failure changes.
+        again = session.call(session.candidate, case, poison=POISON_ALT, fill_shared=True)
+        if any(not np.array_equal(np.asarray(again.outputs[a.name]), np.asarray(outcome.outputs[a.name]))
+               for a in case.outputs if a.role == "out"):
+            check.reason = "non-deterministic (output changes between identical calls: a race?): " + check.reason
+    return check
+
+
+def _sizes_text(sizes: dict[str, int]) -> str:
+    return "(" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
+
+
+def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: VerifyPlan,
+                         result: CheckResult) -> bool:
+    """Side-stream, synchronising-launcher and allocating-launcher probes on several calls."""
+    case = session.prepare(size_name, sizes, 777, "spec")
+    session.call(session.candidate, case, poison=POISON, fill_shared=True)   # warm: lazy module load is done
+    free_before = session.device.mem_free()
+    inconclusive = 0
+    for trial in range(plan.probe_calls):
+        session.progress(f"launch-stream probe {trial + 1}/{plan.probe_calls}")
+        obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms)
+        if obs["return_ms"] > 0.5 * plan.spin_ms:
+            result.probes.append(Probe("synchronising-launcher", False,
+                                       f"the launcher returned after {obs['return_ms']:.1f} ms while the launch "
+                                       f"stream was busy for {plan.spin_ms:.0f} ms"))
+            result.fail("incorrect", f"launcher synchronises: it returned only after the busy launch stream drained "
+                                     f"({obs['return_ms']:.1f} ms); a launcher may not sync, copy or allocate")
+            return False
+        if not obs["spin_running"]:
+            inconclusive += 1
+            continue
+        if obs["written_early"]:
+            result.probes.append(Probe("launch-stream-order", False,
+                                       f"call {trial + 2}: {obs['written_early']} output bytes written while the "
+                                       "launch stream was still blocked"))
+            result.fail("incorrect", f"work outside the launch stream: outputs were written while the launch stream "
+                                     f"was blocked by a spin kernel (call {trial + 2}); side stream or thread?")
+            return False
+        if not obs["final_ok"]:
+            result.fail("incorrect", f"launch-stream probe call {trial + 2}: output wrong after the call ({obs['reason']})")
+            return False
+    leaked = free_before - session.device.mem_free()
+    session.release(case)
+    result.probes.append(Probe("launch-stream-order", True,
+                               f"{plan.probe_calls - inconclusive} of {plan.probe_calls} probes conclusive",
+                               conclusive=inconclusive < plan.probe_calls))
+    # cudaMalloc granularity is 2 MiB; more than that per probe call is memory the launcher kept.
+    if leaked > 2 * (plan.probe_calls + 1) * (1 << 20):
+        result.probes.append(Probe("allocating-launcher", False, f"{leaked / 2**20:.0f} MiB of device memory "
+                                   f"disappeared over {plan.probe_calls + 1} calls"))
+        result.fail("incorrect", f"launcher allocates device memory ({leaked / 2**20:.0f} MiB over "
+                                 f"{plan.probe_calls + 1} calls); a launcher may not allocate")
+        return False
+    result.probes.append(Probe("allocating-launcher", True, f"free device memory changed by {-leaked / 2**20:.1f} MiB"))
+    return True
+
+
+def audit_device_state(session, result: CheckResult) -> bool:
+    """Device limits must equal the snapshot taken before the candidate's library was loaded."""
+    changed = session.device.limits_changed(session.limits_snapshot)
+    if changed:
+        text = "; ".join(f"{name} {before} -> {after}" for name, (before, after) in changed.items())
+        result.probes.append(Probe("device-limits", False, text))
+        result.fail("incorrect", f"device state changed by the candidate: {text} (persisting-L2 / limit changes "
+                                 "survive the L2 flush and leak into other kernels' timing)")
+        return False
+    result.probes.append(Probe("device-limits", True, "unchanged since before the candidate was loaded"))
+    return True
+
+
+def now_ms() -> float:
+    return time.perf_counter() * 1e3

@@ -1,0 +1,204 @@
+"""The worker process: runs one job on the GPU with untrusted kernel code loaded into it.
+
+    python -m skillbase.harness.worker JOB.json      (or the job as JSON on stdin)
+
+One candidate per process (runtime.py starts it in its own process group with a timeout), so a
+hang, an illegal address or a corrupted context costs one attempt, never the caller. The result is
+one line `skillbase-result: {json}` on the *original* stdout; file descriptor 1 is pointed at
+stderr before any kernel code loads, so whatever a candidate prints cannot forge or break the
+result. Progress lines (`skillbase-progress: …`) go to stderr for the parent to show.
+
+Job kinds:
+    check     verify the candidate against the reference, then (optionally) time it, interleaved
+              with a baseline; result: CheckResult.to_dict()
+    run       call the candidate once at one size with fresh inputs (what ncu profiles)
+    selftest  device facts, measured peaks and a helper-kernel sanity check (doctor, fidelity)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+
+RESULT_MARK = "skillbase-result: "
+PROGRESS_MARK = "skillbase-progress: "
+
+
+def _progress(message: str) -> None:
+    sys.stderr.write(f"{PROGRESS_MARK}{message}\n")
+    sys.stderr.flush()
+
+
+def run_job(job: dict) -> dict:
+    kind = job.get("kind")
+    if kind == "check":
+        return _check(job)
+    if kind == "run":
+        return _run_once(job)
+    if kind == "selftest":
+        return _selftest(job)
+    from skillbase.errors import InputError
+
+    raise InputError(f"unknown worker job kind {kind!r} (check | run | selftest)")
+
+
+def _check(job: dict) -> dict:
+    from skillbase.harness.result import CheckResult
+    from skillbase.harness.session import Session
+    from skillbase.harness.timing import TimePlan, time_size
+    from skillbase.harness.verify import VerifyPlan, audit_device_state, verify_candidate
+
+    result = CheckResult(compiled=True)
+    session = Session(job, _progress)
+    result.device = session.device.info()
+    try:
+        verify = job.get("verify")
+        if verify is not None:
+            plan = VerifyPlan(sizes=[(name, dict(sizes)) for name, sizes in verify["sizes"]],
+                              **{k: v for k, v in verify.items() if k != "sizes"})
+            if not verify_candidate(session, plan, result):
+                return _finish(result, session)
+            result.correct = True
+        timing = job.get("time")
+        if timing is not None:
+            _progress("measuring the device's copy bandwidth and FP32 peak")
+            result.peaks = dict(session.device.peaks)
+            plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
+            kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
+                [("candidate", session.candidate)]
+            for name, sizes in timing["sizes"]:
+                t = time_size(session, name, dict(sizes), kernels, plan)
+                result.timings.append(t)
+                cand = t.kernels["candidate"]
+                if cand.reverify_failures:
+                    result.fail("incorrect", f"re-verification after timing failed: {cand.reverify_failures[0]} "
+                                             "(results cached across calls, or work skipped when timed?)")
+                    break
+                if cand.suspicious:
+                    result.fail("quarantined", f"at {name}: {cand.suspicious}")
+            if result.status == "ok":
+                audit_device_state(session, result)
+        return _finish(result, session)
+    finally:
+        session.close()
+
+
+def _finish(result, session) -> dict:
+    result.calls = session.candidate.calls
+    if result.status != "ok" and result.correct is None:
+        result.correct = False if result.status in ("incorrect",) else None
+    return result.to_dict()
+
+
+def _run_once(job: dict) -> dict:
+    """Fresh inputs, poisoned outputs, one call, a sync. Only the candidate's kernels run
+    (uploads and memsets are not kernels), so a profiler sees exactly them."""
+    import numpy as np
+
+    from skillbase.harness.device import Device
+    from skillbase.harness.native import NativeLauncher
+    from skillbase.harness.verify import POISON
+    from skillbase.task import load_task
+    from skillbase.task.dtypes import DTYPES
+
+    device = Device(int(job.get("device", 0)))
+    spec = load_task(job["task"], check_launcher=False)
+    sizes = dict(job["run"]["sizes"])
+    resolved = spec.resolve(sizes)
+    host = spec.make_inputs(sizes, int(job["run"].get("seed", 0)))
+    cp = device.cp
+    buffers = {}
+    for a in spec.args:
+        if a.pointer:
+            if a.name in host:
+                buffers[a.name] = cp.asarray(np.ascontiguousarray(host[a.name]).reshape(-1))
+            else:
+                buffers[a.name] = cp.empty(resolved.arg(a.name).numel, dtype=DTYPES[a.dtype].storage)
+                device.memset(buffers[a.name], POISON)
+    launcher = NativeLauncher(job["candidate"]["library"], spec.launcher, spec.args, "candidate")
+    device.sync()
+    for _ in range(int(job["run"].get("calls", 1))):
+        launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
+    device.sync()
+    launcher.close()
+    return {"calls": launcher.calls, "sizes": sizes, "device": device.info()}
+
+
+def _selftest(job: dict) -> dict:
+    from skillbase.harness.device import Device
+
+    device = Device(int(job.get("device", 0)))
+    out = {"device": device.info(), "limits": device.limits()}
+    device.spin(5.0)
+    device.sync()
+    out["spin_ms"] = device.spun_ms()   # nvcc/NVRTC may delete spin loops: check this one really spun
+    device.fill_shared_nan()
+    device.sync()
+    if job.get("peaks", True):
+        out["peaks"] = dict(device.peaks)
+    return out
+
+
+def _cuda_error_types() -> tuple[type, ...]:
+    types: list[type] = []
+    try:
+        from cupy_backends.cuda.api.driver import CUDADriverError
+        from cupy_backends.cuda.api.runtime import CUDARuntimeError
+
+        types += [CUDARuntimeError, CUDADriverError]
+    except ImportError:
+        pass
+    return tuple(types)
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = sys.argv[1:] if argv is None else argv
+    # Keep the real stdout for the result; everything else written to fd 1 lands on stderr.
+    result_fd = os.dup(1)
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    code = 0
+    try:
+        text = open(argv[0]).read() if argv else sys.stdin.read()
+        job = json.loads(text)
+        payload = {"ok": True, "result": run_job(job)}
+    except BaseException as error:  # noqa: BLE001 - everything becomes one JSON line
+        payload, code = _error_payload(error)
+    os.write(result_fd, (RESULT_MARK + json.dumps(payload, default=_json_default) + "\n").encode())
+    sys.stderr.flush()
+    # Skip interpreter teardown: after a sticky CUDA error, destructors that touch the context can hang.
+    os._exit(code)
+
+
+def _error_payload(error: BaseException) -> tuple[dict, int]:
+    from skillbase.errors import EnvironmentProblem, SkillbaseError
+
+    if isinstance(error, SkillbaseError):
+        kind = "environment" if isinstance(error, EnvironmentProblem) else type(error).__name__
+        if type(error).__name__ in ("LoadError",):
+            kind = "load"
+        if type(error).__name__ == "LaunchError":
+            kind = "cuda"
+        return {"ok": False, "error": {"kind": kind, "message": error.message, "hint": error.hint}}, 0
+    if isinstance(error, _cuda_error_types()):
+        return {"ok": False, "error": {"kind": "cuda", "message": str(error)}}, 3
+    if isinstance(error, json.JSONDecodeError):
+        return {"ok": False, "error": {"kind": "job", "message": f"the job is not JSON: {error}"}}, 2
+    traceback.print_exc()
+    return {"ok": False, "error": {"kind": "internal", "message": f"{type(error).__name__}: {error}"}}, 4
+
+
+def _json_default(value):
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,750 @@
+"""The task spec: load `K.task.yaml`, validate it against its schema and K.cu's launcher, resolve sizes.
+
+A spec is trusted user data that tells the harness how to call an untrusted kernel: which
+arguments it reads and writes, how big they are, what inputs to feed it, how close its outputs
+must be to the reference and how much work one call does. Every mistake in it is reported as
+one `InputError` line naming the file and the field (`sgemm.task.yaml: args[2].shape[0]: …`),
+because a silently wrong spec turns into a harness that can be fooled.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib.util
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+
+from skillbase.errors import InputError
+from skillbase.paths import schemas_dir
+from skillbase.task import generators
+from skillbase.task.dtypes import DTYPES, c_type_dtypes, to_storage
+from skillbase.task.expr import Expr, ExprError, parse_expr
+
+__all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
+           "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE"]
+
+# Default tolerances, per output dtype. An element passes when
+#     |out - ref| <= atol_scale * max|ref| + rtol * |ref|
+# The absolute part scales with the output's magnitude, so a constant or all-zero output cannot
+# pass a small-valued task by hiding under a fixed atol (VERIFY.md), and near-zero elements that
+# come from cancellation are not failed for reordering error.
+#   f64  rtol 1e-10: reduction reordering over ~1e6 terms costs ~n*2^-53 ~ 1e-10.
+#   f32  rtol 1e-4, atol_scale 1e-5: FP32 reordering (split-K, tree reductions) and fast
+#        intrinsics stay far below; TF32 (10-bit mantissa, ~5e-4 per product) or a bf16/f16
+#        downgrade do not, so a silent precision drop fails.
+#   f16  rtol 5e-3, atol_scale 1e-3: about 5 ulp (2^-10) after rounding the output.
+#   bf16 rtol 1e-2, atol_scale 1e-2: about 1 ulp (2^-7) after rounding the output, where a
+#        different accumulation order flips the last bit.
+#   integers: exact.
+@dataclass(frozen=True)
+class Tolerance:
+    rtol: float
+    atol_scale: float
+
+    @property
+    def exact(self) -> bool:
+        return self.rtol == 0 and self.atol_scale == 0
+
+
+DEFAULT_TOLERANCES: dict[str, Tolerance] = {
+    "f64": Tolerance(1e-10, 1e-10), "f32": Tolerance(1e-4, 1e-5), "f16": Tolerance(5e-3, 1e-3),
+    "bf16": Tolerance(1e-2, 1e-2), "i32": Tolerance(0, 0), "i64": Tolerance(0, 0), "u8": Tolerance(0, 0),
+    "i8": Tolerance(0, 0), "u32": Tolerance(0, 0),
+}
+
+# The irregular size must break tiling assumptions: at least one symbol not a multiple of this.
+IRREGULAR_MULTIPLE = 32
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    name: str
+    dtype: str
+    role: str                         # in | out | inout (scalars are always in)
+    shape: tuple[Expr, ...] | None    # pointer arguments
+    value: Expr | None                # scalar arguments
+    init: dict | None = None
+    tolerance: Tolerance | None = None
+    index: int = 0
+
+    @property
+    def pointer(self) -> bool:
+        return self.shape is not None
+
+    @property
+    def written(self) -> bool:
+        return self.role in ("out", "inout")
+
+
+@dataclass(frozen=True)
+class ResolvedArg:
+    name: str
+    dtype: str
+    role: str
+    pointer: bool
+    shape: tuple[int, ...] | None
+    numel: int
+    nbytes: int
+    value: int | float | None = None  # scalars: the Python value
+
+    @property
+    def numpy_value(self):
+        """The scalar as a numpy scalar of its storage type (bf16: its uint16 bits)."""
+        if self.value is None:
+            return None
+        return to_storage(np.array([self.value]), self.dtype)[0]
+
+
+@dataclass(frozen=True)
+class ResolvedTask:
+    sizes: dict[str, int]
+    args: tuple[ResolvedArg, ...]
+    flops: float
+    bytes: float
+
+    def arg(self, name: str) -> ResolvedArg:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    @property
+    def scalars(self) -> dict[str, int | float]:
+        return {a.name: a.value for a in self.args if not a.pointer}
+
+    @property
+    def data_bytes(self) -> int:
+        """Bytes of all array arguments (compare with the L2 size to see whether a size streams)."""
+        return sum(a.nbytes for a in self.args if a.pointer)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    symbol: str
+    values: tuple[int, ...]
+    scale: dict[str, Expr]
+    base: str
+
+
+@dataclass
+class TaskSpec:
+    """A validated task. Paths: `path` is the spec, `kernel_path` the `.cu` beside it."""
+
+    path: Path
+    kernel_path: Path
+    launcher: str
+    args: tuple[ArgSpec, ...]
+    symbols: tuple[str, ...]
+    presets: dict[str, dict[str, int]]
+    scored: tuple[str, ...]
+    irregular: dict[str, int]
+    sweep: Sweep | None
+    tolerance: Tolerance | None
+    work_flops: Expr
+    work_bytes: Expr
+    allow: tuple[str, ...] = ()
+    reference: dict | None = None
+    raw: dict = field(default_factory=dict, repr=False)
+
+    # -- lookup -----------------------------------------------------------------------------
+    def arg(self, name: str) -> ArgSpec:
+        for a in self.args:
+            if a.name == name:
+                return a
+        raise InputError(f"{self.path}: no argument named '{name}'", hint=_did_you_mean(name, [a.name for a in self.args]))
+
+    @property
+    def outputs(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.written)
+
+    @property
+    def inputs(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.pointer and a.role in ("in", "inout"))
+
+    # -- sizes ------------------------------------------------------------------------------
+    def sizes_for(self, sizes: str | dict[str, int]) -> dict[str, int]:
+        """A preset name, 'irregular', or an explicit mapping -> a complete, checked size mapping."""
+        if isinstance(sizes, str):
+            if sizes == "irregular":
+                return dict(self.irregular)
+            if sizes not in self.presets:
+                raise InputError(f"{self.path}: no size preset '{sizes}' (presets: {', '.join(self.presets)})",
+                                 hint=_did_you_mean(sizes, list(self.presets) + ["irregular"]))
+            return dict(self.presets[sizes])
+        missing = [s for s in self.symbols if s not in sizes]
+        if missing:
+            raise InputError(f"{self.path}: sizes {dict(sizes)} miss symbol {missing[0]}")
+        return {s: int(sizes[s]) for s in self.symbols}
+
+    def verify_sizes(self) -> list[tuple[str, dict[str, int]]]:
+        """Sizes every candidate is verified on: each scored preset, then the irregular one."""
+        return [(name, dict(self.presets[name])) for name in self.scored] + [("irregular", dict(self.irregular))]
+
+    def sweep_sizes(self) -> list[dict[str, int]]:
+        """The scale sweep's size mappings (empty without a sweep)."""
+        if self.sweep is None:
+            return []
+        out = []
+        for v in self.sweep.values:
+            s = dict(self.presets[self.sweep.base])
+            s[self.sweep.symbol] = v
+            for k, expr in self.sweep.scale.items():
+                s[k] = self._int(expr, s, f"sizes.sweep.scale.{k}")
+            out.append(s)
+        return out
+
+    # -- evaluation -------------------------------------------------------------------------
+    def _int(self, expr: Expr, sizes: dict, where: str) -> int:
+        try:
+            return expr.evaluate_int(sizes)
+        except (ExprError, ArithmeticError, ValueError, TypeError) as error:
+            raise InputError(f"{self.path}: {where}: {error} (sizes {sizes})") from None
+
+    def _num(self, expr: Expr, sizes: dict, where: str) -> float:
+        try:
+            return float(expr.evaluate(sizes))
+        except (ExprError, ArithmeticError, ValueError, TypeError) as error:
+            raise InputError(f"{self.path}: {where}: {error} (sizes {sizes})") from None
+
+    def work(self, sizes: str | dict[str, int]) -> tuple[float, float]:
+        """(flops, bytes) of one launcher call at these sizes."""
+        s = self.sizes_for(sizes)
+        return self._num(self.work_flops, s, "work.flops"), self._num(self.work_bytes, s, "work.bytes")
+
+    def resolve(self, sizes: str | dict[str, int]) -> ResolvedTask:
+        """Shapes, byte counts, scalar values and the work model at one set of sizes."""
+        s = self.sizes_for(sizes)
+        resolved = []
+        for a in self.args:
+            if a.pointer:
+                shape = tuple(self._int(e, s, f"args[{a.index}].shape[{i}]") for i, e in enumerate(a.shape))
+                if any(d < 0 for d in shape):
+                    raise InputError(f"{self.path}: args[{a.index}].shape: {a.name} has a negative dimension "
+                                     f"{shape} at sizes {s}")
+                numel = math.prod(shape)
+                resolved.append(ResolvedArg(a.name, a.dtype, a.role, True, shape, numel,
+                                            numel * DTYPES[a.dtype].itemsize))
+            else:
+                where = f"args[{a.index}].value"
+                if DTYPES[a.dtype].is_float:
+                    value = self._num(a.value, s, where)
+                else:
+                    value = self._int(a.value, s, where)
+                    info = np.iinfo(DTYPES[a.dtype].storage)
+                    if not info.min <= value <= info.max:
+                        raise InputError(f"{self.path}: {where}: {a.name} = {value} overflows {a.dtype} at sizes {s}")
+                resolved.append(ResolvedArg(a.name, a.dtype, "in", False, None, 1, DTYPES[a.dtype].itemsize, value))
+        flops, nbytes = self.work(s)
+        return ResolvedTask(s, tuple(resolved), flops, nbytes)
+
+    def tolerance_for(self, arg: str | ArgSpec, ref: Any = None) -> tuple[float, float]:
+        """(rtol, atol) for an output; check `|out - ref| <= atol + rtol * |ref|` elementwise.
+
+        atol is `atol_scale * max|ref|` over the finite reference values when `ref` (an array, or
+        that maximum as a number) is given; without it atol is `atol_scale` itself, i.e. the
+        tolerance for an output whose largest magnitude is 1. Integer outputs give (0, 0).
+        """
+        tol = self.tolerance_rule(arg)
+        if ref is None:
+            return tol.rtol, tol.atol_scale
+        if np.isscalar(ref):
+            magnitude = abs(float(ref))
+        else:
+            values = np.asarray(ref, dtype=np.float64)
+            finite = np.abs(values[np.isfinite(values)])
+            magnitude = float(finite.max()) if finite.size else 0.0
+        return tol.rtol, tol.atol_scale * magnitude
+
+    def tolerance_rule(self, arg: str | ArgSpec) -> Tolerance:
+        a = arg if isinstance(arg, ArgSpec) else self.arg(arg)
+        if a.tolerance is not None:
+            return a.tolerance
+        default = DEFAULT_TOLERANCES[a.dtype]
+        if self.tolerance is not None and DTYPES[a.dtype].is_float:
+            return Tolerance(self.tolerance.rtol if self.tolerance.rtol is not None else default.rtol,
+                             self.tolerance.atol_scale if self.tolerance.atol_scale is not None else default.atol_scale)
+        return default
+
+    # -- inputs -----------------------------------------------------------------------------
+    def make_inputs(self, sizes: str | dict[str, int], seed: int) -> dict[str, np.ndarray]:
+        """Host arrays for every in/inout argument, shaped, in storage dtype (bf16 as uint16 bits).
+
+        One `numpy.random.Generator(PCG64(seed))` feeds every argument in spec order, so the same
+        (sizes, seed) always gives the same bytes.
+        """
+        resolved = self.resolve(sizes)
+        rng = np.random.Generator(np.random.PCG64(seed))
+        out: dict[str, np.ndarray] = {}
+        hooks_done: set[str] = set()
+        for a in self.args:
+            if not a.pointer or a.role == "out" or a.name in out:
+                continue
+            init = a.init or (generators.DEFAULT_FLOAT_INIT if DTYPES[a.dtype].is_float else generators.DEFAULT_INT_INIT)
+            where = f"args[{a.index}].init"
+            if "generator" in init:
+                self._fill_structured(a, init, resolved, rng, out)
+            elif "hook" in init:
+                if init["hook"] not in hooks_done:
+                    hooks_done.add(init["hook"])
+                    self._fill_hook(init["hook"], resolved, rng, out)
+            elif a.name not in self._structured_members():
+                try:
+                    flat = generators.dense(init, a.dtype, resolved.arg(a.name).numel, rng)
+                except ValueError as error:
+                    raise InputError(f"{self.path}: {where}: {error}") from None
+                out[a.name] = flat.reshape(resolved.arg(a.name).shape)
+        return out
+
+    def _structured_members(self) -> set[str]:
+        return {name for a in self.args if a.init and "generator" in a.init for name in a.init["parts"].values()}
+
+    def _fill_structured(self, a: ArgSpec, init: dict, resolved: ResolvedTask, rng, out: dict) -> None:
+        where = f"args[{a.index}].init"
+        s = resolved.sizes
+        rows = self._int(parse_expr(init["rows"]), s, f"{where}.rows")
+        cols = self._int(parse_expr(init["cols"]), s, f"{where}.cols")
+        nnz = self._int(parse_expr(init["nnz"]), s, f"{where}.nnz") if "nnz" in init else None
+        width = self._int(parse_expr(init["width"]), s, f"{where}.width") if "width" in init else None
+        parts = init["parts"]
+        try:
+            arrays = generators.structured(init, rows, cols, nnz, width,
+                                           {part: self.arg(name).dtype for part, name in parts.items()}, rng)
+        except ValueError as error:
+            raise InputError(f"{self.path}: {where}: {error} (sizes {s})") from None
+        for part, name in parts.items():
+            target = resolved.arg(name)
+            array = arrays[part]
+            if array.size != target.numel:
+                raise InputError(f"{self.path}: {where}.parts.{part}: the {init['generator']} generator made "
+                                 f"{array.size} elements but {name} has shape {target.shape} ({target.numel}) "
+                                 f"at sizes {s}", hint="make the shape match rows/cols/nnz (e.g. [nnz] with nnz: <expr>)")
+            out[name] = array.reshape(target.shape)
+
+    def _fill_hook(self, hook: str, resolved: ResolvedTask, rng, out: dict) -> None:
+        fn = _load_callable(self.path, hook, "init.hook")
+        names = [a.name for a in self.args if a.init and a.init.get("hook") == hook]
+        try:
+            produced = fn(dict(resolved.sizes), rng)
+        except Exception as error:  # noqa: BLE001 - user code; report it on one line
+            raise InputError(f"{self.path}: hook {hook} raised {type(error).__name__}: {error}") from None
+        if not isinstance(produced, dict):
+            raise InputError(f"{self.path}: hook {hook} returned {type(produced).__name__}, not a dict of arrays")
+        for name in names:
+            if name not in produced:
+                raise InputError(f"{self.path}: hook {hook} returned no array for '{name}' "
+                                 f"(it returned {', '.join(map(str, produced)) or 'nothing'})")
+            target = resolved.arg(name)
+            array = np.asarray(produced[name])
+            if array.size != target.numel:
+                raise InputError(f"{self.path}: hook {hook}: '{name}' has {array.size} elements, "
+                                 f"the spec's shape {target.shape} needs {target.numel}")
+            out[name] = _to_declared(array, target.dtype, f"{self.path}: hook {hook}: '{name}'").reshape(target.shape)
+
+    def reference_callable(self) -> Callable | None:
+        """The python reference `fn(inputs, sizes) -> {output name: array}`, or None."""
+        if not self.reference or "python" not in self.reference:
+            return None
+        return _load_callable(self.path, self.reference["python"], "reference.python")
+
+    def to_dict(self) -> dict:
+        return dict(self.raw)
+
+
+def _to_declared(array: np.ndarray, dtype_name: str, where: str) -> np.ndarray:
+    if dtype_name == "bf16":
+        if array.dtype == np.uint16:
+            return array  # already bf16 bits
+        if array.dtype.kind != "f":
+            raise InputError(f"{where} is {array.dtype}, expected floats or uint16 bf16 bits")
+        return to_storage(array, "bf16")
+    storage = DTYPES[dtype_name].storage
+    if array.dtype != storage and not np.can_cast(array.dtype, storage, casting="same_kind"):
+        raise InputError(f"{where} is {array.dtype}, cannot become {dtype_name} without changing kind")
+    return array.astype(storage, copy=False)
+
+
+def _load_callable(spec_path: Path, ref: str, field_name: str) -> Callable:
+    file_part, _, fn_name = ref.rpartition(":")
+    file = (spec_path.parent / file_part).resolve()
+    if not file.is_file():
+        raise InputError(f"{spec_path}: {field_name}: {file_part} not found next to the spec")
+    module = _load_module(str(file))
+    fn = getattr(module, fn_name, None)
+    if not callable(fn):
+        raise InputError(f"{spec_path}: {field_name}: {file_part} defines no function '{fn_name}'")
+    return fn
+
+
+@cache
+def _load_module(path: str):
+    spec = importlib.util.spec_from_file_location(f"skillbase_task_hook_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - user code
+        raise InputError(f"{path}: importing it raised {type(error).__name__}: {error}") from None
+    return module
+
+
+# ------------------------------------------------------------------------------------------------
+# Loading and validation
+# ------------------------------------------------------------------------------------------------
+
+def spec_path_for(path: str | Path) -> tuple[Path, Path]:
+    """(kernel .cu, spec .task.yaml) from either of them."""
+    path = Path(path)
+    if path.name.endswith(".task.yaml") or path.name.endswith(".task.yml"):
+        stem = path.name.rsplit(".task.", 1)[0]
+        return path.with_name(stem + ".cu"), path
+    return path, path.with_name(path.stem + ".task.yaml")
+
+
+class _SpecLoader(yaml.SafeLoader):
+    """SafeLoader that reads `1e-4` as a float: PyYAML follows YAML 1.1, which needs `1.0e-4`,
+    and a tolerance silently loaded as the string '1e-4' would be a confusing schema error."""
+
+
+_SpecLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+                  |\.[0-9_]+(?:[eE][-+][0-9]+)?
+                  |[-+]?\.(?:inf|Inf|INF)
+                  |\.(?:nan|NaN|NAN))$""", re.X),
+    list("-+0123456789."))
+
+
+@cache
+def _schema() -> dict:
+    return json.loads((schemas_dir() / "task.schema.json").read_text())
+
+
+def _did_you_mean(word: str, choices) -> str | None:
+    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    return f"did you mean '{match[0]}'?" if match else None
+
+
+def _field(path) -> str:
+    out = ""
+    for part in path:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def load_task(path: str | Path, check_launcher: bool = True) -> TaskSpec:
+    """Load `K.task.yaml` for `K.cu` (either path may be given) and validate it fully."""
+    kernel_path, spec_path = spec_path_for(path)
+    if not spec_path.is_file():
+        raise InputError(f"{kernel_path}: no task spec {spec_path.name} beside it",
+                         hint=f"run `skillbase init {kernel_path}` to draft one")
+    try:
+        data = yaml.load(spec_path.read_text(), Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "YAML"
+        raise InputError(f"{spec_path}: {where}: {getattr(error, 'problem', None) or error}") from None
+    return spec_from_dict(data, spec_path, kernel_path, check_launcher=check_launcher)
+
+
+def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
+                   check_launcher: bool = True) -> TaskSpec:
+    spec_path = Path(spec_path)
+    kernel_path = Path(kernel_path) if kernel_path else spec_path_for(spec_path)[0]
+
+    def fail(where: str, message: str, hint: str | None = None):
+        raise InputError(f"{spec_path}: {where}: {message}", hint=hint)
+
+    if not isinstance(data, dict):
+        fail("(top level)", "expected a mapping with launcher, args, sizes, work")
+    _schema_check(data, spec_path)
+
+    # --- sizes --------------------------------------------------------------------------
+    sizes = data["sizes"]
+    presets = {name: dict(values) for name, values in sizes["presets"].items()}
+    first = next(iter(presets))
+    symbols = tuple(presets[first])
+    for name, values in presets.items():
+        for sym in symbols:
+            if sym not in values:
+                fail(f"sizes.presets.{name}", f"missing size symbol {sym} (preset '{first}' defines {', '.join(symbols)})")
+        for sym in values:
+            if sym not in symbols:
+                fail(f"sizes.presets.{name}.{sym}", f"size symbol not in preset '{first}' (symbols: {', '.join(symbols)})",
+                     _did_you_mean(sym, symbols))
+    known = set(symbols)
+
+    def expr(value, where: str) -> Expr:
+        try:
+            return parse_expr(value, known)
+        except ExprError as error:
+            message = str(error)
+            hint = None
+            if message.startswith("unknown size symbol"):
+                name = message.split("'")[1]
+                if name == "TODO":
+                    fail(where, "still TODO (left by skillbase init); write it as an expression over "
+                         f"{', '.join(symbols)}")
+                hint = _did_you_mean(name, symbols) or f"size symbols are {', '.join(symbols)} (from sizes.presets)"
+            fail(where, message, hint)
+
+    irregular = dict(sizes["irregular"])
+    for sym in symbols:
+        if sym not in irregular:
+            fail("sizes.irregular", f"missing size symbol {sym}")
+    for sym in irregular:
+        if sym not in known:
+            fail(f"sizes.irregular.{sym}", "not a size symbol", _did_you_mean(sym, symbols))
+    if all(v % IRREGULAR_MULTIPLE == 0 for v in irregular.values()):
+        fail("sizes.irregular", f"every size is a multiple of {IRREGULAR_MULTIPLE} ({irregular}); an irregular "
+             "size must break tile assumptions", hint="use e.g. 1000 or 1003 for one of the symbols")
+
+    scored = tuple(sizes.get("scored") or (["default"] if "default" in presets else [first]))
+    for name in scored:
+        if name not in presets:
+            fail("sizes.scored", f"'{name}' is not a preset", _did_you_mean(name, presets))
+
+    sweep = None
+    if "sweep" in sizes:
+        raw = sizes["sweep"]
+        if raw["symbol"] not in known:
+            fail("sizes.sweep.symbol", f"'{raw['symbol']}' is not a size symbol", _did_you_mean(raw["symbol"], symbols))
+        base = raw.get("base", scored[0])
+        if base not in presets:
+            fail("sizes.sweep.base", f"'{base}' is not a preset", _did_you_mean(base, presets))
+        scale = {}
+        for k, v in (raw.get("scale") or {}).items():
+            if k not in known:
+                fail(f"sizes.sweep.scale.{k}", "not a size symbol", _did_you_mean(k, symbols))
+            scale[k] = expr(v, f"sizes.sweep.scale.{k}")
+        sweep = Sweep(raw["symbol"], tuple(raw["values"]), scale, base)
+
+    # --- args ---------------------------------------------------------------------------
+    args: list[ArgSpec] = []
+    seen: set[str] = set()
+    for i, raw in enumerate(data["args"]):
+        where = f"args[{i}]"
+        name = raw["name"]
+        if name in seen:
+            fail(f"{where}.name", f"'{name}' appears twice")
+        seen.add(name)
+        has_shape, has_value = "shape" in raw, "value" in raw
+        if has_shape == has_value:
+            fail(where, f"'{name}' needs exactly one of shape (an array) or value (a scalar)")
+        role = raw.get("role")
+        if has_shape and role is None:
+            fail(f"{where}.role", f"array '{name}' needs a role: in, out or inout")
+        if has_value and role not in (None, "in"):
+            fail(f"{where}.role", f"scalar '{name}' is passed by value and cannot be {role}")
+        init = raw.get("init")
+        if init is not None and not has_shape:
+            fail(f"{where}.init", f"scalar '{name}' takes value:, not init:")
+        if init is not None and role == "out":
+            fail(f"{where}.init", f"'{name}' is role out: the harness poisons it before every call",
+                 hint="use role inout if the kernel reads its initial contents")
+        shape = tuple(expr(e, f"{where}.shape[{j}]") for j, e in enumerate(raw["shape"])) if has_shape else None
+        value = expr(raw["value"], f"{where}.value") if has_value else None
+        if init is not None:
+            _check_init(init, raw["dtype"], f"{where}.init", expr, fail, spec_path)
+        tol = raw.get("tolerance")
+        tolerance = None
+        if tol is not None:
+            default = DEFAULT_TOLERANCES[raw["dtype"]]
+            tolerance = Tolerance(float(tol.get("rtol", default.rtol)), float(tol.get("atol_scale", default.atol_scale)))
+        args.append(ArgSpec(name, raw["dtype"], role or "in", shape, value, init, tolerance, i))
+
+    if not any(a.written for a in args):
+        fail("args", "no argument has role out or inout, so there is nothing to verify")
+
+    # Structured generators: their parts must be other in/inout arrays without their own init.
+    owners: dict[str, str] = {}
+    by_name = {a.name: a for a in args}
+    for a in args:
+        if not (a.init and "generator" in a.init):
+            continue
+        where = f"args[{a.index}].init.parts"
+        kind = a.init["generator"]
+        index_parts, value_part = generators.STRUCTURED_PARTS[kind]
+        allowed = set(index_parts) | {value_part}
+        for part, target in a.init["parts"].items():
+            if part not in allowed:
+                fail(f"{where}.{part}", f"{kind} has no part '{part}' (parts: {', '.join(sorted(allowed))})",
+                     _did_you_mean(part, allowed))
+            if target not in by_name:
+                fail(f"{where}.{part}", f"no argument named '{target}'", _did_you_mean(target, by_name))
+            t = by_name[target]
+            if not t.pointer or t.role == "out":
+                fail(f"{where}.{part}", f"'{target}' must be an in or inout array to be generated")
+            if t is not a and t.init is not None:
+                fail(f"args[{t.index}].init", f"'{target}' is filled by {a.name}'s {kind} generator; remove its own init")
+            if target in owners:
+                fail(f"{where}.{part}", f"'{target}' is already filled by {owners[target]}'s generator")
+            owners[target] = a.name
+            if part in index_parts and DTYPES[t.dtype].is_float:
+                fail(f"args[{t.index}].dtype", f"{kind} part {part} holds indices; '{target}' must be an integer dtype")
+        for part in index_parts:
+            if part not in a.init["parts"]:
+                fail(where, f"{kind} needs part '{part}' (parts: {', '.join(index_parts)}, optional {value_part})")
+        if a.name not in a.init["parts"].values():
+            fail(where, f"'{a.name}' declares the generator but is not one of its parts")
+
+    # --- tolerance, work, allow, reference ----------------------------------------------------
+    tolerance = None
+    if "tolerance" in data:
+        tolerance = Tolerance(data["tolerance"].get("rtol"), data["tolerance"].get("atol_scale"))
+    work_flops = expr(data["work"]["flops"], "work.flops")
+    work_bytes = expr(data["work"]["bytes"], "work.bytes")
+    reference = data.get("reference")
+    if reference:
+        file_part = (reference.get("python") or reference.get("cuda")).rpartition(":")[0] or reference.get("cuda")
+        if not (spec_path.parent / file_part).is_file():
+            fail("reference", f"{file_part} not found next to the spec")
+
+    spec = TaskSpec(path=spec_path, kernel_path=kernel_path, launcher=data["launcher"], args=tuple(args),
+                    symbols=symbols, presets=presets, scored=scored, irregular=irregular, sweep=sweep,
+                    tolerance=tolerance, work_flops=work_flops, work_bytes=work_bytes,
+                    allow=tuple(data.get("allow") or ()), reference=reference, raw=data)
+
+    # Every preset must resolve: positive shapes, integral dimensions, scalars in range.
+    for name in list(presets) + ["irregular"]:
+        spec.resolve(name)
+    spec.sweep_sizes()
+
+    if check_launcher:
+        check_against_launcher(spec)
+    return spec
+
+
+def _check_init(init: dict, dtype_name: str, where: str, expr, fail, spec_path: Path) -> None:
+    is_float = DTYPES[dtype_name].is_float
+    if "dist" in init:
+        dist = init["dist"]
+        allowed = {"uniform": {"low", "high"}, "normal": {"mean", "std"}, "randint": {"low", "high"},
+                   "ones": set(), "zeros": set(), "constant": {"value"}, "arange": {"start", "step"},
+                   "permutation": set(), "sorted": {"low", "high"}}[dist]
+        extra = sorted(set(init) - allowed - {"dist"})
+        if extra:
+            fail(f"{where}.{extra[0]}", f"dist {dist} takes {', '.join(sorted(allowed)) or 'no parameters'}")
+        if dist == "constant" and "value" not in init:
+            fail(where, "dist constant needs value:")
+        if dist in ("uniform", "randint", "sorted") and "low" in init and "high" in init and init["low"] >= init["high"]:
+            fail(f"{where}.high", f"high ({init['high']}) must exceed low ({init['low']})")
+        if dist == "normal" and not is_float:
+            fail(f"{where}.dist", f"normal makes floats; use randint for {dtype_name}")
+    elif "generator" in init:
+        extra = sorted(set(init) - {"generator", "rows", "cols", "nnz", "density", "width", "ragged", "pad_index",
+                                    "layout", "parts", "values"})
+        if extra:
+            fail(f"{where}.{extra[0]}", f"not a {init['generator']} generator parameter")
+        for key in ("rows", "cols"):
+            if key not in init:
+                fail(where, f"generator {init['generator']} needs {key}:")
+            expr(init[key], f"{where}.{key}")
+        if "nnz" in init and "density" in init:
+            fail(where, "give nnz or density, not both")
+        for key in ("nnz", "width"):
+            if key in init:
+                expr(init[key], f"{where}.{key}")
+        if "width" in init and init["generator"] != "ell":
+            fail(f"{where}.width", "width is an ell parameter")
+        values = init.get("values")
+        if values is not None and "dist" not in values:
+            fail(f"{where}.values", "values needs a dist (e.g. {dist: uniform, low: -1, high: 1})")
+    else:
+        file_part = init["hook"].rpartition(":")[0]
+        extra = sorted(set(init) - {"hook"})
+        if extra:
+            fail(f"{where}.{extra[0]}", "a hook takes no parameters (it receives sizes and the rng)")
+        if not (spec_path.parent / file_part).is_file():
+            fail(f"{where}.hook", f"{file_part} not found next to the spec")
+
+
+def _schema_check(data: dict, spec_path: Path) -> None:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(_schema())
+    errors = list(validator.iter_errors(data))
+    if not errors:
+        return
+    # Report the shallowest error first: it is usually the real mistake, deeper ones follow from it.
+    error = min(errors, key=lambda e: (len(e.absolute_path), e.validator == "oneOf"))
+    where = _field(error.absolute_path)
+    hint = None
+    if error.validator == "additionalProperties":
+        extra = sorted(set(error.instance) - set(error.schema.get("properties", {})))
+        allowed = sorted(error.schema.get("properties", {}))
+        name = extra[0] if extra else "?"
+        message = f"unknown field '{name}' (allowed: {', '.join(allowed)})"
+        hint = _did_you_mean(name, allowed)
+        where = f"{where}.{name}" if where != "(top level)" else name
+    elif error.validator == "enum":
+        message = f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
+        if isinstance(error.instance, str):
+            hint = _did_you_mean(error.instance, map(str, error.validator_value))
+    elif error.validator == "required":
+        message = error.message.replace("is a required property", "is required")
+        if isinstance(error.instance, dict) and "name" in error.instance:
+            message += f" (for '{error.instance['name']}')"
+    elif error.validator == "oneOf" and len(error.absolute_path) and error.absolute_path[-1] == "init":
+        message = "init needs exactly one of dist, generator (with parts) or hook"
+    elif error.validator == "oneOf" and error.absolute_path and error.absolute_path[-1] == "reference":
+        message = "reference is null, {python: 'file.py:function'} or {cuda: 'file.cu'}"
+    else:
+        message = error.message
+    raise InputError(f"{spec_path}: {where}: {message}", hint=hint)
+
+
+def check_against_launcher(spec: TaskSpec) -> None:
+    """The args must be the launcher's parameters: same count, order, names, kind, constness, type."""
+    from skillbase.task.cuda_source import launchers
+
+    path = spec.path
+    if not spec.kernel_path.is_file():
+        raise InputError(f"{path}: launcher: kernel file {spec.kernel_path.name} not found beside the spec")
+    found = launchers(spec.kernel_path)
+    if not found:
+        raise InputError(f"{path}: launcher: {spec.kernel_path.name} defines no extern \"C\" function",
+                         hint='the harness calls kernels through e.g. extern "C" void launch(const float* x, float* y, int n)')
+    if spec.launcher not in found:
+        hint = _did_you_mean(spec.launcher, found)
+        raise InputError(f"{path}: launcher: '{spec.launcher}' is not an extern \"C\" function in "
+                         f"{spec.kernel_path.name} (found: {', '.join(found)})", hint=hint)
+    params = found[spec.launcher].params
+    signature = f"{spec.launcher}({', '.join(_c_param(p) for p in params)})"
+    if len(params) != len(spec.args):
+        raise InputError(f"{path}: args: {len(spec.args)} given but {signature} takes {len(params)}")
+    names = [p.name for p in params]
+    if sorted(names) == sorted(a.name for a in spec.args) and names != [a.name for a in spec.args]:
+        raise InputError(f"{path}: args: order differs from the launcher's ({', '.join(names)})")
+    for a, p in zip(spec.args, params):
+        where = f"args[{a.index}]"
+        if p.name and a.name != p.name:
+            raise InputError(f"{path}: {where}.name: '{a.name}' but parameter {a.index + 1} of {spec.launcher} "
+                             f"is '{_c_param(p)}'")
+        if p.pointer and not a.pointer:
+            raise InputError(f"{path}: {where}: {spec.launcher} takes '{_c_param(p)}', a pointer; give {a.name} "
+                             "a shape and a role instead of a value")
+        if not p.pointer and a.pointer:
+            raise InputError(f"{path}: {where}: {spec.launcher} takes '{_c_param(p)}' by value; give {a.name} "
+                             "a value: expression instead of a shape")
+        if p.pointer and p.const and a.written:
+            raise InputError(f"{path}: {where}.role: {a.name} is {a.role} but the launcher takes '{_c_param(p)}' "
+                             "(const: it cannot write it)", hint="use role in, or drop const in the launcher")
+        compatible = c_type_dtypes(p.type)
+        if compatible is not None and a.dtype not in compatible:
+            raise InputError(f"{path}: {where}.dtype: {a.dtype} but the launcher takes '{_c_param(p)}' "
+                             f"({' or '.join(compatible)})")
+        if compatible is None and not p.pointer:
+            raise InputError(f"{path}: {where}: the harness cannot pass '{_c_param(p)}' by value",
+                             hint="scalars must be int, float, double, size_t … (see docs/task-format.md)")
+
+
+def _c_param(p) -> str:
+    return f"{'const ' if p.const else ''}{p.type}{'*' if p.pointer else ''} {p.name}".strip()

@@ -1,0 +1,61 @@
+"""`skillbase bench` through click's CliRunner: list, report from stored results, run without a GPU."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from skillbase import bench as lib
+from skillbase.commands import bench as command
+
+
+def test_help_of_every_subcommand():
+    for args in (["--help"], ["list", "--help"], ["run", "--help"], ["report", "--help"]):
+        result = CliRunner().invoke(command.bench, args)
+        assert result.exit_code == 0, result.output
+
+
+def test_list_text_and_json():
+    result = CliRunner().invoke(command.bench, ["list"])
+    assert result.exit_code == 0
+    assert "matrix_mul" in result.output and "50 operators" in result.output
+    data = json.loads(CliRunner().invoke(command.bench, ["list", "--json"]).output)
+    assert len(data) == 50
+    fft = next(o for o in data if o["name"] == "fft")
+    assert fft["bf16"] is False and fft["bf16_reason"]
+
+
+def test_run_without_a_gpu_is_one_line_environment_problem(monkeypatch):
+    monkeypatch.setattr(command.shutil, "which", lambda name: None)
+    result = CliRunner().invoke(command.bench, ["run", "--ops", "relu"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, command.EnvironmentProblem)
+    assert "no NVIDIA GPU" in result.exception.message
+
+
+def test_run_rejects_unknown_operator_before_touching_the_gpu():
+    result = CliRunner().invoke(command.bench, ["run", "--ops", "reluu"])
+    assert isinstance(result.exception, command.InputError)
+    assert result.exception.hint == "did you mean relu?"
+
+
+def test_report_markdown_html_and_json(tmp_path):
+    results = [lib.SizeResult("relu", "fp32", "vendor_fp32", "xs", "verified", 1.0, 8192.0, 2.0, 4.0),
+               lib.SizeResult("relu", "fp32", "vendor_fp32", "xl", "incorrect", 1.0, 128e6)]
+    lib.save_results("NVIDIA H200", results, root=tmp_path)
+    html = tmp_path / "report.html"
+    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert "| vendor | fp32 | 2 | 1 |" in result.output
+    assert "2.00x" in result.output and "incorrect" in result.output
+    assert "<table>" in html.read_text()
+    data = json.loads(CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--json"]).output)
+    assert data["nvidia-h200"]["fast_p"]["1"] == 0.5
+
+
+def test_report_without_results_says_how_to_get_them(tmp_path):
+    (tmp_path / "ops").mkdir()
+    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path)])
+    assert isinstance(result.exception, command.InputError)
+    assert "bench run" in result.exception.hint
