@@ -111,7 +111,7 @@ class LLMApplier:
             completion = self.client.complete(prompt.messages)
         except LLMUnavailable as error:
             call["error"] = error.message
-            return {"source": None, "error": error.message, "llm_call": call}
+            return {"source": None, "error": error.message, "kind": "llm-error", "llm_call": call}
         call.update(response=self.store.artifacts.put_text(completion.text), prompt_tokens=completion.prompt_tokens,
                     completion_tokens=completion.completion_tokens, duration_s=round(completion.duration_s, 3))
         tokens = (completion.prompt_tokens or 0) + (completion.completion_tokens or 0)
@@ -119,7 +119,7 @@ class LLMApplier:
             source = extract_cuda(completion.text, self.prompts.launcher)
         except NoCodeInReply as error:
             call["error"] = error.message
-            return {"source": None, "error": error.message, "llm_call": call, "tokens": tokens}
+            return {"source": None, "error": error.message, "kind": "no-code", "llm_call": call, "tokens": tokens}
         return {"source": source, "flags": state.best_flags, "llm_call": call, "tokens": tokens}
 
 

@@ -305,6 +305,12 @@ def focus_kernel(evidence: Any, kernel: str | None = None) -> tuple[Any, str]:
     """The kernel record the rules look at, and why it was chosen."""
     kernels = list(_get(evidence, "kernels") or [])
     if not kernels:
+        # Static-only evidence (no profile): the source names the focus; every metric is missing,
+        # so only rules over static features and ptxas can fire, and the trace says so.
+        named = _get(evidence, "focus_kernel")
+        if named is not None and _get(evidence, "static"):
+            reason = _get(evidence, "focus_reason") or "chosen from the source (no profile)"
+            return {"name": named, "metrics": {}, "launches": 0}, f"{reason}; every metric is missing"
         raise InputError("the evidence holds no kernels", "profile a run that launches at least one kernel")
     names = [_get(k, "name") for k in kernels]
     if kernel is not None:

@@ -67,7 +67,10 @@ def cli() -> None:
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: user errors become one line on stderr and a non-zero exit."""
     try:
-        cli.main(args=argv, prog_name="skillbase", standalone_mode=False)
+        # Without standalone mode click returns ctx.exit(n)'s code instead of exiting: pass it on.
+        code = cli.main(args=argv, prog_name="skillbase", standalone_mode=False)
+        if isinstance(code, int) and code != 0:
+            sys.exit(code)
     except SkillbaseError as error:
         click.echo(f"error: {error.message}", err=True)
         if error.hint:

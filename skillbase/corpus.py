@@ -351,7 +351,12 @@ def _parse_and_check(path: Path, display: str, origin: str) -> tuple[Skill | Non
     if not isinstance(data, dict):
         return None, [Problem(display, "a skill file must be a YAML mapping of its headings",
                               "start with `id: <category>.<name>`; see skills/mem/mem.coalesce/skill.yaml")]
-    problems = [_schema_problem(error, display, lines) for error in _validator().iter_errors(data)]
+    validator = _validator()
+    if validator is not None:
+        problems = [_schema_problem(error, display, lines) for error in validator.iter_errors(data)]
+    else:   # no jsonschema (a bare GPU image): still insist on every heading
+        problems = [Problem(display, f"field '{key}' is required", FIELD_HINTS.get(key), 1)
+                    for key in schema()["required"] if key not in data]
     problems.sort(key=lambda p: (p.line or 0, p.message))
     problems.extend(_naming_problems(data, path, display, lines))
     if problems:
@@ -431,10 +436,14 @@ def schema() -> dict:
 
 
 def _validator():
+    """The compiled schema validator, or None when jsonschema is not installed (then only the
+    required headings are checked; `skills validate` in CI always has jsonschema)."""
     global _VALIDATOR
     if _VALIDATOR is None:
-        import jsonschema      # imported on first validation only: keeps CLI start-up fast
-
+        try:
+            import jsonschema      # imported on first validation only: keeps CLI start-up fast
+        except ImportError:
+            return None
         _VALIDATOR = jsonschema.Draft202012Validator(schema())
     return _VALIDATOR
 

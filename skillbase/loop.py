@@ -28,8 +28,9 @@ from skillbase.errors import InputError, SkillbaseError
 from skillbase.store import RunStore
 
 ACCEPTED = "accepted"
-# Failures a debugger can repair; the rest (slower, quarantined, rejected-static) end the attempt.
-REPAIRABLE = ("build-failed", "incorrect", "crashed")
+# Failures a debugger can repair; the rest (slower, quarantined, rejected-static, llm-error: the
+# endpoint already failed after its retries) end the attempt.
+REPAIRABLE = ("build-failed", "incorrect", "crashed", "no-code")
 
 
 @dataclass(frozen=True)
@@ -250,6 +251,7 @@ class Loop:
                                            external_candidate=external_candidate, decision=decision)
                 digest = self.store.artifacts.put_text(produced["source"]) if produced.get("source") else None
                 result = {"source": digest, "flags": list(produced.get("flags", ())), "error": produced.get("error"),
+                          "kind": produced.get("kind"),
                           "tokens": produced.get("tokens", 0), "llm_call": produced.get("llm_call")}
 
                 def rows(tx):
@@ -266,7 +268,8 @@ class Loop:
 
             def verdict_step():
                 if candidate["source"] is None:
-                    result = asdict(Verdict(status="no-code", reason=candidate["error"] or "no candidate produced"))
+                    result = asdict(Verdict(status=candidate.get("kind") or "no-code",
+                                            reason=candidate["error"] or "no candidate produced"))
                 else:
                     source = self.store.artifacts.get_text(candidate["source"])
                     self.progress(f"round {idx}: judging {skill} {json.dumps(params) if params else ''} (try {attempt + 1})")
@@ -321,29 +324,43 @@ class Loop:
 # -- appliers ---------------------------------------------------------------------------------
 
 class MechanicalApplier:
-    """`--agent none`: parameter sweeps over annotated tunables and compile-flag skills."""
+    """`--agent none`: the skills whose YAML declares a mechanical application.
+
+    `automation.mechanical` of kind `compile_flags` adds its flags; kind `parameter_sweep` sweeps the
+    kernel's annotated tunables (those it names, or all for `*`), each setting an ordinary candidate.
+    """
 
     can_repair = False
 
-    def __init__(self, sweep_limit: int = 24):
+    def __init__(self, mechanical_of: Callable[[str], dict | None], sweep_limit: int = 24):
+        self.mechanical_of = mechanical_of
         self.sweep_limit = sweep_limit
 
-    @staticmethod
-    def applicable(skill: str, source: str) -> bool:
-        if skill in mechanical.COMPILE_FLAG_SKILLS:
+    def _tunables(self, skill: str, source: str) -> list:
+        spec = self.mechanical_of(skill) or {}
+        names = {t.get("name") for t in spec.get("tunables", [])}
+        found = mechanical.find_tunables(source)
+        return found if "*" in names else [t for t in found if t.name in names]
+
+    def applicable(self, skill: str, source: str) -> bool:
+        kind = (self.mechanical_of(skill) or {}).get("kind")
+        if kind == "compile_flags":
             return True
-        if skill == "tune.parameter_sweep":
-            return bool(mechanical.find_tunables(source))
+        if kind == "parameter_sweep":
+            return bool(self._tunables(skill, source))
         return False
 
     def variants(self, skill: str, params: dict, state: LoopState) -> list[dict]:
-        if skill == "tune.parameter_sweep":
-            tunables = mechanical.find_tunables(state.best_source)
-            return [mechanical.changed(s, tunables) for s in mechanical.sweep_grid(tunables, self.sweep_limit)]
-        return [params]
+        spec = self.mechanical_of(skill) or {}
+        if spec.get("kind") != "parameter_sweep":
+            return [params]
+        tunables = self._tunables(skill, state.best_source)
+        limit = min(self.sweep_limit, spec.get("limit") or self.sweep_limit)
+        return [mechanical.changed(s, tunables) for s in mechanical.sweep_grid(tunables, limit)]
 
     def produce(self, *, skill, params, state, **_) -> dict:
-        if skill == "tune.parameter_sweep":
+        spec = self.mechanical_of(skill) or {}
+        if spec.get("kind") == "parameter_sweep":
             return {"source": mechanical.apply_values(state.best_source, params), "flags": state.best_flags}
-        flags = tuple(dict.fromkeys(state.best_flags + mechanical.COMPILE_FLAG_SKILLS[skill]))
+        flags = tuple(dict.fromkeys(state.best_flags + tuple(spec.get("flags", ()))))
         return {"source": state.best_source, "flags": flags}

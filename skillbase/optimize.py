@@ -40,9 +40,9 @@ class CompileOnlyJudge:
 
     def _compile(self, source: str, flags: tuple[str, ...]) -> Verdict | None:
         from skillbase.harness.build import BuildError, build
-        from skillbase.harness.static_check import check_source
+        from skillbase.harness.static_check import check_source, errors_only
 
-        violations = check_source(source, allow=self.allow)
+        violations = errors_only(check_source(source, allow=self.allow))
         if violations:
             first = violations[0]
             return Verdict(status="rejected-static", reason=f"line {first.line}: {first.rule}: {first.rationale}")
@@ -86,20 +86,29 @@ class HarnessJudge:
 # -- evidence -----------------------------------------------------------------------------------
 
 class EvidenceCollector:
-    """Profile on a GPU (ncu) when asked and possible; otherwise static features + ptxas only."""
+    """Profile on a GPU (ncu) when asked and possible; otherwise static features + ptxas only.
 
-    def __init__(self, task_path: Path, profile: bool, arch: str = "sm_90", preset: str | None = None):
+    A saved report of the task's own kernel (`optimize --report`) stands in for profiling the
+    unchanged baseline: it is used only while the kernel is byte-identical to the task file.
+    """
+
+    def __init__(self, task_path: Path, profile: bool, arch: str = "sm_90", preset: str | None = None,
+                 saved_report: Path | None = None):
         self.task_path = task_path
         self.profile = profile
         self.arch = arch
         self.preset = preset
+        self.saved_report = saved_report
+        self.original = task_path.read_text() if saved_report else None
 
     def evidence(self, source: str, flags: tuple[str, ...], history: dict):
         from skillbase.evidence import build_evidence
 
         path = _scratch_copy(self.task_path, source)
         report = None
-        if self.profile:
+        if self.saved_report is not None and source == self.original and not flags:
+            report = self.saved_report
+        elif self.profile:
             from skillbase.harness.profile import profile_kernel
 
             report = profile_kernel(path, preset=self.preset, extra_flags=flags)
@@ -124,7 +133,8 @@ def _scratch_copy(task_path: Path, source: str) -> Path:
 
 # -- the decision ---------------------------------------------------------------------------------
 
-def make_decide(agent: str, engine, corpus) -> Callable[[Any, LoopState], tuple[list[dict], str]]:
+def make_decide(agent: str, engine, corpus, mechanical_applier: MechanicalApplier) \
+        -> Callable[[Any, LoopState], tuple[list[dict], str]]:
     """Engine ranking -> candidate dicts, each marked applicable or not in this agent mode."""
 
     def decide(evidence, state: LoopState) -> tuple[list[dict], str]:
@@ -133,18 +143,18 @@ def make_decide(agent: str, engine, corpus) -> Callable[[Any, LoopState], tuple[
         for cand in result.candidates:
             skill = corpus.get(cand.skill) if corpus is not None else None
             auto = _auto_apply(skill)
-            applicable = auto and (agent != "none" or MechanicalApplier.applicable(cand.skill, state.best_source))
+            applicable = auto and (agent != "none" or mechanical_applier.applicable(cand.skill, state.best_source))
             candidates.append({"skill": cand.skill, "score": cand.score, "speedup": cand.speedup,
                                "rules": list(cand.rules), "because": cand.because,
                                "focus": [f if isinstance(f, dict) else _row(f) for f in (cand.focus or [])],
                                "applicable": applicable, "params": {}})
         # Without an LLM the sweep is always on offer when the kernel declares tunables.
         if agent == "none" and not any(c["skill"] == "tune.parameter_sweep" for c in candidates) \
-                and MechanicalApplier.applicable("tune.parameter_sweep", state.best_source):
+                and mechanical_applier.applicable("tune.parameter_sweep", state.best_source):
             candidates.append({"skill": "tune.parameter_sweep", "score": 0.0, "speedup": None, "rules": [],
                                "because": "the kernel declares tunables (mechanical mode offers a sweep)",
                                "focus": [], "applicable": True, "params": {}})
-        return candidates, result.to_json() if hasattr(result, "to_json") else json.dumps(candidates)
+        return candidates, json.dumps(result.to_json(), sort_keys=True, default=str)
 
     return decide
 

@@ -30,7 +30,8 @@ def _load_task(kernel: Path):
     return load_task(kernel)
 
 
-def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: int, preset: str | None, gpu: bool):
+def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: int, preset: str | None, gpu: bool,
+                   saved_report: Path | None = None):
     from skillbase.engine import Engine
 
     spec = _load_task(kernel)
@@ -42,12 +43,14 @@ def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: in
             raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi lists none)",
                                      hint="run on a GPU machine, or pass --no-gpu for a compile-only run")
         judge = HarnessJudge(kernel, preset=preset)
-        evidence = EvidenceCollector(kernel, profile=True, preset=preset)
+        evidence = EvidenceCollector(kernel, profile=True, preset=preset, saved_report=saved_report)
     else:
         judge = CompileOnlyJudge(kernel, allow=allow)
-        evidence = EvidenceCollector(kernel, profile=False)
-    decide = make_decide(settings.agent, engine, corpus)
-    appliers = {"none": MechanicalApplier(settings.sweep_limit)}
+        evidence = EvidenceCollector(kernel, profile=False, saved_report=saved_report)
+    mechanical_applier = MechanicalApplier(lambda skill_id: (_skill_dict(corpus, skill_id) or {})
+                                           .get("automation", {}).get("mechanical"), settings.sweep_limit)
+    decide = make_decide(settings.agent, engine, corpus, mechanical_applier)
+    appliers = {"none": mechanical_applier}
     kernel_name = kernel.stem
     if settings.agent in ("openai", "external"):
         from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
@@ -101,19 +104,20 @@ def _corpus_digest(corpus) -> str | None:
 
 
 def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None, gpu: bool = True,
-              progress=None) -> dict:
+              progress=None, saved_report: Path | None = None) -> dict:
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
     run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
     try:
         _, engine, corpus, judge, evidence, decide, appliers = _collaborators(kernel, settings, store, run_id,
-                                                                              preset, gpu)
+                                                                              preset, gpu, saved_report)
     except BaseException:
         store.update_run(run_id, status="failed", stop_reason="could not start (see the error)")
         raise
     endpoint = appliers["openai"].client.config.endpoint_name if "openai" in appliers else None
     run_manifest = manifest(kernel, settings, engine, _corpus_digest(corpus), endpoint, profile=gpu)
-    run_manifest.update(preset=preset, gpu_run=gpu, launcher=spec.launcher)
+    run_manifest.update(preset=preset, gpu_run=gpu, launcher=spec.launcher,
+                        saved_report=str(saved_report.resolve()) if saved_report else None)
     with store.transaction() as tx:
         tx.execute("UPDATE runs SET manifest_json=? WHERE id=?", (_dumps(run_manifest), run_id))
     return _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers, spec.launcher, None, progress)
@@ -137,9 +141,11 @@ def resume_run(ref, store_path=None, candidate: str | None = None, progress=None
                          hint="start a new run with `skillbase optimize`")
     s = run.manifest.get("settings") or {}
     settings = Settings(**{k: v for k, v in s.items() if k in Settings.__dataclass_fields__})
+    saved = run.manifest.get("saved_report")
     _, _, _, judge, evidence, decide, appliers = _collaborators(kernel, settings, store, run.id,
                                                                 run.manifest.get("preset"),
-                                                                run.manifest.get("gpu_run", True))
+                                                                run.manifest.get("gpu_run", True),
+                                                                Path(saved) if saved else None)
     store.update_run(run.id, status="running", stop_reason=None)
     return _execute(store, run.id, kernel, settings, judge, evidence, decide, appliers,
                     run.manifest.get("launcher"), candidate, progress)

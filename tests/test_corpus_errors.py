@@ -198,3 +198,13 @@ def test_unknown_id_suggests_the_closest(tmp_path):
     corpus = load_corpus(strict=False)
     with pytest.raises(InputError, match="unknown skill 'mem.colaesce'; did you mean 'mem.coalesce'"):
         corpus.require("mem.colaesce")
+
+
+def test_without_jsonschema_the_headings_are_still_required(tmp_path, monkeypatch):
+    import skillbase.corpus as corpus_module
+
+    monkeypatch.setattr(corpus_module, "_validator", lambda: None)
+    monkeypatch.setattr(corpus_module, "_CACHE", {})
+    write(tmp_path, "usr", "usr.nojs", model(id="usr.nojs", category="usr", how=None))
+    [error] = user_errors(tmp_path)
+    assert "field 'how' is required" in error

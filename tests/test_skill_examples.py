@@ -2,7 +2,8 @@
 
 An example shows one transformation at a size that fills an H200. These tests hold it to that:
 
-- both kernels compile for sm_90 (`nvcc -arch=sm_90 -c -Xptxas -v`, compiled once per file, two at a time);
+- both kernels compile for sm_90 (`nvcc -arch=sm_90 -c -Xptxas -v`, compiled once per file, two at a
+  time, the log cached under ~/.cache/skillbase/example-ptxas by source hash and nvcc version);
 - `task.yaml` is a valid task spec for *both* files (same launcher signature, same arguments), with a
   `default` preset that is scored and an irregular size;
 - the static features (`skillbase.evidence.static_features`) and the ptxas report
@@ -30,6 +31,8 @@ holds no element whose fields include the given ones).
 from __future__ import annotations
 
 import ctypes
+import functools
+import hashlib
 import json
 import os
 import re
@@ -92,11 +95,37 @@ def test_example_layout(example: Path):
 
 # --------------------------------------------------------------------------- compilation (nvcc)
 
+def _cache_dir() -> Path:
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return base / "skillbase" / "example-ptxas"
+
+
+@functools.cache
+def _nvcc_version() -> str:
+    return subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
+
+
 def _nvcc_compile(cu: Path, out_dir: Path) -> tuple[int, str]:
+    """(returncode, log) of `nvcc -arch=sm_90 -c -Xptxas -v`, cached by source and nvcc version."""
+    cmd = ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v"]
+    key = hashlib.sha256("\0".join([_nvcc_version(), *cmd, cu.read_text()]).encode()).hexdigest()
+    cached = _cache_dir() / f"{key}.json"
+    if cached.is_file():
+        try:
+            data = json.loads(cached.read_text())
+            return data["rc"], data["log"]
+        except (ValueError, KeyError):
+            pass
     obj = out_dir / f"{cu.parent.parent.name}.{cu.stem}.o"
-    proc = subprocess.run(["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v", str(cu), "-o", str(obj)],
-                          capture_output=True, text=True, timeout=300)
-    return proc.returncode, proc.stdout + proc.stderr
+    proc = subprocess.run([*cmd, str(cu), "-o", str(obj)], capture_output=True, text=True, timeout=300)
+    result = (proc.returncode, proc.stdout + proc.stderr)
+    if proc.returncode == 0:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            cached.write_text(json.dumps({"rc": result[0], "log": result[1]}))
+        except OSError:
+            pass                                  # a read-only home only costs the cache
+    return result
 
 
 @pytest.fixture(scope="module")

@@ -102,7 +102,7 @@ __global__ void __launch_bounds__(1024) sum_partials_kernel(const float* __restr
   if (threadIdx.x == 0) out[0] = s * scale;
 }
 
-static inline int partial_blocks(int n, int threads) {
+inline int partial_blocks(int n, int threads) {
   const int blocks = (n + threads - 1) / threads;
   return blocks < MAX_PARTIALS ? (blocks > 0 ? blocks : 1) : MAX_PARTIALS;
 }

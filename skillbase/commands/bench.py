@@ -209,9 +209,7 @@ def _measure(impl: lib.Implementation, preset: str) -> lib.SizeResult:
             runtime, baseline = verdict.runtime_us, verdict.baseline_us
     except Exception as error:  # one task's failure is recorded, never the end of the run
         return lib.SizeResult(**base, status="error", reason=f"{type(error).__name__}: {error}"[:500])
-    status = _STATUS.get(verdict.status, "error") if verdict.status != "unverified" else "error"
-    if verdict.status == "unverified":
-        status = "error"
+    status = _STATUS.get(verdict.status, "error")          # `unverified` (no GPU) is never a result
     return lib.SizeResult(**base, status=status, runtime_us=runtime, baseline_us=baseline,
                           spread=getattr(verdict, "spread", None), reason=verdict.reason or "")
 

@@ -28,16 +28,20 @@ def _agent_default() -> str:
 @click.option("--time-budget", type=click.FloatRange(min=1), default=None, help="Stop after this many seconds.")
 @click.option("--token-budget", type=click.IntRange(min=1), default=None, help="Stop after this many LLM tokens.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only run (no verification or timing; nothing is accepted).")
+@click.option("--report", "saved_report", type=click.Path(dir_okay=False, exists=True), default=None,
+              help="A saved .ncu-rep of KERNEL as it is now: used as the first round's evidence instead of profiling.")
 @json_option
 @store_option
-def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, as_json, store_path):
+def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, saved_report, as_json,
+             store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
     from skillbase.loop import Settings
     from skillbase.runner import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
                         time_budget_s=time_budget, token_budget=token_budget)
-    summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu)
+    summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu,
+                        saved_report=Path(saved_report) if saved_report else None)
     _print_summary(summary, as_json)
 
 

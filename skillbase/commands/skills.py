@@ -140,6 +140,60 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
 
 # -- rendering --------------------------------------------------------------------------------------
 
+@skills.command("verify")
+@click.argument("skill_ids", nargs=-1)
+@click.option("--preset", default=None, help="Time this preset only (default: each example's scored presets).")
+@click.option("--no-profile", is_flag=True, help="Skip the ncu profile of before.cu (and so the engine's rank).")
+@click.option("-o", "--out", "out_path", type=click.Path(dir_okay=False), default=None,
+              help="Write the table as Markdown here (and JSON beside it).")
+@click.option("--jobs", type=click.IntRange(1, 64), default=None, help="Parallel nvcc builds (default: CPU count).")
+@click.option("--keep-profiles", type=click.Path(file_okay=False), default=None,
+              help="Copy each before.cu's ncu report here (a population for `skillbase calibrate`).")
+@json_option
+@click.pass_context
+def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, keep_profiles, as_json) -> None:
+    """On a GPU: check each example's after.cu matches before.cu and is faster, and that advise on
+    before.cu ranks the skill in its top 3."""
+    import sys
+
+    from rich.console import Console
+
+    from skillbase.corpus import load_corpus
+    from skillbase.engine import Engine
+    from skillbase.harness.runtime import require_gpu
+    import os
+
+    from skillbase.verify_skills import example_folders, prebuild, to_markdown, verify_example, write_results
+
+    require_gpu()
+    corpus = load_corpus(_dirs(ctx))
+    folders = example_folders(corpus, tuple(skill_ids))
+    engine = None if no_profile else Engine.load()
+    console = Console(stderr=True)
+    prebuild(folders, jobs or os.cpu_count() or 1, say=lambda m: console.print(f"[dim]{m}[/dim]"))
+    results = []
+    for index, (skill_id, folder) in enumerate(folders, 1):
+        console.print(f"[{index}/{len(folders)}] {skill_id}")
+        try:
+            results.append(verify_example(skill_id, folder, engine, preset=preset, profile=not no_profile,
+                                          say=lambda m: console.print(f"  [dim]{m}[/dim]"),
+                                          keep_profile=Path(keep_profiles) if keep_profiles else None))
+        except SkillbaseError as error:   # one broken example must not stop the others
+            from skillbase.verify_skills import ExampleResult
+            results.append(ExampleResult(skill=skill_id, before_us=None, after_us=None, speedup=None, spread=None,
+                                         verdict="failed: error", rank=None, top3=[], reason=error.message,
+                                         date="", gpu=None))
+        console.print(f"  -> {results[-1].verdict}: {results[-1].reason}; rank {results[-1].rank}")
+    command = "skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)
+    if out_path:
+        write_results(results, Path(out_path), command.strip())
+    if as_json:
+        from dataclasses import asdict
+        click.echo(json.dumps([asdict(r) for r in results], indent=2))
+    else:
+        click.echo(to_markdown(results, command.strip()))
+
+
 def proposing_rules(skill_id: str, rules_dirs: tuple[Path, ...] = ()) -> list[dict]:
     """Proposal rules naming `skill_id`: [{rule, score, summary, path}], read straight from the YAML
     (no vocabulary type-checking needed just to list them)."""

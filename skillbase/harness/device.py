@@ -59,9 +59,9 @@ extern "C" __global__ void skillbase_fma_peak(float* out, int iters, float a, fl
     out[blockIdx.x * blockDim.x + threadIdx.x] = x0 + x1 + x2 + x3 + x4 + x5 + x6 + x7;
 }
 
-extern "C" __global__ void skillbase_copy4(const float4* __restrict__ src, float4* __restrict__ dst, size_t n) {
-    size_t stride = (size_t)gridDim.x * blockDim.x;
-    for (size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
+extern "C" __global__ void skillbase_copy4(const float4* __restrict__ src, float4* __restrict__ dst, unsigned long long n) {
+    unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+    for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) dst[i] = src[i];
 }
 """
 

@@ -64,9 +64,13 @@ def ncu_command(ncu: str, out_base: Path, metrics: list[str] | None = None, full
     if full:
         return command + ["--set", "full"]
     if metrics:
-        for section in BASE_SECTIONS:
+        # ncu refuses a whole run over one name it cannot collect by name: those come from sections.
+        from skillbase.harness.ncu_metrics import catalogue, split_metrics
+
+        direct, sections = split_metrics(list(metrics), catalogue(ncu))
+        for section in dict.fromkeys((*BASE_SECTIONS, *sections)):
             command += ["--section", section]
-        return command + ["--metrics", ",".join(sorted(set(metrics) | set(BASE_METRICS)))]
+        return command + ["--metrics", ",".join(sorted(set(direct) | set(BASE_METRICS)))]
     for section in DEFAULT_SECTIONS:
         command += ["--section", section]
     return command
@@ -96,11 +100,12 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
 
     say = progress or (lambda message: None)
     cu_path = Path(cu_path)
+    # The environment first: without ncu or a GPU nothing can be profiled, whatever the spec says.
+    ncu = ncu_path()
+    require_gpu()
     spec = load_task(cu_path)
     preset = preset or spec.scored[0]
     sizes = spec.sizes_for(preset)
-    ncu = ncu_path()
-    require_gpu()
     say(f"building {cu_path.name}")
     try:
         built = build(cu_path, extra_flags=tuple(extra_flags))

@@ -230,6 +230,8 @@ def run_worker(job: dict, timeout_s: float = DEFAULT_TIMEOUT_S, progress: Callab
                 payload = json.loads(line[len(RESULT_MARK):])
             except json.JSONDecodeError:
                 payload = None
+        elif line.strip():
+            tail.append(line)   # a wrapper such as ncu reports its errors (==ERROR==) on stdout
     return WorkerOutcome(payload, proc.returncode, timed_out, timeout_s, "\n".join(tail),
                          time.monotonic() - started, seen_progress)
 

@@ -82,9 +82,12 @@ class Session:
         pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
         outputs = [a for a in self.args if a.pointer and a.written]
         tolerance = {}
+        from skillbase.task import DEFAULT_TOLERANCES
+
         for a in outputs:
-            rule = self.spec.tolerance_rule(a)
-            tolerance[a.name] = (float(rule.rtol), float(rule.atol_scale))
+            rule, default = self.spec.tolerance_rule(a), DEFAULT_TOLERANCES[a.dtype]
+            tolerance[a.name] = (float(default.rtol if rule.rtol is None else rule.rtol),
+                                 float(default.atol_scale if rule.atol_scale is None else rule.atol_scale))
         case = Case(size, dict(sizes), seed, variant, resolved, host, pristine, outputs, tolerance)
         case.reference = self.reference_outputs(case)
         return case

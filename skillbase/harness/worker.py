@@ -141,16 +141,9 @@ def _selftest(job: dict) -> dict:
     return out
 
 
-def _cuda_error_types() -> tuple[type, ...]:
-    types: list[type] = []
-    try:
-        from cupy_backends.cuda.api.driver import CUDADriverError
-        from cupy_backends.cuda.api.runtime import CUDARuntimeError
-
-        types += [CUDARuntimeError, CUDADriverError]
-    except ImportError:
-        pass
-    return tuple(types)
+def _is_cuda_error(error: BaseException) -> bool:
+    """CuPy's CUDA runtime/driver errors, recognised by class name (their module moved between releases)."""
+    return any(cls.__name__ in ("CUDARuntimeError", "CUDADriverError") for cls in type(error).__mro__)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -182,7 +175,7 @@ def _error_payload(error: BaseException) -> tuple[dict, int]:
         if type(error).__name__ == "LaunchError":
             kind = "cuda"
         return {"ok": False, "error": {"kind": kind, "message": error.message, "hint": error.hint}}, 0
-    if isinstance(error, _cuda_error_types()):
+    if _is_cuda_error(error):
         return {"ok": False, "error": {"kind": "cuda", "message": str(error)}}, 3
     if isinstance(error, json.JSONDecodeError):
         return {"ok": False, "error": {"kind": "job", "message": f"the job is not JSON: {error}"}}, 2

@@ -1,0 +1,115 @@
+"""The parent side of the worker protocol: diagnoses, process-group kills, plain environments, jobs."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from skillbase.harness.runtime import diagnose, diagnose_cuda, run_worker, worker_env
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("cupy_backends.cuda.api.runtime.CUDARuntimeError: cudaErrorIllegalAddress: an illegal memory access was "
+     "encountered", "illegal memory access"),
+    ("CUDARuntimeError: cudaErrorMemoryAllocation: out of memory", "out of memory"),
+    ("cudaErrorLaunchFailure: unspecified launch failure", "launch failed"),
+    ("cudaErrorMisalignedAddress: misaligned address", "misaligned address"),
+    ("device-side assert triggered", "assert"),
+    ("cudaErrorNoKernelImageForDevice: no kernel image is available", "another architecture"),
+])
+def test_cuda_errors_become_one_line_diagnoses(text, expected):
+    assert expected in diagnose_cuda(text)
+
+
+def test_unknown_text_is_not_a_cuda_diagnosis():
+    assert diagnose_cuda("ModuleNotFoundError: numpy") is None
+
+
+def test_timeout_is_a_hang():
+    status, reason = diagnose(None, "", True, 30.0)
+    assert status == "timeout" and "hang" in reason and "30 s" in reason
+
+
+def test_signals_are_named_with_the_cuda_error_if_any():
+    status, reason = diagnose(-signal.SIGSEGV, "", False, 30.0)
+    assert status == "crashed" and reason.startswith("SIGSEGV") and "host code" in reason
+    status, reason = diagnose(-signal.SIGABRT, "... an illegal memory access was encountered ...", False, 30.0)
+    assert "SIGABRT" in reason and "illegal memory access" in reason
+
+
+def test_error_payloads():
+    assert diagnose(3, "", False, 1, {"kind": "cuda", "message": "cudaErrorIllegalAddress: x"})[0] == "crashed"
+    status, reason = diagnose(0, "", False, 1, {"kind": "environment", "message": "no CuPy", "hint": "pip install"})
+    assert status == "environment" and "pip install" in reason
+    assert diagnose(0, "", False, 1, {"kind": "load", "message": "no launcher"}) == ("load-failed", "no launcher")
+    assert diagnose(0, "", False, 1, {"kind": "InputError", "message": "bad spec"})[0] == "spec-error"
+
+
+def test_exit_without_result_quotes_the_last_stderr_line():
+    status, reason = diagnose(1, "skillbase-progress: verifying\nRuntimeError: boom", False, 1)
+    assert status == "crashed" and reason.endswith("RuntimeError: boom")
+
+
+def test_worker_environment_is_plain():
+    os.environ["CUDA_INJECTION64_PATH"] = "/tmp/libinjection.so"
+    try:
+        env = worker_env()
+    finally:
+        del os.environ["CUDA_INJECTION64_PATH"]
+    assert "CUDA_INJECTION64_PATH" not in env
+    assert env["PYTHONPATH"].split(os.pathsep)[0].endswith("main") or "skillbase" in os.listdir(
+        env["PYTHONPATH"].split(os.pathsep)[0])
+
+
+def test_a_real_worker_reports_an_unknown_job_in_one_line():
+    outcome = run_worker({"kind": "bogus"}, timeout_s=60)
+    assert not outcome.timed_out and outcome.result is None
+    status, reason = outcome.diagnosis()
+    assert status == "spec-error" and "unknown worker job kind 'bogus'" in reason
+
+
+def test_worker_keeps_the_result_channel_clean(tmp_path):
+    """Anything written to fd 1 inside the worker (a candidate's printf) must not reach the result channel."""
+    job = tmp_path / "job.json"
+    job.write_text(json.dumps({"kind": "bogus"}))
+    code = ("import os, sys, runpy; sys.argv=['w', %r];"
+            "import skillbase.harness.worker as w;"
+            "orig = w.run_job\n"
+            "def noisy(job):\n"
+            "    os.write(1, b'garbage from a kernel printf\\n'); return orig(job)\n"
+            "w.run_job = noisy; w.main()") % str(job)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=60)
+    assert out.stdout.startswith("skillbase-result: ") and "garbage" not in out.stdout
+    assert "garbage from a kernel printf" in out.stderr
+
+
+def test_timeout_kills_the_whole_process_group(tmp_path):
+    marker = tmp_path / "child.pid"
+    # The wrapper starts a grandchild that would outlive a plain kill of the direct child.
+    wrapper = ["bash", "-c", f"sleep 300 & echo $! > {marker}; wait", "wrapper"]
+    started = time.monotonic()
+    outcome = run_worker({"kind": "selftest"}, timeout_s=2, wrapper=wrapper)
+    assert outcome.timed_out and time.monotonic() - started < 60
+    assert outcome.diagnosis()[0] == "timeout"
+    pid = int(marker.read_text())
+    time.sleep(0.2)
+    alive = subprocess.run(["ps", "-o", "stat=", "-p", str(pid)], capture_output=True, text=True).stdout.strip()
+    assert alive in ("", "Z"), f"grandchild {pid} survived the group kill ({alive})"
+
+
+def test_no_cupy_is_an_environment_problem_not_a_traceback():
+    pytest.importorskip("numpy")
+    try:
+        import cupy  # noqa: F401
+        pytest.skip("CuPy is installed here")
+    except ImportError:
+        pass
+    outcome = run_worker({"kind": "selftest"}, timeout_s=120)
+    status, reason = outcome.diagnosis()
+    assert status == "environment" and "CuPy" in reason and "skillbase[gpu]" in reason
