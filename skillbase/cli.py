@@ -29,6 +29,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "runs": ("skillbase.commands.runs:runs", "List optimization runs in the store."),
     "explain": ("skillbase.commands.explain:explain", "Replay a run's decisions and evidence from the store."),
     "report": ("skillbase.commands.report:report", "Write a run's Markdown and HTML report."),
+    "bench": ("skillbase.commands.bench:bench", "Run and score the MSKernelBench-style suite."),
+    "calibrate": ("skillbase.commands.calibrate:calibrate", "Derive classification thresholds from profiles (Otsu)."),
 }
 
 

@@ -190,13 +190,24 @@ def _resolve(features: dict, kernel: str, path: str):
         node, parts = features["launchers"], parts[1:]
     else:
         raise AssertionError(f"path {path} must start with kernel., file. or launchers.")
-    for part in parts:
-        m = _INDEX.match(part)
-        assert m, f"bad path component {part} in {path}"
-        node = node[m.group(1)]
-        for idx in re.findall(r"\[(\d+)\]", m.group(2)):
-            node = node[int(idx)]
+    try:
+        for part in parts:
+            m = _INDEX.match(part)
+            assert m, f"bad path component {part} in {path}"
+            node = node[m.group(1)]
+            for idx in re.findall(r"\[(\d+)\]", m.group(2)):
+                node = node[int(idx)]
+    except (KeyError, IndexError, TypeError):
+        return MISSING                                # a feature the analyser does not produce
     return node
+
+
+class _Missing:
+    def __repr__(self):
+        return "missing"
+
+
+MISSING = _Missing()
 
 
 def _check(value, cond: dict) -> list[str]:
@@ -301,11 +312,11 @@ def test_after_assertions_see_the_transformation(example: Path, analysed):
     skill = example.parent.name
     f, p = analysed[(skill, "before")]
     kernel = _kernel_name(expect, "before", f)
-    missed = []
-    try:
-        missed = _evaluate(expect, "after", f, p, kernel) + _evaluate(expect, "ptxas_after", f, p, kernel)
-    except (KeyError, IndexError, AssertionError):
-        missed = ["a path of the after assertions does not exist on before"]
+    missed = _evaluate(expect, "after", f, p, kernel) + _evaluate(expect, "ptxas_after", f, p, kernel)
+    todo = set(expect.get("todo") or ())
+    missed = [m for m in missed if m.split(": ", 1)[0] not in todo]
+    if not missed and todo:
+        pytest.xfail(f"only the todo assertions {sorted(todo)} would tell after from before (analyser gap)")
     assert missed, "every `after` assertion also holds for before.cu: the expectation cannot see the change"
 
 

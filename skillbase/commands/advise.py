@@ -88,7 +88,12 @@ def load_input(source_cu: str | None, report: str | None, evidence_path: str | N
     except ImportError:
         raise EnvironmentProblem(f"cannot profile {cu} here: the profiling harness is not available",
                                  "run on a GPU machine with ncu, or pass --report R.ncu-rep / --evidence E.json") from None
-    report_path = profile_kernel(cu)  # raises EnvironmentProblem without a GPU / ncu
+    try:
+        report_path = profile_kernel(cu)
+    except EnvironmentProblem as problem:
+        # Profiling needs a GPU and ncu; advice from a saved profile does not.
+        raise EnvironmentProblem(f"cannot profile {cu} here: {problem.message}",
+                                 "run on a GPU machine with ncu, or pass --report R.ncu-rep / --evidence E.json") from None
     evidence = _load_report(Path(report_path), kernel)
     _attach_static(evidence, cu)
     return evidence

@@ -171,6 +171,7 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     engine = None if no_profile else Engine.load()
     console = Console(stderr=True)
     prebuild(folders, jobs or os.cpu_count() or 1, say=lambda m: console.print(f"[dim]{m}[/dim]"))
+    command = ("skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)).strip()
     results = []
     for index, (skill_id, folder) in enumerate(folders, 1):
         console.print(f"[{index}/{len(folders)}] {skill_id}")
@@ -184,9 +185,8 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
                                          verdict="failed: error", rank=None, top3=[], reason=error.message,
                                          date="", gpu=None))
         console.print(f"  -> {results[-1].verdict}: {results[-1].reason}; rank {results[-1].rank}")
-    command = "skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)
-    if out_path:
-        write_results(results, Path(out_path), command.strip())
+        if out_path:   # after every example, so an interrupted session keeps what it measured
+            write_results(results, Path(out_path), command)
     if as_json:
         from dataclasses import asdict
         click.echo(json.dumps([asdict(r) for r in results], indent=2))

@@ -237,6 +237,16 @@ def _parse_ptxas(log: str) -> dict:
     return parse_ptxas(log)
 
 
+# Linked into every shared library: nvcc links the CUDA runtime statically into each library, so only
+# code inside it can read the candidate's launch errors (invalid configuration, too many resources).
+# The harness calls it after every launch (skillbase.harness.native). A candidate defining the same
+# symbol fails to link.
+LAST_ERROR_PROBE = """#include <cuda_runtime.h>
+extern "C" int skillbase_last_error(void) { return (int)cudaGetLastError(); }
+"""
+PROBE_VERSION = "last-error-probe:v1"
+
+
 def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_flags=(),
           cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S) -> BuildResult:
     """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc."""
@@ -248,7 +258,7 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
     # Explicit arch wins; else the GPU's; else sm_90, which is what CI (no GPU) compiles for.
     chosen = normalize_arch(arch) if arch else (detect_arch() or DEFAULT_ARCH)
     flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags))
-    key = _cache_key(source, flags, version)
+    key = _cache_key(source, flags if compile_only else flags + [PROBE_VERSION], version)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     entry = root / key
     artifact_name = f"{source.stem}.o" if compile_only else f"lib{source.stem}.so"
@@ -264,6 +274,10 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
     try:
         target = scratch / artifact_name
         run = [nvcc] + flags + ["-o", str(target), str(source)]
+        if not compile_only:
+            probe = scratch / "skillbase_probe.cu"
+            probe.write_text(LAST_ERROR_PROBE)
+            run.append(str(probe))
         try:
             proc = subprocess.run(run, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:

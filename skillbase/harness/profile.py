@@ -148,10 +148,25 @@ def write_evidence_json(report: Path, source: Path, ptxas_log: str | None = None
     except ImportError:
         return None
     evidence = build_evidence(report=report, source=source, ptxas_text=ptxas_log, arch=arch)
-    path = report.with_name(report.name[: -len(".ncu-rep")] + ".evidence.json")
+    # The report itself records neither; we know both because we ran ncu (calibration provenance).
+    evidence.producer["clock_control"] = "none"
+    evidence.producer["ncu_version"] = ncu_version()
+    path = evidence_path(report)
     document = evidence.to_json()
     path.write_text(document if isinstance(document, str) else __import__("json").dumps(document, indent=2))
     return path
+
+
+def ncu_version() -> str | None:
+    """`ncu --version`'s version number (e.g. 2025.3.1.0), or None."""
+    import subprocess
+
+    try:
+        out = subprocess.run([ncu_path(), "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired, SkillbaseError):
+        return None
+    match = re.search(r"Version\s+(\S+)", out.stdout)
+    return match.group(1) if match else None
 
 
 def evidence_path(report: Path) -> Path:

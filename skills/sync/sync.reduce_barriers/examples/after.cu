@@ -1,6 +1,7 @@
-// sync.reduce_barriers, after: two shared buffers. Chunk c+1 is written into the buffer
-// that nobody reads during chunk c, so the barrier that protected a single buffer against
-// being overwritten while still read is gone: one __syncthreads() per chunk instead of two.
+// sync.reduce_barriers, after: each warp owns a 32-output slice of the chunk and stages its
+// own 32 + 7 inputs in a private slice of shared memory. No data crosses warps any more, so
+// the two block-wide barriers per chunk become __syncwarp(): warps no longer wait for the
+// slowest warp's DRAM load every chunk, and drift apart to overlap their latencies.
 #include <cuda_runtime.h>
 
 #define CH 256        // outputs per chunk = threads per block
@@ -8,27 +9,23 @@
 #define CHUNKS 16     // chunks per block
 
 __global__ void moving_sum_kernel(const float* __restrict__ x, float* __restrict__ out, int n) {
-    __shared__ float s[2][CH + W - 1];
+    __shared__ float s[CH / 32][32 + W - 1];          // one slice per warp
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     int first = blockIdx.x * CH * CHUNKS;
-    auto load = [&](int buf, int base) {
-        for (int j = threadIdx.x; j < CH + W - 1; j += CH)
-            s[buf][j] = base + j < n + W - 1 ? x[base + j] : 0.0f;
-    };
-    if (first < n) load(0, first);
-    __syncthreads();
     for (int c = 0; c < CHUNKS; ++c) {
-        int base = first + c * CH;
-        if (base >= n) break;                         // uniform across the block
-        int i = base + threadIdx.x;
+        int base = first + c * CH + warp * 32;        // this warp's 32 outputs
+        if (first + c * CH >= n) break;               // uniform across the block, as before
+        for (int j = lane; j < 32 + W - 1; j += 32)
+            s[warp][j] = base + j < n + W - 1 ? x[base + j] : 0.0f;
+        __syncwarp();
+        int i = base + lane;
         if (i < n) {
             float acc = 0.0f;
 #pragma unroll
-            for (int k = 0; k < W; ++k) acc += s[c & 1][threadIdx.x + k];
+            for (int k = 0; k < W; ++k) acc += s[warp][lane + k];
             out[i] = acc;
         }
-        // buffer (c+1)&1 was last read in chunk c-1, closed by the previous iteration's barrier
-        if (c + 1 < CHUNKS && base + CH < n) load((c + 1) & 1, base + CH);
-        __syncthreads();
+        __syncwarp();                                 // the slice is overwritten next chunk
     }
 }
 
