@@ -37,6 +37,8 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "reason": decision["reason"],
                 "candidates": json.loads(decision["candidates_json"]),
                 "rules_not_fired": _not_fired(trace) if fails_only else None,
+                "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
+                "facts": trace.get("facts") if isinstance(trace, dict) else None,
             },
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"], "params": json.loads(a["params_json"]),
@@ -121,6 +123,12 @@ def render_text(report: dict) -> str:
         decision = entry["decision"]
         if decision:
             lines.append(f"  decision: {decision['skill'] or 'none'} — {decision['reason']}")
+            facts = decision.get("facts") or {}
+            if facts:
+                lines.append("  facts: " + ", ".join(f"{k}={v}" for k, v in sorted(facts.items())))
+            thresholds = decision.get("thresholds") or {}
+            if thresholds:
+                lines.append(f"  thresholds: {thresholds.get('path')} ({thresholds.get('digest', '')[:19]})")
             for rank, cand in enumerate(decision["candidates"][:5], 1):
                 speed = cand.get("speedup")
                 lines.append(f"    {rank}. {cand.get('skill')}  score {cand.get('score')}"
@@ -137,7 +145,9 @@ def render_text(report: dict) -> str:
                 if attempt["speedup"]:
                     timing += f" ({attempt['speedup']:.2f}x ± {100 * (attempt['spread'] or 0):.1f}%)"
             llm = attempt["llm"]
-            via = (f"  [{llm['role']} {llm['prompt_version']}, {llm['prompt_tokens']}+{llm['completion_tokens']} tokens"
+            tokens = (f"{llm['prompt_tokens']}+{llm['completion_tokens']} tokens" if llm and llm["prompt_tokens"] is not None
+                      else "no reply")
+            via = (f"  [{llm['role']} {llm['prompt_version']}, {tokens}"
                    + (f", error: {llm['error']}" if llm["error"] else "") + "]") if llm else ""
             lines.append(f"  try {attempt['attempt'] + 1}: {attempt['skill']}{params} -> {attempt['status']}: "
                          f"{attempt['reason']}{timing}{via}")

@@ -9,6 +9,8 @@ GPU nothing can be verified or timed, so nothing may be accepted: that is assert
 from __future__ import annotations
 
 import json
+import os
+import re
 import shutil
 from pathlib import Path
 
@@ -51,6 +53,21 @@ extern "C" void launch(const float* A, const float* B, float* C, int M, int N, i
 BROKEN = TILED.replace("float acc = 0.0f;", "float acc = 0.0f")          # a compile error
 CHEAT = TILED.replace("    dim3 block(TILE, TILE);",                      # allocation inside the launcher
                       "    float* scratch; cudaMalloc(&scratch, 4);\n    dim3 block(TILE, TILE);")
+
+
+def _redact(text: str, tmp_path: Path) -> str:
+    text = text.replace(str(tmp_path), "<tmp>")
+    text = re.sub(r"\b[0-9a-f]{12,64}\b", "<digest>", text)
+    text = re.sub(r"sha256:[0-9a-f]+", "sha256:<digest>", text)
+    text = re.sub(r"run_\d+", "run_N", text)
+    text = re.sub(r"nvcc=Build \S+", "nvcc=<v>", text)
+    text = re.sub(r"(skillbase_version|git|nvcc|gpu|driver)=\S+", r"\1=<v>", text)
+    # Token counts follow the prompt's length (the test server counts characters), which changes with
+    # every edit of a skill card; the snapshot is about decisions, not prompt size.
+    text = re.sub(r"\d+\+\d+ tokens", "N+N tokens", text)
+    text = re.sub(r"127\.0\.0\.1:\d+", "127.0.0.1:<port>", text)
+    text = re.sub(r"/\S*/rules/thresholds/", "<rules>/thresholds/", text)
+    return text
 
 
 def fenced(code: str) -> str:
@@ -128,6 +145,17 @@ def test_loop_end_to_end_up_to_compile(task, tmp_path, monkeypatch):
     assert run.manifest["endpoint"].startswith("127.0.0.1:")
     # The user's kernel is untouched.
     assert task.read_text() == original
+    # `explain` replays the run from the store alone; compared with a golden snapshot (volatile
+    # fields redacted: paths, digests, versions, timestamps).
+    from skillbase.explain import explain_run, render_text
+
+    text = _redact(render_text(explain_run(store, run.name)), tmp_path)
+    golden = Path(__file__).resolve().parent / "golden" / "explain_loop_cpu.txt"
+    if os.environ.get("SKILLBASE_UPDATE_GOLDEN"):
+        golden.write_text(text)
+    assert text == golden.read_text()
+    failed = render_text(explain_run(store, run.name, fails_only=True))
+    assert "not fired:" in failed and "unverified" not in failed
 
 
 def test_interrupted_run_resumes_without_redoing_steps(task, tmp_path, monkeypatch):

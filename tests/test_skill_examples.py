@@ -24,8 +24,8 @@ expect.yaml:
     todo: [SECTION.PATH, ...]         # known gaps of the analysers: these assertions are expected to
                                       # fail today (like semgrep's todoruleid) and must be removed once they pass
 
-OPs: eq ne gt ge lt le (numbers, booleans, null), len_eq len_ge (lists), any / none (a list holds /
-holds no element whose fields include the given ones).
+OPs: eq ne gt ge lt le (numbers, booleans, null), len_eq len_ge (lists), contains / lacks (a list holds
+/ does not hold a value), any / none (a list holds / holds no element whose fields include the given ones).
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ IDS = [p.parent.name for p in EXAMPLES]
 SIDES = ("before", "after")
 # Skills the harness forbids (state outside one launcher call, or a library call): no example.
 FORBIDDEN = {"mem.l2_persistence", "sys.cuda_graphs", "sys.streams_overlap", "cmp.use_library"}
-OPS = {"eq", "ne", "gt", "ge", "lt", "le", "len_eq", "len_ge", "any", "none"}
+OPS = {"eq", "ne", "gt", "ge", "lt", "le", "len_eq", "len_ge", "any", "none", "contains", "lacks"}
 
 
 def _expect(example: Path) -> dict:
@@ -217,6 +217,9 @@ def _check(value, cond: dict) -> list[str]:
         if op in ("any", "none"):
             hit = any(isinstance(v, dict) and all(v.get(k) == w for k, w in want.items()) for v in value or [])
             ok = hit if op == "any" else not hit
+        elif op in ("contains", "lacks"):
+            hit = isinstance(value, list) and want in value
+            ok = hit if op == "contains" else (isinstance(value, list) and not hit)
         elif op in ("len_eq", "len_ge"):
             ok = value is not None and (len(value) == want if op == "len_eq" else len(value) >= want)
         elif op in ("eq", "ne"):

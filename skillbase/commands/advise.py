@@ -255,7 +255,9 @@ def _render_all(console: Any, result: Any) -> None:
         if decision.fired and decision.derived:
             extra = "  " + ", ".join(f"{k}={_fmt(v)}" for k, v in decision.derived.items())
         console.print(Text.assemble(f"  {decision.kind:7} {decision.rule} ", (mark[0], mark[1]), extra))
-        if not decision.fired:
-            for leaf in decision.failed_leaves():
-                observed = ", ".join(f"{k}={_fmt(v)}" for k, v in leaf.observed.items())
-                console.print(f"      {leaf.path}: {leaf.expression} -> {_state(leaf.result)}" + (f"  ({observed})" if observed else ""))
+        # A rule that fired shows the predicates (and threshold values) that made it fire, so a
+        # derived class can be audited against the active thresholds file; one that did not, why.
+        leaves = decision.leaves if decision.fired else decision.failed_leaves()
+        for leaf in leaves:
+            observed = ", ".join(f"{k}={_fmt(v)}" for k, v in leaf.observed.items())
+            console.print(f"      {leaf.path}: {leaf.expression} -> {_state(leaf.result)}" + (f"  ({observed})" if observed else ""))

@@ -1,30 +1,29 @@
-// alg.persistent_kernel, after: a persistent grid (8 blocks of 256 threads per SM, 132 SMs)
-// whose warps pull rows from a global work counter with atomicAdd until none are left. A warp
-// that drew short rows simply takes more of them: the load balances to within one row, and
-// no block scheduling happens after launch. The counter is reset by a 1-thread kernel first.
+// alg.persistent_kernel, after: a persistent grid of exactly one wave (264 blocks of 1024
+// threads: 2 per SM) whose blocks take 64K-element chunks from a global work counter until
+// none is left. Blocks that started late or ran slowly simply take fewer chunks, so all SMs
+// stay busy to the end. The counter is reset by a 1-thread kernel in the same launcher.
 #include <cuda_runtime.h>
 
-__device__ int next_row;                              // the work queue's head
+#define CHUNK (1 << 16)
 
-__global__ void reset_kernel() { next_row = 0; }
+__device__ int next_chunk;                            // the work queue's head
 
-__global__ void trmv_kernel(const float* __restrict__ L, const float* __restrict__ v,
-                            float* __restrict__ y, int rows) {
-    int lane = threadIdx.x & 31;
+__global__ void reset_kernel() { next_chunk = 0; }
+
+__global__ void affine_kernel(const float* __restrict__ x, float* __restrict__ y, int n) {
+    __shared__ int chunk;
     while (true) {
-        int r = 0;
-        if (lane == 0) r = atomicAdd(&next_row, 1);
-        r = __shfl_sync(0xffffffffu, r, 0);           // the whole warp works on row r
-        if (r >= rows) break;
-        const float* row = L + (size_t)r * rows;
-        float acc = 0.0f;
-        for (int c = lane; c <= r; c += 32) acc += row[c] * v[c];
-        for (int off = 16; off > 0; off >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, off);
-        if (lane == 0) y[r] = acc;
+        if (threadIdx.x == 0) chunk = atomicAdd(&next_chunk, 1);
+        __syncthreads();
+        int begin = chunk * CHUNK;                    // the same for the whole block
+        __syncthreads();                              // everyone has read `chunk` before it changes
+        if (begin >= n) break;
+        int end = min(n, begin + CHUNK);
+        for (int i = begin + threadIdx.x; i < end; i += blockDim.x) y[i] = 2.0f * x[i] + 1.0f;
     }
 }
 
-extern "C" void trmv(const float* L, const float* v, float* y, int rows) {
+extern "C" void affine(const float* x, float* y, int n) {
     reset_kernel<<<1, 1>>>();
-    trmv_kernel<<<132 * 8, 256>>>(L, v, y, rows);
+    affine_kernel<<<2 * 132, 1024>>>(x, y, n);
 }

@@ -1,29 +1,32 @@
-// cmp.unroll, after: the tap count becomes a template parameter for the common sizes, so
-// `#pragma unroll` flattens the loop: all loads are issued up front, no loop control. Other
-// tap counts fall back to the runtime loop (TAPS = 0).
+// cmp.unroll, after: the filter size is a template parameter for the common sizes (3, 5, 7),
+// so `#pragma unroll` flattens both loops: the 9 weights become uniform loads hoisted out of
+// any loop, addresses fold into immediate offsets, and no loop control remains. Other sizes
+// use the runtime loops (KS = 0).
 #include <cuda_runtime.h>
 
-template <int TAPS>
-__global__ void fir_kernel(const float* __restrict__ x, const float* __restrict__ w,
-                           float* __restrict__ out, int n, int taps) {
-    int i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= n) return;
+template <int KS>
+__global__ void conv2d_kernel(const float* __restrict__ in, const float* __restrict__ w,
+                              float* __restrict__ out, int H, int W, int ks) {
+    const int k = KS > 0 ? KS : ks;
+    int x = blockIdx.x * blockDim.x + threadIdx.x;
+    int y = blockIdx.y * blockDim.y + threadIdx.y;
+    int OW = W - k + 1, OH = H - k + 1;
+    if (x >= OW || y >= OH) return;
     float acc = 0.0f;
-    if (TAPS > 0) {
 #pragma unroll
-        for (int k = 0; k < TAPS; ++k) acc += w[k] * x[i + k];
-    } else {
-        for (int k = 0; k < taps; ++k) acc += w[k] * x[i + k];
-    }
-    out[i] = acc;
+    for (int dy = 0; dy < (KS > 0 ? KS : ks); ++dy)
+#pragma unroll
+        for (int dx = 0; dx < (KS > 0 ? KS : ks); ++dx) acc += w[dy * k + dx] * in[(y + dy) * W + x + dx];
+    out[y * OW + x] = acc;
 }
 
-extern "C" void fir(const float* x, const float* w, float* out, int n, int taps) {
-    dim3 grid((n + 255) / 256), block(256);
-    switch (taps) {
-        case 9:  fir_kernel<9><<<grid, block>>>(x, w, out, n, taps); break;
-        case 17: fir_kernel<17><<<grid, block>>>(x, w, out, n, taps); break;
-        case 33: fir_kernel<33><<<grid, block>>>(x, w, out, n, taps); break;
-        default: fir_kernel<0><<<grid, block>>>(x, w, out, n, taps); break;
+extern "C" void conv2d(const float* in, const float* w, float* out, int H, int W, int ks) {
+    dim3 block(32, 8);
+    dim3 grid((W - ks + 1 + 31) / 32, (H - ks + 1 + 7) / 8);
+    switch (ks) {
+        case 3:  conv2d_kernel<3><<<grid, block>>>(in, w, out, H, W, ks); break;
+        case 5:  conv2d_kernel<5><<<grid, block>>>(in, w, out, H, W, ks); break;
+        case 7:  conv2d_kernel<7><<<grid, block>>>(in, w, out, H, W, ks); break;
+        default: conv2d_kernel<0><<<grid, block>>>(in, w, out, H, W, ks); break;
     }
 }
