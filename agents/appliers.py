@@ -83,7 +83,7 @@ class PromptBuilder:
             card = self.skill_lookup(skill) or {}
             return coder_prompt(launcher=self.launcher, skill_id=skill, skill_title=card.get("title", skill),
                                 skill_card=render_card(card), evidence=render_evidence(chosen),
-                                memory=render_memory(state), example=self.example_lookup(skill),
+                                memory=render_memory(state), example=self.example_lookup(skill, state.best_source, chosen),
                                 kernel_name=self.kernel_name, kernel=state.best_source)
         last = history[-1]
         failing = self.store.artifacts.get_text(last["source"]) if last.get("source") else state.best_source

@@ -19,7 +19,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "advise": ("skillbase.commands.advise:advise", "Rank expert skills for a kernel from its evidence."),
     "evidence": ("skillbase.commands.evidence:evidence", "Convert a profile (and source) into an evidence JSON."),
     "rules": ("skillbase.commands.rules:rules", "Validate, test and inspect the rule set."),
-    "skills": ("skillbase.commands.skills:skills", "List, show, validate and verify skills."),
+    "skills": ("skillbase.commands.skills:skills", "List, show, validate, verify, search and scaffold skills."),
     "init": ("skillbase.commands.init:init", "Draft a task spec from a kernel's launcher."),
     "check": ("skillbase.commands.check:check", "Build, verify and time a kernel against its spec."),
     "profile": ("skillbase.commands.profile:profile", "Profile a kernel with ncu and write its evidence."),

@@ -269,9 +269,14 @@ def load_corpus(extra_dirs: Iterable[str | Path] = (), *, strict: bool = True) -
                 corpus.broken.add(path.parent.name)
                 continue
             if skill.id in corpus.skills:
-                corpus.problems.append(Problem(
-                    display, f"duplicate skill id '{skill.id}', already defined in {where[skill.id]}",
-                    "ids are unique across all skill folders: rename one (or delete the copy)"))
+                if corpus.skills[skill.id].origin == BUILTIN_ORIGIN:
+                    message = (f"skill id '{skill.id}' is a built-in skill ({where[skill.id]}): "
+                               "a user skill cannot replace it")
+                    hint = "rename yours (id and folder), or propose the change to the built-in skill"
+                else:
+                    message = f"duplicate skill id '{skill.id}', already defined in {where[skill.id]}"
+                    hint = "ids are unique across all skill folders: rename one (or delete the copy)"
+                corpus.problems.append(Problem(display, message, hint))
                 continue
             corpus.skills[skill.id] = skill
             where[skill.id] = display

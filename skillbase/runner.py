@@ -55,8 +55,11 @@ def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: in
     if settings.agent in ("openai", "external"):
         from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
 
+        from skillbase.search import example_for_coder
+
         prompts = PromptBuilder(store, spec.launcher, kernel_name, lambda skill_id: _skill_dict(corpus, skill_id),
-                                lambda skill_id: _example_text(corpus, skill_id))
+                                lambda skill_id, source=None, candidate=None:
+                                example_for_coder(corpus, skill_id, source=source, candidate=candidate))
         if settings.agent == "openai":
             from skillbase.agents.client import ChatClient, load_config
 
@@ -81,20 +84,6 @@ def _skill_dict(corpus, skill_id: str) -> dict | None:
     if skill is None:
         return None
     return skill if isinstance(skill, dict) else getattr(skill, "data", None)
-
-
-def _example_text(corpus, skill_id: str) -> str:
-    """The skill's verified example as a short before/after pair, or nothing."""
-    if corpus is None:
-        return ""
-    skill = corpus.get(skill_id)
-    folder = getattr(skill, "folder", None)
-    if folder is None:
-        return ""
-    before, after = Path(folder) / "examples" / "before.cu", Path(folder) / "examples" / "after.cu"
-    if not (before.exists() and after.exists()):
-        return ""
-    return f"before.cu:\n```cuda\n{before.read_text()[:3000]}\n```\nafter.cu:\n```cuda\n{after.read_text()[:3000]}\n```"
 
 
 def _corpus_digest(corpus) -> str | None:

@@ -121,13 +121,21 @@ def test_mechanical_kind_must_be_known(tmp_path):
     assert "field 'automation.mechanical.kind' is 'sweep', expected parameter_sweep or compile_flags" in error
 
 
-def test_duplicate_id_across_folders_is_an_error(tmp_path):
+def test_a_user_skill_cannot_replace_a_built_in_one(tmp_path):
     write(tmp_path, "mem", "mem.coalesce", model())
     errors = user_errors(tmp_path)
     assert len(errors) == 1
-    assert "duplicate skill id 'mem.coalesce', already defined in skills/mem/mem.coalesce/skill.yaml" in errors[0]
-    with pytest.raises(InputError, match="duplicate skill id 'mem.coalesce'"):
+    assert "skill id 'mem.coalesce' is a built-in skill (skills/mem/mem.coalesce/skill.yaml)" in errors[0]
+    with pytest.raises(InputError, match="a user skill cannot replace it"):
         load_corpus([tmp_path])
+
+
+def test_duplicate_id_across_user_folders_is_an_error(tmp_path):
+    first, second = tmp_path / "a", tmp_path / "b"
+    write(first, "usr", "usr.same", model(id="usr.same", category="usr"))
+    write(second, "usr", "usr.same", model(id="usr.same", category="usr"))
+    with pytest.raises(InputError, match="duplicate skill id 'usr.same', already defined in"):
+        load_corpus([first, second])
 
 
 def test_strict_load_raises_one_line_with_a_count(tmp_path):

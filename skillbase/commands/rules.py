@@ -114,3 +114,9 @@ def metrics_command(fmt, rules_dirs, thresholds):
 
     names = Engine.load(list(rules_dirs) or None, thresholds).required_ncu_metrics()
     click.echo(",".join(names) if fmt == "csv" else "\n".join(names))
+
+
+# `rules new` scaffolds a rule and its cases file (shared with `skills new`).
+from skillbase.commands.search_cmds import new_rule as _new_rule  # noqa: E402
+
+rules.add_command(_new_rule)

@@ -314,3 +314,10 @@ def render(skill, rules: list[dict]) -> str:
     else:
         out.append("  (none yet)")
     return "\n".join(out)
+
+
+# `skills search` and `skills new` (semantic search and scaffolding) live with their library code.
+from skillbase.commands.search_cmds import new_skill as _new_skill, search as _search  # noqa: E402
+
+skills.add_command(_search)
+skills.add_command(_new_skill)
