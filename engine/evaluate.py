@@ -9,6 +9,7 @@ short-circuits, so "why did X not fire?" can always be answered from the result.
 from __future__ import annotations
 
 import hashlib
+import os
 import heapq
 import json
 from dataclasses import dataclass, field
@@ -83,7 +84,7 @@ class Engine:
 
     @classmethod
     def load(cls, rules_dirs: Iterable[Path | str] | None = None, thresholds: Path | str | None = None,
-             use_cache: bool = True) -> Engine:
+             use_cache: bool = True, extra_rules: Iterable[Path | str] = ()) -> Engine:
         """Built-in rules (or `rules_dirs`) with the default (or given) thresholds file.
 
         Raises InputError naming the first problem when the rule set has errors (the full list
@@ -91,7 +92,7 @@ class Engine:
         """
         from . import cache
 
-        dirs = resolve_dirs(rules_dirs)
+        dirs = resolve_dirs(rules_dirs, extra_rules)
         thresholds_path = Path(thresholds) if thresholds is not None else default_thresholds_path(dirs)
         if thresholds is not None and not thresholds_path.is_file():
             raise InputError(f"{thresholds_path}: thresholds file not found", "pass an existing file to --thresholds")
@@ -133,7 +134,9 @@ class Engine:
                 if rule is None:
                     continue
                 if rule.id in seen:
-                    problems.append(Problem(rule.file, rule.line, f"duplicate rule id `{rule.id}`", f"also in {seen[rule.id].where}"))
+                    problems.append(Problem(rule.file, rule.line, f"duplicate rule id `{rule.id}`",
+                                            f"also in {seen[rule.id].where}: ids are unique across the built-in "
+                                            "and user rule folders, rename yours"))
                     continue
                 if (rule.kind == "derive") != (path.parent.name == "derive"):
                     problems.append(Problem(rule.file, rule.line, f"a {rule.kind} rule must live in {rule.kind}/",
@@ -378,15 +381,25 @@ def _cycle(stuck: list[str], after: dict[str, set[str]]) -> list[str]:
         path.append(nxt[0])
 
 
-def resolve_dirs(rules_dirs: Iterable[Path | str] | None) -> list[Path]:
+RULES_PATH_ENV = "SKILLBASE_RULES_PATH"
+
+
+def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path | str] = ()) -> list[Path]:
+    """The rule folders to load: `rules_dirs` (default: the built-in rules), then the user's own
+    folders from $SKILLBASE_RULES_PATH and `extra`, which add to them. A user rule may not reuse an
+    id that is already taken (a duplicate-id error names both files)."""
     from skillbase.paths import builtin_rules_dir
 
-    if rules_dirs is None:
-        return [builtin_rules_dir()]
-    dirs = [Path(d) for d in rules_dirs]
+    base = [builtin_rules_dir()] if rules_dirs is None else [Path(d) for d in rules_dirs]
+    env = [p for p in os.environ.get(RULES_PATH_ENV, "").split(os.pathsep) if p]
+    dirs: list[Path] = []
+    for directory in [*base, *(Path(p).expanduser() for p in (*env, *extra))]:
+        if directory.resolve() not in {d.resolve() for d in dirs}:
+            dirs.append(directory)
     for directory in dirs:
         if not directory.is_dir():
-            raise InputError(f"{directory}: rules directory not found", "pass a folder holding derive/ and propose/")
+            raise InputError(f"{directory}: rules directory not found",
+                             f"pass a folder holding derive/ and propose/ (check --rules-dir, --extra-rules, ${RULES_PATH_ENV})")
     return dirs
 
 

@@ -33,12 +33,12 @@ class Report:
 
 
 def validate(rules_dirs: list[Path] | None = None, thresholds: Path | None = None,
-             skill_ids: set[str] | None = None) -> Report:
+             skill_ids: set[str] | None = None, extra_rules: list[Path] = ()) -> Report:
     from .cases import FixtureLoader, load_cases
     from .evaluate import Engine, resolve_dirs
     from .vocabulary import default_thresholds_path
 
-    dirs = resolve_dirs(rules_dirs)
+    dirs = resolve_dirs(rules_dirs, extra_rules)
     engine, problems = Engine.build(dirs, Path(thresholds) if thresholds else default_thresholds_path(dirs))
     known_skills, skills_severity = (skill_ids, "error") if skill_ids is not None else known_skill_ids()
     fixtures = FixtureLoader(dirs)

@@ -14,7 +14,7 @@ from typing import Any
 
 import click
 
-from skillbase.commands.options import json_option
+from skillbase.commands.options import json_option, extra_rules_option
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 
 # the facts that make up the header's "class chain", in reading order
@@ -23,6 +23,7 @@ CHAIN = ("bottleneck", "bottleneck_confidence", "memory_unit", "compute_pipe", "
 
 
 @click.command("advise")
+@extra_rules_option
 @click.argument("source_cu", required=False, type=click.Path(dir_okay=False))
 @click.option("--report", type=click.Path(dir_okay=False), help="A saved Nsight Compute report (.ncu-rep or raw CSV).")
 @click.option("--evidence", "evidence_path", type=click.Path(dir_okay=False), help="An evidence JSON document.")

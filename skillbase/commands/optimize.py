@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from skillbase.commands.options import json_option, store_option
+from skillbase.commands.options import json_option, store_option, extra_rules_option
 
 
 def _agent_default() -> str:
@@ -16,6 +16,7 @@ def _agent_default() -> str:
 
 
 @click.command("optimize")
+@extra_rules_option
 @click.argument("kernel", type=click.Path(dir_okay=False))
 @click.option("--rounds", type=click.IntRange(1, 100), default=10, show_default=True, help="Rounds of optimization.")
 @click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,

@@ -8,3 +8,22 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print machin
 store_option = click.option(
     "--store", "store_path", type=click.Path(file_okay=False), default=None, envvar="SKILLBASE_STORE",
     help="Run store folder (default: $SKILLBASE_STORE, else $XDG_DATA_HOME/skillbase or ~/.local/share/skillbase).")
+
+
+def _add_rules_path(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
+    # The engine reads user rule folders from $SKILLBASE_RULES_PATH wherever it loads rules, so the
+    # option only extends that list for this process.
+    if value:
+        import os
+
+        from skillbase.engine.evaluate import RULES_PATH_ENV
+
+        current = [p for p in os.environ.get(RULES_PATH_ENV, "").split(os.pathsep) if p]
+        os.environ[RULES_PATH_ENV] = os.pathsep.join([*current, *value])
+
+
+extra_rules_option = click.option(
+    "--extra-rules", multiple=True, type=click.Path(file_okay=False, exists=True), expose_value=False,
+    callback=_add_rules_path, is_eager=True,
+    help="Your own rules folder (derive/, propose/ with cases), added to the built-in rules; repeatable. "
+         "Also $SKILLBASE_RULES_PATH. Rule ids must not collide with built-in ones.")

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from skillbase.commands.options import json_option
+from skillbase.commands.options import json_option, extra_rules_option
 
 rules_dir_option = click.option(
     "--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -23,6 +23,7 @@ def rules() -> None:
 
 
 @rules.command("validate")
+@extra_rules_option
 @rules_dir_option
 @thresholds_option
 @json_option
@@ -47,6 +48,7 @@ def validate_command(rules_dirs, thresholds, as_json):
 
 
 @rules.command("test")
+@extra_rules_option
 @click.option("--rule", "rule_ids", multiple=True, help="Only this rule's cases (repeatable).")
 @click.option("--failed", "failed_only", is_flag=True, help="Show only failing cases.")
 @rules_dir_option
@@ -104,6 +106,7 @@ def _print_results(results, load_errors, case_problems) -> None:
 
 
 @rules.command("metrics")
+@extra_rules_option
 @click.option("--format", "fmt", type=click.Choice(["list", "csv"]), default="list", show_default=True,
               help="list: one metric per line; csv: comma-joined, ready for `ncu --metrics`.")
 @rules_dir_option
