@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import platform
 import shutil
 import subprocess
@@ -17,9 +16,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from skillbase import __version__
-from skillbase.errors import EnvironmentProblem, InputError
-from skillbase.loop import Loop, LoopState, MechanicalApplier, Settings, Verdict
-from skillbase.store import RunStore
+from skillbase.loop import LoopState, MechanicalApplier, Settings, Verdict
 
 AGENTS = ("openai", "external", "none")
 
@@ -119,16 +116,9 @@ class EvidenceCollector:
 
 def _scratch_copy(task_path: Path, source: str) -> Path:
     """Candidates are written beside nothing the user owns: a content-named copy in the cache."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    folder = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase")) / "candidates" / digest
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / task_path.name
-    if not path.exists():
-        path.write_text(source)
-    spec = task_path.with_name(task_path.stem + ".task.yaml")
-    if spec.exists():
-        shutil.copyfile(spec, folder / spec.name)
-    return path
+    from skillbase.harness.compare import scratch_copy
+
+    return scratch_copy(task_path, source)
 
 
 # -- the decision ---------------------------------------------------------------------------------

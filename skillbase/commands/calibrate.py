@@ -128,13 +128,9 @@ def _ablation(cal: Any, population: Any, base: Any, calibration: Any, expectatio
 
 
 def _f(value: Any) -> str:
-    if value is None:
-        return "—"
-    if isinstance(value, bool):
-        return str(value).lower()
-    if isinstance(value, float):
-        return f"{value:.4g}"
-    return str(value)
+    from skillbase.commands.advise import _fmt   # one way to print an observed value everywhere
+
+    return _fmt(value)
 
 
 def render(data: dict[str, Any], population: Any, out: str | None) -> None:
