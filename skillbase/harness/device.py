@@ -193,8 +193,36 @@ class Device:
     # -- peaks --------------------------------------------------------------------------------------
     @functools.cached_property
     def peaks(self) -> dict[str, float]:
-        """Measured copy bandwidth (bytes read + written per second) and FP32 FMA rate, once per process."""
-        return {"copy_bytes_per_s": self._measure_copy(), "fp32_flops_per_s": self._measure_fma()}
+        """Measured copy bandwidth (bytes read + written per second) and FP32 FMA rate.
+
+        Measuring takes seconds and every candidate runs in a fresh worker, so the figures are kept
+        per device model, CC and driver in the cache for a day; anything odd about the cached file
+        means measuring again.
+        """
+        import json
+        import os
+        import re
+        import time
+        from pathlib import Path
+
+        root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase")) / "peaks"
+        slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.name}-cc{self.cc}-driver{self.info().get('driver_version')}")
+        path = root / f"{slug}.json"
+        try:
+            cached = json.loads(path.read_text())
+            if time.time() - cached["measured_at"] < 86400 and cached["copy_bytes_per_s"] > 0 \
+                    and cached["fp32_flops_per_s"] > 0:
+                return {"copy_bytes_per_s": float(cached["copy_bytes_per_s"]),
+                        "fp32_flops_per_s": float(cached["fp32_flops_per_s"])}
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        peaks = {"copy_bytes_per_s": self._measure_copy(), "fp32_flops_per_s": self._measure_fma()}
+        try:
+            root.mkdir(parents=True, exist_ok=True)
+            path.write_text(json.dumps({**peaks, "measured_at": time.time()}))
+        except OSError:
+            pass
+        return peaks
 
     def _best_ms(self, launch, reps: int = 5) -> float:
         start, end = self.event(), self.event()
