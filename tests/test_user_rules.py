@@ -56,3 +56,14 @@ def test_a_user_rule_may_not_reuse_a_built_in_id(tmp_path):
     result = CliRunner().invoke(cli, ["rules", "validate", "--extra-rules", str(folder)])
     assert result.exit_code != 0
     assert "duplicate rule id `mem.coalesce.global-loads`" in result.output and "rename yours" in result.output
+
+
+def test_the_option_does_not_leak_into_later_commands(tmp_path, monkeypatch):
+    import os
+
+    monkeypatch.delenv(RULES_PATH_ENV, raising=False)
+    folder = _user_rule(tmp_path / "mine", "usr.coalesce.once")
+    assert CliRunner().invoke(cli, ["rules", "validate", "--extra-rules", str(folder)]).exit_code == 0
+    assert RULES_PATH_ENV not in os.environ
+    data = json.loads(CliRunner().invoke(cli, ["advise", "--evidence", str(FIXTURE), "--json"]).output)
+    assert "usr.coalesce.once" not in data["candidates"][0]["rules"]

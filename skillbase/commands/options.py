@@ -12,14 +12,24 @@ store_option = click.option(
 
 def _add_rules_path(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> None:
     # The engine reads user rule folders from $SKILLBASE_RULES_PATH wherever it loads rules, so the
-    # option only extends that list for this process.
+    # option extends that list while this command runs, and puts it back when the command ends (a
+    # process may run several commands: tests, scripts calling skillbase.cli.main).
     if value:
         import os
 
         from skillbase.engine.evaluate import RULES_PATH_ENV
 
-        current = [p for p in os.environ.get(RULES_PATH_ENV, "").split(os.pathsep) if p]
-        os.environ[RULES_PATH_ENV] = os.pathsep.join([*current, *value])
+        previous = os.environ.get(RULES_PATH_ENV)
+        current = [p for p in (previous or "").split(os.pathsep) if p]
+        os.environ[RULES_PATH_ENV] = os.pathsep.join([*current, *(os.path.abspath(v) for v in value)])
+
+        def restore() -> None:
+            if previous is None:
+                os.environ.pop(RULES_PATH_ENV, None)
+            else:
+                os.environ[RULES_PATH_ENV] = previous
+
+        ctx.call_on_close(restore)
 
 
 extra_rules_option = click.option(
