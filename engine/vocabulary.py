@@ -432,7 +432,9 @@ class View:
             if entry.ref.startswith("file."):
                 raw = _dotted(_get(static, "file"), entry.ref[5:])
             else:
-                raw = _dotted(_by_kernel(_get(static, "kernels"), self.kernel_name), entry.ref)
+                # `kernel.x.y` (or plain `x.y`) reads static.kernels[<focus kernel>].x.y
+                ref = entry.ref[7:] if entry.ref.startswith("kernel.") else entry.ref
+                raw = _dotted(_by_kernel(_get(static, "kernels"), self.kernel_name), ref)
         elif source == "ptxas":
             raw = _dotted(_by_kernel(_get(self.evidence, "ptxas"), self.kernel_name), entry.ref)
         elif source == "launch":

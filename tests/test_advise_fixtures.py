@@ -46,3 +46,20 @@ def test_expert_skill_in_top_3(name, capsys, monkeypatch, tmp_path):
     result = json.loads(capsys.readouterr().out)
     ranked = [c["skill"] for c in result["candidates"]]
     assert EXPERT[name] in ranked[:3], f"{name}: expected {EXPERT[name]} in the top 3, got {ranked[:5]}"
+
+
+def test_static_features_reach_the_rules(monkeypatch, tmp_path):
+    """Regression: vocabulary paths `kernel.x.y` must read static.kernels[<focus>].x.y (they were all
+    `missing`, so every static-gated leaf was silently unknown)."""
+    from skillbase.engine import Engine
+    from skillbase.engine.vocabulary import MISSING
+    from skillbase.evidence import build_evidence
+
+    monkeypatch.setenv("SKILLBASE_CACHE_DIR", str(tmp_path))
+    evidence = build_evidence(report=FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep",
+                              source=FIXTURES / "kernels" / "naive_gemm.cu")
+    result = Engine.load().evaluate(evidence)
+    observed = {name: value for d in result.decisions for leaf in d.leaves for name, value in leaf.observed.items()}
+    assert observed["src_loops"] == 1 and observed["src_global_loads"] >= 2
+    assert all(observed[name] is not MISSING for name in observed if name.startswith("src_") and name in (
+        "src_loops", "src_global_loads", "src_global_stores", "src_uses_smem"))

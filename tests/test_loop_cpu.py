@@ -104,7 +104,7 @@ def test_loop_end_to_end_up_to_compile(task, tmp_path, monkeypatch):
     messages = []
     with ScriptedLLM(steps) as server:
         monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
-        summary = start_run(task, Settings(rounds=5, repairs=2, agent="openai", model="scripted"),
+        summary = start_run(task, Settings(rounds=3, repairs=2, agent="openai", model="scripted"),
                             store_path=store_path, gpu=False, saved_report=REPORT, progress=messages.append)
         requests = list(server.requests)
 
@@ -115,8 +115,7 @@ def test_loop_end_to_end_up_to_compile(task, tmp_path, monkeypatch):
     statuses = [(a["round_idx"], a["attempt_idx"], a["status"]) for a in attempts]
     assert statuses == [(0, 0, "build-failed"), (0, 1, "no-code"), (0, 2, "unverified"), (1, 0, "rejected-static"),
                         (2, 0, "llm-error")], messages
-    # The three skills the engine proposed for this kernel were each tried once, then the loop stopped.
-    assert summary["stop_reason"].startswith("no candidate left")
+    assert summary["stop_reason"] == "ran 3 rounds"
     assert "error" in attempts[0]["reason"]
     cheat = next(a for a in attempts if a["status"] == "rejected-static")
     assert "cudaMalloc" in cheat["reason"] or "alloc" in cheat["reason"].lower()
