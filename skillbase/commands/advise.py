@@ -200,7 +200,7 @@ def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool) ->
         console.print("no skill proposed: no propose rule fired (use --all to see every rule's failed predicates)")
     else:
         table = Table(title_justify="left", show_lines=False)
-        for column, justify in (("#", "right"), ("skill", "left"), ("score", "right"), ("est. speedup", "right"), ("reason", "left")):
+        for column, justify in (("#", "right"), ("skill", "left"), ("score", "right"), ("est. time saved", "right"), ("reason", "left")):
             table.add_column(column, justify=justify, overflow="fold")
         for c in shown:
             skill = c.skill + (f" ({c.demoted} before)" if c.demoted else "")
