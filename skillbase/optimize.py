@@ -208,11 +208,18 @@ def _query_gpu(field: str) -> str | None:
 
 
 def _gpu_name() -> str | None:
-    return _query_gpu("name")
+    from skillbase.harness.runtime import gpu_name
+
+    return gpu_name()
 
 
 def _nvcc_version() -> str | None:
-    if shutil.which("nvcc") is None:
+    """The last line of `nvcc --version` (the build's cached query), or None without nvcc."""
+    from skillbase.errors import SkillbaseError
+    from skillbase.harness.build import _nvcc_version as build_nvcc_version, nvcc_path
+
+    try:
+        lines = build_nvcc_version(nvcc_path()).splitlines()
+    except SkillbaseError:
         return None
-    out = subprocess.run(["nvcc", "--version"], capture_output=True, text=True)
-    return out.stdout.strip().splitlines()[-1] if out.returncode == 0 else None
+    return lines[-1] if lines else None

@@ -16,12 +16,6 @@ from skillbase.optimize import (CompileOnlyJudge, EvidenceCollector, HarnessJudg
 from skillbase.store import RunStore
 
 
-def _gpu_present() -> bool:
-    from skillbase.optimize import _gpu_name
-
-    return _gpu_name() is not None
-
-
 def _load_task(kernel: Path):
     from skillbase.task import load_task
 
@@ -30,18 +24,21 @@ def _load_task(kernel: Path):
     return load_task(kernel)
 
 
-def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: int, preset: str | None, gpu: bool,
-                   saved_report: Path | None = None):
+def _collaborators(kernel: Path, spec, settings: Settings, store: RunStore, run_id: int, preset: str | None,
+                   gpu: bool, saved_report: Path | None = None):
     from skillbase.engine import Engine
 
-    spec = _load_task(kernel)
     engine = Engine.load()
     corpus = _load_corpus()
     allow = tuple(getattr(spec, "allow", ()) or ())
     if gpu:
-        if not _gpu_present():
-            raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi lists none)",
-                                     hint="run on a GPU machine, or pass --no-gpu for a compile-only run")
+        from skillbase.harness.runtime import require_gpu
+
+        try:
+            require_gpu()
+        except EnvironmentProblem as problem:
+            raise EnvironmentProblem(problem.message,
+                                     hint=f"{problem.hint}; or pass --no-gpu for a compile-only run") from None
         judge = HarnessJudge(kernel, preset=preset)
         evidence = EvidenceCollector(kernel, profile=True, preset=preset, saved_report=saved_report)
     else:
@@ -66,7 +63,7 @@ def _collaborators(kernel: Path, settings: Settings, store: RunStore, run_id: in
             appliers["openai"] = LLMApplier(ChatClient(load_config(model=settings.model)), prompts)
         else:
             appliers["external"] = ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}")
-    return spec, engine, corpus, judge, evidence, decide, appliers
+    return engine, corpus, judge, evidence, decide, appliers
 
 
 def _load_corpus():
@@ -98,8 +95,8 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
     spec = _load_task(kernel)
     run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
     try:
-        _, engine, corpus, judge, evidence, decide, appliers = _collaborators(kernel, settings, store, run_id,
-                                                                              preset, gpu, saved_report)
+        engine, corpus, judge, evidence, decide, appliers = _collaborators(kernel, spec, settings, store, run_id,
+                                                                           preset, gpu, saved_report)
     except BaseException:
         store.update_run(run_id, status="failed", stop_reason="could not start (see the error)")
         raise
@@ -131,7 +128,7 @@ def resume_run(ref, store_path=None, candidate: str | None = None, progress=None
     s = run.manifest.get("settings") or {}
     settings = Settings(**{k: v for k, v in s.items() if k in Settings.__dataclass_fields__})
     saved = run.manifest.get("saved_report")
-    _, _, _, judge, evidence, decide, appliers = _collaborators(kernel, settings, store, run.id,
+    _, _, judge, evidence, decide, appliers = _collaborators(kernel, _load_task(kernel), settings, store, run.id,
                                                                 run.manifest.get("preset"),
                                                                 run.manifest.get("gpu_run", True),
                                                                 Path(saved) if saved else None)
