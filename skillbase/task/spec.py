@@ -29,7 +29,7 @@ from skillbase.task.dtypes import DTYPES, c_type_dtypes, to_storage
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
-           "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE"]
+           "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE", "LINKABLE", "ROLES"]
 
 # Default tolerances, per output dtype. An element passes when
 #     |out - ref| <= atol_scale * max|ref| + rtol * |ref|
@@ -63,12 +63,20 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 # The irregular size must break tiling assumptions: at least one symbol not a multiple of this.
 IRREGULAR_MULTIPLE = 32
 
+# Pointer roles. `scratch` is a work buffer the launcher needs because it may not allocate: poisoned
+# before every call like an output, free for the kernel to write, never compared with the reference
+# and not part of the result.
+ROLES = ("in", "out", "inout", "scratch")
+
+# CUDA toolkit libraries a task may link (`link:`). Calling one still needs `allow:` (static check).
+LINKABLE = ("cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver")
+
 
 @dataclass(frozen=True)
 class ArgSpec:
     name: str
     dtype: str
-    role: str                         # in | out | inout (scalars are always in)
+    role: str                         # in | out | inout | scratch (scalars are always in)
     shape: tuple[Expr, ...] | None    # pointer arguments
     value: Expr | None                # scalar arguments
     init: dict | None = None
@@ -81,7 +89,17 @@ class ArgSpec:
 
     @property
     def written(self) -> bool:
+        """An output the harness verifies (out / inout); scratch is written too but never compared."""
         return self.role in ("out", "inout")
+
+    @property
+    def scratch(self) -> bool:
+        return self.role == "scratch"
+
+    @property
+    def poisoned(self) -> bool:
+        """Allocated by the harness and poisoned before every call (out and scratch)."""
+        return self.role in ("out", "scratch")
 
 
 @dataclass(frozen=True)
@@ -152,6 +170,8 @@ class TaskSpec:
     work_bytes: Expr
     allow: tuple[str, ...] = ()
     reference: dict | None = None
+    link: tuple[str, ...] = ()                            # toolkit libraries linked (-l<name>)
+    hooks: dict[str, str] = field(default_factory=dict)   # {"setup": name, "teardown": name}
     raw: dict = field(default_factory=dict, repr=False)
 
     # -- lookup -----------------------------------------------------------------------------
@@ -168,6 +188,20 @@ class TaskSpec:
     @property
     def inputs(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.pointer and a.role in ("in", "inout"))
+
+    @property
+    def scratch(self) -> tuple[ArgSpec, ...]:
+        return tuple(a for a in self.args if a.scratch)
+
+    @property
+    def hook_names(self) -> tuple[str, ...]:
+        """The extern "C" functions named in `hooks:` (the static check exempts their bodies)."""
+        return tuple(self.hooks[k] for k in ("setup", "teardown") if k in self.hooks)
+
+    @property
+    def scalar_args(self) -> tuple[ArgSpec, ...]:
+        """The launcher's scalar arguments, in order: what `hooks.setup` receives."""
+        return tuple(a for a in self.args if not a.pointer)
 
     # -- sizes ------------------------------------------------------------------------------
     def sizes_for(self, sizes: str | dict[str, int]) -> dict[str, int]:
@@ -285,7 +319,7 @@ class TaskSpec:
         out: dict[str, np.ndarray] = {}
         hooks_done: set[str] = set()
         for a in self.args:
-            if not a.pointer or a.role == "out" or a.name in out:
+            if not a.pointer or a.poisoned or a.name in out:
                 continue
             init = a.init or (generators.DEFAULT_FLOAT_INIT if DTYPES[a.dtype].is_float else generators.DEFAULT_INT_INIT)
             where = f"args[{a.index}].init"
@@ -540,15 +574,17 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
             fail(where, f"'{name}' needs exactly one of shape (an array) or value (a scalar)")
         role = raw.get("role")
         if has_shape and role is None:
-            fail(f"{where}.role", f"array '{name}' needs a role: in, out or inout")
+            fail(f"{where}.role", f"array '{name}' needs a role: in, out, inout or scratch")
         if has_value and role not in (None, "in"):
             fail(f"{where}.role", f"scalar '{name}' is passed by value and cannot be {role}")
         init = raw.get("init")
         if init is not None and not has_shape:
             fail(f"{where}.init", f"scalar '{name}' takes value:, not init:")
-        if init is not None and role == "out":
-            fail(f"{where}.init", f"'{name}' is role out: the harness poisons it before every call",
+        if init is not None and role in ("out", "scratch"):
+            fail(f"{where}.init", f"'{name}' is role {role}: the harness poisons it before every call",
                  hint="use role inout if the kernel reads its initial contents")
+        if role == "scratch" and raw.get("tolerance") is not None:
+            fail(f"{where}.tolerance", f"'{name}' is scratch and never compared; tolerances apply to out/inout")
         shape = tuple(expr(e, f"{where}.shape[{j}]") for j, e in enumerate(raw["shape"])) if has_shape else None
         value = expr(raw["value"], f"{where}.value") if has_value else None
         if init is not None:
@@ -561,6 +597,9 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
         args.append(ArgSpec(name, raw["dtype"], role or "in", shape, value, init, tolerance, i))
 
     if not any(a.written for a in args):
+        if any(a.scratch for a in args):
+            fail("args", "every written argument is scratch (never compared), so nothing would be verified; "
+                 "give the result role out or inout")
         fail("args", "no argument has role out or inout, so there is nothing to verify")
 
     # Structured generators: their parts must be other in/inout arrays without their own init.
@@ -580,7 +619,7 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
             if target not in by_name:
                 fail(f"{where}.{part}", f"no argument named '{target}'", _did_you_mean(target, by_name))
             t = by_name[target]
-            if not t.pointer or t.role == "out":
+            if not t.pointer or t.poisoned:
                 fail(f"{where}.{part}", f"'{target}' must be an in or inout array to be generated")
             if t is not a and t.init is not None:
                 fail(f"args[{t.index}].init", f"'{target}' is filled by {a.name}'s {kind} generator; remove its own init")
@@ -607,10 +646,24 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
         if not (spec_path.parent / file_part).is_file():
             fail("reference", f"{file_part} not found next to the spec")
 
+    allow = tuple(data.get("allow") or ())
+    for i, name in enumerate(data.get("link") or ()):
+        if name not in allow:
+            fail(f"link[{i}]", f"{name} is linked but not in allow:, so the static check would reject every call to it",
+                 hint=f"add {name} to allow:")
+    hooks = dict(data.get("hooks") or {})
+    for kind, name in hooks.items():
+        if name == data["launcher"]:
+            fail(f"hooks.{kind}", f"'{name}' is the launcher; a hook is a separate extern \"C\" function "
+                 "that runs outside the timed calls")
+    if hooks.get("setup") is not None and hooks.get("setup") == hooks.get("teardown"):
+        fail("hooks.teardown", f"'{hooks['teardown']}' is also hooks.setup; they must be different functions")
+
     spec = TaskSpec(path=spec_path, kernel_path=kernel_path, launcher=data["launcher"], args=tuple(args),
                     symbols=symbols, presets=presets, scored=scored, irregular=irregular, sweep=sweep,
                     tolerance=tolerance, work_flops=work_flops, work_bytes=work_bytes,
-                    allow=tuple(data.get("allow") or ()), reference=reference, raw=data)
+                    allow=allow, reference=reference,
+                    link=tuple(data.get("link") or ()), hooks=hooks, raw=data)
 
     # Every preset must resolve: positive shapes, integral dimensions, scalars in range.
     for name in list(presets) + ["irregular"]:
@@ -684,6 +737,11 @@ def _schema_check(data: dict, spec_path: Path) -> None:
         message = f"unknown field '{name}' (allowed: {', '.join(allowed)})"
         hint = _did_you_mean(name, allowed)
         where = f"{where}.{name}" if where != "(top level)" else name
+    elif error.validator == "enum" and len(error.absolute_path) == 2 and error.absolute_path[0] == "link":
+        message = (f"{error.instance!r} is not a CUDA toolkit library the harness links "
+                   f"(allowed: {', '.join(LINKABLE)})")
+        if isinstance(error.instance, str):
+            hint = _did_you_mean(error.instance, LINKABLE)
     elif error.validator == "enum":
         message = f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
         if isinstance(error.instance, str):
@@ -734,7 +792,7 @@ def check_against_launcher(spec: TaskSpec) -> None:
         if not p.pointer and a.pointer:
             raise InputError(f"{path}: {where}: {spec.launcher} takes '{_c_param(p)}' by value; give {a.name} "
                              "a value: expression instead of a shape")
-        if p.pointer and p.const and a.written:
+        if p.pointer and p.const and (a.written or a.scratch):
             raise InputError(f"{path}: {where}.role: {a.name} is {a.role} but the launcher takes '{_c_param(p)}' "
                              "(const: it cannot write it)", hint="use role in, or drop const in the launcher")
         compatible = c_type_dtypes(p.type)
@@ -744,6 +802,39 @@ def check_against_launcher(spec: TaskSpec) -> None:
         if compatible is None and not p.pointer:
             raise InputError(f"{path}: {where}: the harness cannot pass '{_c_param(p)}' by value",
                              hint="scalars must be int, float, double, size_t … (see docs/task-format.md)")
+    _check_hooks(spec, found)
+
+
+def _check_hooks(spec: TaskSpec, found: dict) -> None:
+    """hooks.setup takes the launcher's scalar arguments in order; hooks.teardown takes none."""
+    from skillbase.task.dtypes import c_type_dtypes
+
+    path = spec.path
+    scalars = spec.scalar_args
+    for kind, name in spec.hooks.items():
+        where = f"hooks.{kind}"
+        if name not in found:
+            others = [n for n in found if n != spec.launcher]
+            raise InputError(f"{path}: {where}: '{name}' is not an extern \"C\" function defined in "
+                             f"{spec.kernel_path.name} (found: {', '.join(others) or 'only the launcher'})",
+                             hint=_did_you_mean(name, others))
+        # f(void) declares no parameters (one parser reports it as a nameless 'void').
+        params = [p for p in found[name].params if p.pointer or p.type.strip() != "void"]
+        if kind == "teardown":
+            if params:
+                raise InputError(f"{path}: {where}: {name} takes {len(params)} parameter(s); teardown takes none "
+                                 f"(extern \"C\" void {name}(void))")
+            continue
+        expected = ", ".join(f"{a.dtype} {a.name}" for a in scalars) or "void"
+        if len(params) != len(scalars) or any(p.pointer for p in params):
+            raise InputError(f"{path}: {where}: {name}({', '.join(_c_param(p) for p in params) or 'void'}) must take "
+                             f"the launcher's scalar arguments in order ({expected})",
+                             hint=f'extern "C" int {name}({expected}) returning 0 on success')
+        for a, p in zip(scalars, params):
+            compatible = c_type_dtypes(p.type)
+            if compatible is not None and a.dtype not in compatible:
+                raise InputError(f"{path}: {where}: parameter '{_c_param(p)}' of {name} does not match the "
+                                 f"launcher's scalar {a.name} ({a.dtype})", hint=f"expected ({expected})")
 
 
 def _c_param(p) -> str:
