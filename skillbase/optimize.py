@@ -30,22 +30,25 @@ class CompileOnlyJudge:
     accepts, so a CPU-only run exercises the whole pipeline up to the compile step honestly.
     """
 
-    def __init__(self, task_path: Path, arch: str = "sm_90", allow: tuple[str, ...] = ()):
+    def __init__(self, task_path: Path, arch: str = "sm_90", allow: tuple[str, ...] = (),
+                 hooks: tuple[str, ...] = (), link: tuple[str, ...] = ()):
         self.task_path = task_path
         self.arch = arch
         self.allow = allow
+        self.hooks = hooks      # the spec's setup/teardown functions (the static check exempts their bodies)
+        self.link = link
 
     def _compile(self, source: str, flags: tuple[str, ...]) -> Verdict | None:
         from skillbase.harness.build import BuildError, build
         from skillbase.harness.static_check import check_source, errors_only
 
-        violations = errors_only(check_source(source, allow=self.allow))
+        violations = errors_only(check_source(source, allow=self.allow, hooks=self.hooks))
         if violations:
             first = violations[0]
             return Verdict(status="rejected-static", reason=f"line {first.line}: {first.rule}: {first.rationale}")
         path = _scratch_copy(self.task_path, source)
         try:
-            build(path, arch=self.arch, compile_only=True, extra_flags=flags)
+            build(path, arch=self.arch, compile_only=True, extra_flags=flags, link=self.link)
         except BuildError as error:
             return Verdict(status="build-failed", reason=error.message, details=getattr(error, "log", "") or error.message)
         return None

@@ -42,7 +42,8 @@ def _collaborators(kernel: Path, spec, settings: Settings, store: RunStore, run_
         judge = HarnessJudge(kernel, preset=preset)
         evidence = EvidenceCollector(kernel, profile=True, preset=preset, saved_report=saved_report)
     else:
-        judge = CompileOnlyJudge(kernel, allow=allow)
+        judge = CompileOnlyJudge(kernel, allow=allow, hooks=tuple(getattr(spec, "hook_names", ()) or ()),
+                                 link=tuple(getattr(spec, "link", ()) or ()))
         evidence = EvidenceCollector(kernel, profile=False, saved_report=saved_report)
     mechanical_applier = MechanicalApplier(lambda skill_id: (_skill_dict(corpus, skill_id) or {})
                                            .get("automation", {}).get("mechanical"), settings.sweep_limit)

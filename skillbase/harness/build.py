@@ -17,6 +17,12 @@ library. Failed builds are not cached.
 Extra flags come from skills and sweeps. They are checked against an allow-list: a flag that
 links a library (`-lcublas`), injects a header (`-include`), changes the host compiler or the
 output path would let a candidate escape the static check, so it is refused.
+
+Libraries are linked only through `link=` (the task spec's `link:`), from a fixed list of CUDA
+toolkit libraries (`LINKABLE`): `-l<name>` for each, after the source. They are part of the cache
+key. When a toolkit lacks a library's files (e.g. the headers and libraries come from pip's nvidia-*
+wheels), `$SKILLBASE_VENDOR_INCLUDE` and `$SKILLBASE_VENDOR_LIB` (path lists) add `-I` and `-L` plus
+an rpath for builds that link a library; they are in the key too.
 """
 
 from __future__ import annotations
@@ -35,7 +41,7 @@ from pathlib import Path
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 
 __all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "detect_arch", "normalize_arch",
-           "base_flags", "ALLOWED_FLAG_PREFIXES", "nvcc_path"]
+           "base_flags", "ALLOWED_FLAG_PREFIXES", "nvcc_path", "link_flags"]
 
 DEFAULT_ARCH = "sm_90"   # the H200 the project targets; used when no GPU can be asked
 BUILD_TIMEOUT_S = 600
@@ -179,6 +185,34 @@ def _check_macro(flag: str) -> None:
             raise InputError(f"compile flag '{flag}' names {word}, which the static check bans ({rule})")
 
 
+def link_flags(link=()) -> tuple[list[str], list[str]]:
+    """(compile flags, link flags) for `link`: `-l<name>` for each library (checked against the task
+    format's list), plus the vendor folders from $SKILLBASE_VENDOR_INCLUDE (-I) and
+    $SKILLBASE_VENDOR_LIB (-L and an rpath) when something is linked. The link flags go after the
+    sources: a linker that drops unneeded libraries (--as-needed) would otherwise drop them."""
+    from skillbase.task.spec import LINKABLE
+
+    names = []
+    for name in link or ():
+        name = str(name)
+        if name not in LINKABLE:
+            raise InputError(f"link: '{name}' is not a CUDA toolkit library the harness links "
+                             f"(allowed: {', '.join(LINKABLE)})")
+        if name not in names:
+            names.append(name)
+    if not names:
+        return [], []
+    includes = [f"-I{folder}" for folder in _env_paths("SKILLBASE_VENDOR_INCLUDE")]
+    libs = []
+    for folder in _env_paths("SKILLBASE_VENDOR_LIB"):
+        libs += [f"-L{folder}", f"-Xlinker=-rpath={folder}"]
+    return includes, libs + [f"-l{name}" for name in names]
+
+
+def _env_paths(variable: str) -> list[str]:
+    return [str(Path(p).resolve()) for p in os.environ.get(variable, "").split(os.pathsep) if p]
+
+
 def base_flags(arch: str, compile_only: bool) -> list[str]:
     kind = ["-c"] if compile_only else ["-shared", "-Xcompiler", "-fPIC"]
     return kind + ["-O3", "-lineinfo", "-Xptxas", "-v", f"-arch={arch}"]
@@ -248,8 +282,10 @@ PROBE_VERSION = "last-error-probe:v1"
 
 
 def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_flags=(),
-          cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S) -> BuildResult:
-    """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc."""
+          cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S, link=()) -> BuildResult:
+    """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc.
+
+    `link`: CUDA toolkit libraries to link (the task spec's `link:`), e.g. ("cublas",)."""
     source = Path(cu_path)
     if not source.is_file():
         raise InputError(f"{source}: no such file")
@@ -257,13 +293,14 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
     version = _nvcc_version(nvcc)
     # Explicit arch wins; else the GPU's; else sm_90, which is what CI (no GPU) compiles for.
     chosen = normalize_arch(arch) if arch else (detect_arch() or DEFAULT_ARCH)
-    flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags))
-    key = _cache_key(source, flags if compile_only else flags + [PROBE_VERSION], version)
+    includes, libs = link_flags(link)
+    flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags)) + includes
+    key = _cache_key(source, (flags + libs) if compile_only else flags + libs + [PROBE_VERSION], version)
     root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
     entry = root / key
     artifact_name = f"{source.stem}.o" if compile_only else f"lib{source.stem}.so"
     artifact = entry / artifact_name
-    command = [nvcc] + flags + ["-o", str(artifact), str(source)]
+    command = [nvcc] + flags + ["-o", str(artifact), str(source)] + libs
 
     if artifact.is_file() and (entry / "build.log").is_file():
         log = (entry / "build.log").read_text()
@@ -278,6 +315,7 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
             probe = scratch / "skillbase_probe.cu"
             probe.write_text(LAST_ERROR_PROBE)
             run.append(str(probe))
+        run += libs
         try:
             proc = subprocess.run(run, capture_output=True, text=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:

@@ -5,6 +5,10 @@ folder in the cache (never beside the user's files) with the task spec copied ne
 candidate is verified against the task's reference (the original kernel unless the spec names
 another) and timed interleaved with the current best in one worker process; it is `accepted` only
 when the speedup clears the measured spread at the timed sizes and nothing looked suspicious.
+
+The task spec's `link:` and `hooks:` apply to the candidate and, by default, to the best (another
+version of the same kernel). `best_task` names the spec of a best that is a different kernel (the
+bench times a vendor library against its operator's baseline kernel, which has its own spec).
 """
 
 from __future__ import annotations
@@ -89,12 +93,20 @@ def time_baseline(task_path: Path, source: str, preset: str | None = None):
 
 
 def compare_candidate(task_path: Path, candidate_source: str, candidate_flags=(), best_source: str | None = None,
-                      best_flags=(), preset: str | None = None):
-    """Verify the candidate and time it interleaved with the current best -> Verdict."""
+                      best_flags=(), preset: str | None = None, best_task: Path | None = None):
+    """Verify the candidate and time it interleaved with the current best -> Verdict.
+
+    `best_task`: the kernel (.cu, spec beside it) whose spec describes `best_source`, when the best
+    is not a version of the task's kernel; its `link:` and `hooks:` then apply to the best."""
+    from skillbase.task.spec import spec_path_for
+
     task_path = Path(task_path)
     candidate = scratch_copy(task_path, candidate_source)
-    best = scratch_copy(task_path, best_source) if best_source is not None else None
+    best = None
+    if best_source is not None:
+        best = scratch_copy(spec_path_for(best_task)[0] if best_task is not None else task_path, best_source)
     result = evaluate(task_path, candidate=candidate, baseline=best,
                       options=Options(preset=preset, extra_flags=tuple(candidate_flags)),
-                      baseline_flags=tuple(best_flags))
+                      baseline_flags=tuple(best_flags),
+                      baseline_task=spec_path_for(best_task)[1] if best_task is not None else None)
     return _verdict(result)

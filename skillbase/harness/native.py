@@ -14,6 +14,12 @@ candidate's runtime for its last error. If the library exports `int skillbase_la
 (a shim the build may add), it is called after every launch; otherwise sticky errors surface at
 the next device synchronisation and non-sticky launch errors (an invalid configuration) leave the
 poisoned outputs unwritten, which verification reports.
+
+Hooks (the task spec's `hooks:`): `setup(<the launcher's scalar args, in order>)` returns 0 on
+success and is called by `setup()` whenever the scalars change (each size), never inside a timed
+window; `teardown(void)` by `teardown()` when the session closes. A hook the spec names but the
+library lacks is a LoadError when the library loads; a setup that returns non-zero (or leaves a
+CUDA error pending in the library's runtime) is a HookError.
 """
 
 from __future__ import annotations
@@ -59,10 +65,12 @@ def argtypes_for(args: Sequence[Any]) -> list[type]:
 class NativeLauncher:
     """One loaded library's launcher: `launcher(pointers_and_scalars)` calls it."""
 
-    def __init__(self, library: str | Path, name: str, args: Sequence[Any], label: str = "candidate"):
+    def __init__(self, library: str | Path, name: str, args: Sequence[Any], label: str = "candidate",
+                 hooks: dict[str, str] | None = None):
         self.label = label
         self.name = name
         self.args = list(args)
+        self.hooks = {k: v for k, v in (hooks or {}).items() if v}
         source = Path(library)
         if not source.is_file():
             raise LoadError(f"{label}: library {source} does not exist", hint="build it first")
@@ -83,11 +91,66 @@ class NativeLauncher:
                             hint=f'declare it as extern "C" void {name}(...) with the spec\'s arguments') from None
         self.fn.argtypes = argtypes_for(self.args)
         self.fn.restype = None
+        self._setup = self._hook("setup", [CTYPES[a.dtype] for a in self.args if not a.pointer], ctypes.c_int,
+                                 source.name)
+        self._teardown = self._hook("teardown", [], None, source.name)
+        self.setup_for: tuple | None = None    # the scalars setup last succeeded with
+        self.setup_calls = 0
         self._last_error = getattr(self.lib, "skillbase_last_error", None)
         if self._last_error is not None:
             self._last_error.argtypes = []
             self._last_error.restype = ctypes.c_int
         self.calls = 0
+
+    def _hook(self, kind: str, argtypes: list, restype, library_name: str):
+        name = self.hooks.get(kind)
+        if not name:
+            return None
+        try:
+            fn = getattr(self.lib, name)
+        except AttributeError:
+            signature = (f"int {name}(<the launcher's scalar arguments>)" if kind == "setup" else f"void {name}(void)")
+            raise LoadError(f"{self.label}: {library_name} has no extern \"C\" function '{name}' (the spec's "
+                            f"hooks.{kind})", hint=f'define extern "C" {signature}') from None
+        fn.argtypes = argtypes
+        fn.restype = restype
+        return fn
+
+    @property
+    def has_setup(self) -> bool:
+        return self._setup is not None
+
+    def setup(self, scalars: dict[str, Any]) -> bool:
+        """Call hooks.setup with these scalars unless it already ran with them; True when it ran.
+
+        The caller synchronises the device afterwards and never calls this inside a timed window."""
+        if self._setup is None:
+            return False
+        scalar_args = [a for a in self.args if not a.pointer]
+        key = tuple((a.name, scalars[a.name]) for a in scalar_args)
+        if key == self.setup_for:
+            return False
+        self.setup_for = None
+        self.setup_calls += 1
+        code = self._setup(*[scalar_to_ctypes(scalars[a.name], a.dtype) for a in scalar_args])
+        call = f"{self.hooks['setup']}({', '.join(f'{k}={v}' for k, v in key)})"
+        if code != 0:
+            raise HookError(f"{self.label}: {call} returned {code}: the library could not be set up at this size "
+                            "(hooks.setup must return 0)")
+        if self._last_error is not None:
+            pending = self._last_error()
+            if pending != 0:
+                raise HookError(f"{self.label}: {call} returned 0 but left CUDA error {pending} pending")
+        self.setup_for = key
+        return True
+
+    def teardown(self) -> None:
+        """Call hooks.teardown once, if the library has one and its setup ran (or it has no setup)."""
+        if self._teardown is None or (self._setup is not None and self.setup_calls == 0):
+            return
+        fn, self._teardown = self._teardown, None
+        self.setup_for = None
+        fn()
 
     def arguments(self, pointers: dict[str, int], scalars: dict[str, Any]) -> list:
         out = []
@@ -112,6 +175,10 @@ class NativeLauncher:
 
 class LaunchError(SkillbaseError):
     """The candidate's own runtime reported a launch error."""
+
+
+class HookError(LoadError):
+    """hooks.setup failed (non-zero return or a pending CUDA error): the library cannot run at this size."""
 
 
 def _short(error: BaseException) -> str:

@@ -108,7 +108,7 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     sizes = spec.sizes_for(preset)
     say(f"building {cu_path.name}")
     try:
-        built = build(cu_path, extra_flags=tuple(extra_flags))
+        built = build(cu_path, extra_flags=tuple(extra_flags), link=spec.link)
     except BuildError as error:
         raise InputError(f"cannot profile {cu_path.name}: it does not build: {error.message}") from None
     folder = Path(out) if out is not None else _default_folder(cu_path, built.key)
@@ -121,7 +121,8 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
         metrics = engine_metrics()
     what = "--set full" if full else (f"{len(metrics)} metrics the rules read" if metrics else "the default sections")
     say(f"profiling {cu_path.name} at {preset} with ncu ({what})")
-    job = {"kind": "run", "task": str(spec.kernel_path.resolve()), "candidate": {"library": str(built.library)},
+    job = {"kind": "run", "task": str(spec.kernel_path.resolve()),
+           "candidate": {"library": str(built.library), "hooks": dict(spec.hooks)},
            "run": {"sizes": sizes, "seed": 0}}
     outcome = run_worker(job, timeout_s=timeout_s, wrapper=ncu_command(ncu, base, metrics, full), plain=False)
     problem = ncu_problem(outcome.stderr_tail)

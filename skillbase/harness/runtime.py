@@ -297,13 +297,19 @@ class Options:
 
 def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: str | Path | None = None,
              options: Options | None = None, progress: Callable[[str], None] | None = None,
-             baseline_flags: tuple[str, ...] = ()) -> CheckResult:
+             baseline_flags: tuple[str, ...] = (), baseline_task: str | Path | None = None) -> CheckResult:
     """Build, statically check, verify and time `candidate` (default: the task's own kernel).
 
     `task` is the original K.cu (with K.task.yaml beside it); its kernel is the reference unless
     the spec names another. `baseline`, when given, is timed interleaved with the candidate.
     Raises InputError for a bad spec and EnvironmentProblem without a GPU / CuPy / nvcc; every
     problem of the candidate itself comes back as the CheckResult's status and reason.
+
+    Every library is built and called under the spec that describes it (its `link:` and `hooks:`):
+    the candidate under the task's; the baseline under `baseline_task` (a .cu or .task.yaml, whose
+    launcher and arguments must be the task's) when given, else the task's (it is then another
+    version of the task's kernel); a `reference: {cuda: R.cu}` under `R.task.yaml` when one sits
+    beside it, else plainly.
     """
     from skillbase.task import load_task
 
@@ -318,11 +324,16 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
         spec.sizes_for(options.preset)   # an unknown preset is an InputError, with did-you-mean
     require_gpu()
 
+    base_spec = spec
+    if baseline_task is not None:
+        base_spec = load_task(baseline_task)
+        same_signature(spec, base_spec)
+
     result = CheckResult()
     if options.static:
         from skillbase.harness.static_check import check_source, errors_only
 
-        found = check_source(candidate_path, allow=spec.allow)
+        found = check_source(candidate_path, allow=spec.allow, hooks=spec.hook_names)
         result.static_violations = [str(v) for v in found]
         blocking = errors_only(found)
         if blocking:
@@ -330,19 +341,20 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
             return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}")
 
     say(f"building {candidate_path.name}")
-    built = _build(candidate_path, options.extra_flags, options.arch, result)
+    built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link)
     if built is None:
         return result
     result.compiled = True
     job: dict[str, Any] = {"kind": "check", "task": str(spec.kernel_path.resolve()),
-                           "candidate": {"library": str(built), "source": str(candidate_path)}}
+                           "candidate": {"library": str(built), "source": str(candidate_path),
+                                         "hooks": dict(spec.hooks)}}
     job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
     if baseline is not None and options.time:
         say(f"building the baseline {Path(baseline).name}")
-        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult())
+        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult(), link=base_spec.link)
         if base_lib is None:
             raise InputError(f"{baseline}: the baseline does not build", hint="run `skillbase check` on it first")
-        job["baseline"] = {"library": str(base_lib)}
+        job["baseline"] = {"library": str(base_lib), "hooks": dict(base_spec.hooks)}
     sizes = options.verify_sizes or spec.verify_sizes()
     job["verify"] = dict(sizes=[[n, s] for n, s in sizes], **options.verify_plan) if options.verify else None
     if options.time:
@@ -367,11 +379,21 @@ def merge_outcome(result: CheckResult, outcome: WorkerOutcome) -> CheckResult:
     return result.fail(status, reason)
 
 
-def _build(path: Path, flags, arch, result: CheckResult) -> Path | None:
+def same_signature(spec, other) -> None:
+    """`other` must call the same launcher with the same arguments (name, pointer or scalar, dtype)."""
+    def signature(s):
+        return s.launcher, [(a.name, a.pointer, a.dtype) for a in s.args]
+
+    if signature(spec) != signature(other):
+        raise InputError(f"{other.path}: its launcher and arguments differ from the task's ({spec.path.name}); "
+                         "a baseline or reference must be called exactly like the task's kernel")
+
+
+def _build(path: Path, flags, arch, result: CheckResult, link=()) -> Path | None:
     from skillbase.harness.build import BuildError, build
 
     try:
-        built = build(path, arch=arch, extra_flags=tuple(flags))
+        built = build(path, arch=arch, extra_flags=tuple(flags), link=tuple(link))
     except BuildError as error:
         result.log = error.log
         result.fail("build-failed", error.message)
@@ -384,20 +406,28 @@ def _reference(spec, candidate_path: Path, task_kernel: Path, options: Options, 
     if "python" in ref:
         return {"kind": "python"}
     if "cuda" in ref:
+        from skillbase.task import load_task
+        from skillbase.task.spec import spec_path_for
+
         path = (spec.path.parent / ref["cuda"]).resolve()
+        own = spec_path_for(path)[1]
+        ref_spec = None
+        if own.is_file():
+            ref_spec = load_task(own)       # its link and hooks apply to it
+            same_signature(spec, ref_spec)
         say(f"building the reference {path.name}")
-        library = _build(path, (), options.arch, CheckResult())
+        library = _build(path, (), options.arch, CheckResult(), link=ref_spec.link if ref_spec else ())
         if library is None:
             raise InputError(f"{spec.path}: reference.cuda: {ref['cuda']} does not build")
-        return {"kind": "cuda", "library": str(library)}
+        return {"kind": "cuda", "library": str(library), "hooks": dict(ref_spec.hooks) if ref_spec else {}}
     if candidate_path == task_kernel:
         return {"kind": "self"}
     say(f"building the reference {task_kernel.name}")
-    library = _build(task_kernel, (), options.arch, CheckResult())
+    library = _build(task_kernel, (), options.arch, CheckResult(), link=spec.link)
     if library is None:
         raise InputError(f"{task_kernel}: the task's own kernel (the reference) does not build",
                          hint=f"fix it first: skillbase check {task_kernel}")
-    return {"kind": "cuda", "library": str(library)}
+    return {"kind": "cuda", "library": str(library), "hooks": dict(spec.hooks)}
 
 
 def selftest(timeout_s: float = 300.0, peaks: bool = True) -> dict:

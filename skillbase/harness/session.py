@@ -6,6 +6,11 @@ them). `Session.call` runs one launcher on fresh copies of a case's inputs with 
 checks the inputs afterwards against the pristine copies on the device, brings the outputs to the
 host and scrubs every device buffer it used before freeing it (CuPy's pool hands freed blocks to
 the next allocation, which must never see a previous call's results).
+
+Scratch arguments (role `scratch`) are allocated and poisoned like outputs, but never brought back,
+compared or reported. Libraries whose spec names `hooks:` are set up in `prepare()` (each size,
+before any reference or candidate call at it, never inside a timed window or a probe) and torn
+down by `close()`.
 """
 
 from __future__ import annotations
@@ -34,7 +39,7 @@ class Case:
     resolved: Any                                  # skillbase.task.ResolvedTask
     host_inputs: dict[str, np.ndarray]
     pristine: dict[str, Any]                       # cupy arrays, flat storage dtype
-    outputs: list[Any]                             # ArgSpec of out/inout args
+    outputs: list[Any]                             # ArgSpec of out/inout args (scratch excluded)
     tolerance: dict[str, tuple[float, float]]      # name -> (rtol, atol_scale)
     reference: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -63,19 +68,47 @@ class Session:
         self.reference_kind = reference["kind"]
         self.python_reference = self.spec.reference_callable() if self.reference_kind == "python" else None
         self.reference = None
+        # Each library comes with the hooks of the spec that describes it (the job says which).
+        candidate_hooks = job["candidate"].get("hooks")
         if self.reference_kind == "cuda":
-            self.reference = NativeLauncher(reference["library"], self.spec.launcher, self.args, "reference")
+            self.reference = NativeLauncher(reference["library"], self.spec.launcher, self.args, "reference",
+                                            hooks=reference.get("hooks"))
         self.baseline = None
         if job.get("baseline"):
-            self.baseline = NativeLauncher(job["baseline"]["library"], self.spec.launcher, self.args, "baseline")
-        self.candidate = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "candidate")
+            self.baseline = NativeLauncher(job["baseline"]["library"], self.spec.launcher, self.args, "baseline",
+                                           hooks=job["baseline"].get("hooks"))
+        self.candidate = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "candidate",
+                                        hooks=candidate_hooks)
         if self.reference_kind == "self":
             # Verifying a kernel against itself (`skillbase check`): a second, separate instance.
-            self.reference = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "reference")
+            self.reference = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "reference",
+                                            hooks=candidate_hooks)
+
+    @property
+    def launchers(self) -> list[NativeLauncher]:
+        return [launcher for launcher in (self.reference, self.baseline, self.candidate) if launcher is not None]
+
+    # -- hooks ------------------------------------------------------------------------------------
+    def setup(self, scalars: dict[str, Any]) -> None:
+        """hooks.setup of every loaded library, with this size's scalars (a no-op when they are
+        already set up for them). Called from prepare(), so before any call at a size and never
+        inside a timed window or a launch-stream probe; the device is synchronised afterwards."""
+        ran = False
+        for launcher in self.launchers:
+            ran = launcher.setup(scalars) or ran
+        if ran:
+            self.device.sync()
+
+    def assert_set_up(self, launcher: NativeLauncher, scalars: dict[str, Any]) -> None:
+        """Inside a probe or a timed window nothing may be set up: it must have happened before."""
+        if launcher.has_setup and launcher.setup_for != tuple((a.name, scalars[a.name]) for a in self.args
+                                                             if not a.pointer):
+            raise RuntimeError(f"internal: {launcher.label} is not set up for {scalars} before a probe/timed call")
 
     # -- cases ----------------------------------------------------------------------------------
     def prepare(self, size: str, sizes: dict[str, int], seed: int, variant: str = "spec") -> Case:
         resolved = self.spec.resolve(sizes)
+        self.setup(resolved.scalars)     # before the reference runs at this size; outside every timed window
         host = self.spec.make_inputs(sizes, seed)
         if variant == "scaled-x4":
             host = {name: self._scaled(name, array) for name, array in host.items()}
@@ -140,6 +173,7 @@ class Session:
         return buffers
 
     def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True) -> CallOutcome:
+        self.setup(case.resolved.scalars)    # a no-op unless another size was set up since prepare()
         buffers = self._buffers(case, poison)
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         if fill_shared:
@@ -169,8 +203,11 @@ class Session:
     def probe_call(self, launcher: NativeLauncher, case: Case, spin_ms: float = 20.0) -> dict[str, Any]:
         """Call with the launch stream held busy; see whether outputs change before the stream frees."""
         cp = self.cp
+        self.assert_set_up(launcher, case.resolved.scalars)   # never set up inside the probe window
         buffers = self._buffers(case, POISON)
-        outs = [a.name for a in case.outputs if a.role == "out"]
+        # Outputs and scratch: a byte of either written while the launch stream is blocked is work
+        # that ran outside it.
+        outs = [a.name for a in case.outputs if a.role == "out"] + [a.name for a in self.args if a.scratch]
         snaps = {name: cp.empty_like(buffers[name]) for name in outs}
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         self.device.fill_shared_nan()
@@ -210,7 +247,12 @@ class Session:
         return {"return_ms": return_ms, "spin_running": spin_running and spun_ms >= 0.8 * spin_ms,
                 "spun_ms": spun_ms, "written_early": written_early, "final_ok": final_ok, "reason": reason}
 
-    def close(self) -> None:
+    def close(self, teardown: bool = True) -> None:
+        """Tear down (hooks.teardown, after a clean job only) and unload every library."""
+        if teardown:
+            for launcher in self.launchers:
+                launcher.teardown()
+            self.device.sync()
         for launcher in (self.candidate, self.baseline, self.reference):
             if launcher is not None:
                 launcher.close()

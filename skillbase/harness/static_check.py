@@ -11,8 +11,16 @@ names, `asm` strings, preprocessor macro bodies (which tree-sitter keeps as text
 them), and string literals that name profiler variables. A comment or an ordinary string that
 mentions `cudaMalloc` does not trigger; `asm("mov.u64 %0, %%globaltimer;")` does.
 
-    violations = check_source("K.cu", allow=spec.allow)
+    violations = check_source("K.cu", allow=spec.allow, hooks=spec.hook_names)
     blocking = [v for v in violations if v.severity == "error"]
+
+Hooks (`hooks:` in the spec: setup / teardown, called by the harness outside every timed window)
+may allocate, free, synchronise and keep handles in host globals: inside *their* bodies the rules
+`launcher-memory` and `host-static-state` and the plain synchronisation calls of `launcher-sync`
+are not reported. Everything else still is (streams, threads, persisting L2, device limits and
+cache configuration, timing, environment probes, dynamic loading, and library calls unless
+`allow:` lists the library). Code outside the hooks (the launcher, kernels, helpers) may not call
+or reference a hook (`hook-call`), so a launcher cannot run a hook's allocation inside the timed call.
 """
 
 from __future__ import annotations
@@ -136,6 +144,9 @@ RULES: tuple[Rule, ...] = (
     Rule("local-include",
          "includes a local file: code in it is invisible to this check (and the candidate is one file); "
          "allow it with allow: [local_includes]", allow="local_includes"),
+    Rule("hook-call",
+         "calls or references a setup/teardown hook outside the hooks: hooks run only when the harness calls "
+         "them, outside the timed window, and may allocate and synchronise, which the launcher may not"),
     Rule("macro-token-pasting",
          "## in a macro can assemble a banned identifier (cuda##Malloc) that this check cannot see"),
     Rule("load-time-code",
@@ -145,6 +156,11 @@ RULES: tuple[Rule, ...] = (
 
 RULE_BY_ID = {r.id: r for r in RULES}
 ALLOWABLE = tuple(sorted({r.allow for r in RULES if r.allow}))
+
+# Inside hook bodies: allocation, host state and plain synchronisation are the hooks' job.
+HOOK_EXEMPT_RULES = frozenset({"launcher-memory", "host-static-state"})
+HOOK_EXEMPT_NAMES = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaThreadSynchronize",
+                               "cuCtxSynchronize", "cuStreamSynchronize"})
 
 _PROBE_STRINGS = re.compile(r"CUDA_INJECTION64_PATH|LD_PRELOAD|NSYS_|NV_COMPUTE_PROFILER|NSIGHT|/proc/self|/proc/\d")
 _ASM_TIMER = re.compile(r"globaltimer|%+clock(64)?\b|%+clock_hi\b")
@@ -185,9 +201,13 @@ def _read(path_or_text) -> tuple[bytes, str]:
     return text.encode("utf-8"), "<source>"
 
 
-def check_source(path_or_text, allow=()) -> list[Violation]:
-    """Every banned pattern in a `.cu` file (a Path, a path string, or the source text), in line order."""
+def check_source(path_or_text, allow=(), hooks=()) -> list[Violation]:
+    """Every banned pattern in a `.cu` file (a Path, a path string, or the source text), in line order.
+
+    `hooks`: names of the spec's setup/teardown functions, whose bodies may allocate, synchronise and
+    write host globals (see the module doc)."""
     allow = tuple(allow or ())
+    hooks = tuple(h for h in (hooks or ()) if h)
     for entry in allow:
         if entry not in ALLOWABLE:
             match = difflib.get_close_matches(entry, ALLOWABLE, n=1)
@@ -196,23 +216,31 @@ def check_source(path_or_text, allow=()) -> list[Violation]:
     source, _ = _read(path_or_text)
     from skillbase.task.cuda_source import parse
 
-    return _Checker(source, set(allow)).run(parse(source).root_node)
+    return _Checker(source, set(allow), set(hooks)).run(parse(source).root_node)
 
 
 class _Checker:
-    def __init__(self, source: bytes, allow: set[str]):
+    def __init__(self, source: bytes, allow: set[str], hooks: set[str] = frozenset()):
         self.source = source
         self.lines = source.decode("utf-8", "replace").splitlines()
         self.allow = allow
+        self.hooks = set(hooks)
+        self.hook_spans: list[tuple[int, int]] = []     # byte ranges of the hooks' definitions
         self.found: dict[tuple[str, int, str], Violation] = {}
 
     # -- reporting ------------------------------------------------------------------------------
     def text(self, node) -> str:
         return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
 
+    def in_hook(self, node) -> bool:
+        return any(start <= node.start_byte and node.end_byte <= end for start, end in self.hook_spans)
+
     def report(self, rule: Rule | str, node_or_line, what: str = "") -> None:
         rule = RULE_BY_ID[rule] if isinstance(rule, str) else rule
         if rule.allow and rule.allow in self.allow:
+            return
+        if self.hook_spans and not isinstance(node_or_line, int) and self.in_hook(node_or_line) and \
+                (rule.id in HOOK_EXEMPT_RULES or (rule.id == "launcher-sync" and what in HOOK_EXEMPT_NAMES)):
             return
         line = node_or_line if isinstance(node_or_line, int) else node_or_line.start_point[0] + 1
         snippet = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else what
@@ -224,6 +252,9 @@ class _Checker:
 
     # -- walk -----------------------------------------------------------------------------------
     def run(self, root) -> list[Violation]:
+        if self.hooks:
+            self.hook_spans = [(fn.start_byte, fn.end_byte) for fn in _functions(root)
+                               if _function_name(fn, self.text) in self.hooks]
         self.walk(root)
         self.check_state(root)
         return sorted(self.found.values(), key=lambda v: (v.line, v.rule))
@@ -278,6 +309,8 @@ class _Checker:
 
     def check_name(self, node) -> None:
         name = self.text(node)
+        if name in self.hooks and node.type == "identifier" and not self.in_hook(node) and not _declares(node):
+            self.report("hook-call", node, name)
         if node.type == "namespace_identifier":
             self.check_namespace(name, node)
         parent = node.parent
@@ -289,6 +322,8 @@ class _Checker:
     def check_words(self, text: str, first_line: int, called: bool) -> None:
         for offset, line in enumerate(text.splitlines() or [text]):
             for word in _IDENT.findall(line):
+                if word in self.hooks:
+                    self.report("hook-call", first_line + offset, word)
                 rule = _rule_for_name(word, called) or next((r for r in RULES if word in r.namespaces), None)
                 if rule is not None:
                     self.report(rule, first_line + offset, word)
@@ -355,6 +390,28 @@ class _Checker:
             words = set(_IDENT.findall(self.text(node).split("=")[0]))
             if ({"static", "thread_local"} & (specifiers | words)) and not ({"const", "constexpr", "__shared__"} & words):
                 self.report("host-static-state", node, "static local")
+
+
+def _declares(identifier) -> bool:
+    """Is this identifier the name in a function declarator (a prototype), not a use?"""
+    parent = identifier.parent
+    return parent is not None and parent.type == "function_declarator" and \
+        parent.child_by_field_name("declarator") == identifier
+
+
+def _functions(root):
+    """Every function definition in the file (inside extern "C" blocks and namespaces too)."""
+    return [n for n in _descendants(root) if n.type == "function_definition"]
+
+
+def _function_name(fn, text) -> str | None:
+    declarator = fn.child_by_field_name("declarator")
+    while declarator is not None and declarator.type != "function_declarator":
+        declarator = declarator.child_by_field_name("declarator")
+    if declarator is None:
+        return None
+    name = declarator.child_by_field_name("declarator")
+    return text(name) if name is not None else None
 
 
 def _descendants(node):

@@ -4,8 +4,9 @@ The measurement (runs in the worker, `time_size`):
 - CUDA events recorded on the launch stream around the launches, then a *device-wide*
   synchronisation before the end event is read, and a host wall-clock bracket around the same
   region as a cross-check (work left running on another stream shows up in the wall clock only);
-- before every sample, outside the timed window: inputs copied into their slots, outputs
-  poisoned, persisting L2 lines demoted and the L2 flushed by writing 2.5x its size;
+- before every sample, outside the timed window: inputs copied into their slots, outputs and
+  scratch buffers poisoned, persisting L2 lines demoted and the L2 flushed by writing 2.5x its size;
+  a library's `hooks.setup` runs once per size before any of this (in `session.prepare`);
 - warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
 - baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
 - small sizes timed as batches of launches, sized so one sample lasts >= ~100 us;
@@ -214,7 +215,11 @@ def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str
     resolved = spec.resolve(sizes)
     timing = SizeTiming(size=size, sizes=dict(sizes), flops=resolved.flops, bytes=resolved.bytes)
     session.progress(f"timing at {size}: preparing {VALUE_SETS} input sets")
+    # prepare() runs the spec's hooks.setup for this size (before any timed window); the timed
+    # launches below never set anything up.
     value_sets = [session.prepare(size, sizes, 5000 + i) for i in range(VALUE_SETS)]
+    for _, launcher in kernels:
+        session.assert_set_up(launcher, resolved.scalars)
     working_set = max(1, resolved.data_bytes)
 
     start, end = device.event(), device.event()

@@ -6,7 +6,8 @@ worker process, implementing the VERIFY.md defences row by row:
 
 - outputs poisoned before every call (all bytes 0xFF: NaN for every float dtype, -1 / max for
   integers; repeats use a second pattern, 0x7F, so an element that happens to equal one poison
-  cannot pass twice) -- reuse of a freed reference buffer, reading memory nothing wrote;
+  cannot pass twice) -- reuse of a freed reference buffer, reading memory nothing wrote; scratch
+  arguments are poisoned the same way but never compared (a spec must have an out/inout too);
 - fresh device copies of the inputs for every call, compared bit for bit with a pristine copy
   afterwards -- mutating inputs;
 - NaN / Inf must sit where the reference has them -- NaN as a wildcard;

@@ -47,42 +47,50 @@ def run_job(job: dict) -> dict:
 def _check(job: dict) -> dict:
     from skillbase.harness.result import CheckResult
     from skillbase.harness.session import Session
-    from skillbase.harness.timing import TimePlan, time_size
-    from skillbase.harness.verify import VerifyPlan, audit_device_state, verify_candidate
 
     result = CheckResult(compiled=True)
     session = Session(job, _progress)
     result.device = session.device.info()
     try:
-        verify = job.get("verify")
-        if verify is not None:
-            plan = VerifyPlan(sizes=[(name, dict(sizes)) for name, sizes in verify["sizes"]],
-                              **{k: v for k, v in verify.items() if k != "sizes"})
-            if not verify_candidate(session, plan, result):
-                return _finish(result, session)
-            result.correct = True
-        timing = job.get("time")
-        if timing is not None:
-            _progress("measuring the device's copy bandwidth and FP32 peak")
-            result.peaks = dict(session.device.peaks)
-            plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
-            kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
-                [("candidate", session.candidate)]
-            for name, sizes in timing["sizes"]:
-                t = time_size(session, name, dict(sizes), kernels, plan)
-                result.timings.append(t)
-                cand = t.kernels["candidate"]
-                if cand.reverify_failures:
-                    result.fail("incorrect", f"re-verification after timing failed: {cand.reverify_failures[0]} "
-                                             "(results cached across calls, or work skipped when timed?)")
-                    break
-                if cand.suspicious:
-                    result.fail("quarantined", f"at {name}: {cand.suspicious}")
-            if result.status == "ok":
-                audit_device_state(session, result)
-        return _finish(result, session)
-    finally:
-        session.close()
+        out = _check_session(job, session, result)
+    except BaseException:
+        session.close(teardown=False)   # after a CUDA error a hooks.teardown could hang: skip it
+        raise
+    session.close(teardown=True)        # the spec's hooks.teardown, once per library that was set up
+    return out
+
+
+def _check_session(job: dict, session, result) -> dict:
+    from skillbase.harness.timing import TimePlan, time_size
+    from skillbase.harness.verify import VerifyPlan, audit_device_state, verify_candidate
+
+    verify = job.get("verify")
+    if verify is not None:
+        plan = VerifyPlan(sizes=[(name, dict(sizes)) for name, sizes in verify["sizes"]],
+                          **{k: v for k, v in verify.items() if k != "sizes"})
+        if not verify_candidate(session, plan, result):
+            return _finish(result, session)
+        result.correct = True
+    timing = job.get("time")
+    if timing is not None:
+        _progress("measuring the device's copy bandwidth and FP32 peak")
+        result.peaks = dict(session.device.peaks)
+        plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
+        kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
+            [("candidate", session.candidate)]
+        for name, sizes in timing["sizes"]:
+            t = time_size(session, name, dict(sizes), kernels, plan)
+            result.timings.append(t)
+            cand = t.kernels["candidate"]
+            if cand.reverify_failures:
+                result.fail("incorrect", f"re-verification after timing failed: {cand.reverify_failures[0]} "
+                                         "(results cached across calls, or work skipped when timed?)")
+                break
+            if cand.suspicious:
+                result.fail("quarantined", f"at {name}: {cand.suspicious}")
+        if result.status == "ok":
+            audit_device_state(session, result)
+    return _finish(result, session)
 
 
 def _finish(result, session) -> dict:
@@ -117,10 +125,14 @@ def _run_once(job: dict) -> dict:
             else:
                 buffers[a.name] = cp.empty(resolved.arg(a.name).numel, dtype=DTYPES[a.dtype].storage)
                 device.memset(buffers[a.name], POISON)
-    launcher = NativeLauncher(job["candidate"]["library"], spec.launcher, spec.args, "candidate")
+    launcher = NativeLauncher(job["candidate"]["library"], spec.launcher, spec.args, "candidate",
+                              hooks=job["candidate"].get("hooks"))
+    launcher.setup(resolved.scalars)       # the spec's hooks.setup, before the profiled calls
     device.sync()
     for _ in range(int(job["run"].get("calls", 1))):
         launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
+    device.sync()
+    launcher.teardown()
     device.sync()
     launcher.close()
     return {"calls": launcher.calls, "sizes": sizes, "device": device.info()}
@@ -170,8 +182,8 @@ def _error_payload(error: BaseException) -> tuple[dict, int]:
 
     if isinstance(error, SkillbaseError):
         kind = "environment" if isinstance(error, EnvironmentProblem) else type(error).__name__
-        if type(error).__name__ in ("LoadError",):
-            kind = "load"
+        if any(cls.__name__ == "LoadError" for cls in type(error).__mro__):
+            kind = "load"      # LoadError and HookError (a setup hook that failed)
         if type(error).__name__ == "LaunchError":
             kind = "cuda"
         return {"ok": False, "error": {"kind": kind, "message": error.message, "hint": error.hint}}, 0
