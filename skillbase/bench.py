@@ -2,7 +2,8 @@
 
 An operator folder holds `op.yaml` (metadata), a baseline task per dtype (`fp32.cu` + `fp32.task.yaml`,
 `bf16.cu` + `bf16.task.yaml`), optional vendor implementations of the same task (`vendor_fp32.cu` +
-`vendor_fp32.task.yaml`, declared with their link flags and setup function in op.yaml), and optional
+`vendor_fp32.task.yaml`, whose spec names the libraries to link, the setup/teardown hooks and the
+baseline kernel as its reference; op.yaml names the library for display), and optional
 `best_<dtype>.cu` kernels found by optimization runs.
 
 Scores are computed over per-size results (one `SizeResult` per operator, dtype, implementation and
@@ -73,10 +74,11 @@ class Implementation:
     cu_path: Path
     spec_path: Path              # the task spec that verifies and times it (its own, else the baseline's)
     baseline_path: Path          # the baseline kernel of the same op and dtype (speedups are against it)
-    library: str | None = None   # vendor: cublas | cusparse | cufft | cub ...
-    link: tuple[str, ...] = ()   # vendor: libraries to link (-l<name>)
-    setup: str | None = None     # vendor: extern "C" int setup(<the launcher's scalar args>) called once per size, untimed
-    teardown: str | None = None  # vendor: extern "C" void teardown() called after the last size
+    library: str | None = None   # vendor: cublas | cusparse | cufft | cub ... (op.yaml, for display)
+    # From the implementation's task spec (the harness reads them from there too):
+    link: tuple[str, ...] = ()   # libraries linked (spec `link:`)
+    setup: str | None = None     # spec `hooks.setup`: extern "C" int setup(<the launcher's scalar args>), each size, untimed
+    teardown: str | None = None  # spec `hooks.teardown`: extern "C" void teardown(void), when the session closes
 
     @property
     def task_id(self) -> str:
@@ -134,10 +136,16 @@ def discover(root: Path | None = None) -> list[Operator]:
             if vendor_cu.is_file():
                 info = vendors.get(vendor_name) or {}
                 spec = folder / f"{vendor_name}.task.yaml"
+                if not spec.is_file():
+                    raise InputError(f"{vendor_cu}: no task spec {spec.name} beside it",
+                                     hint="a vendor implementation is its own task (link, hooks, allow, the "
+                                          "baseline as reference): run bench/tools/generate.py")
+                raw = _read_yaml(spec)
+                hooks = raw.get("hooks") or {}
                 op.implementations.append(Implementation(
-                    op.name, vendor_name, "vendor", dtype, vendor_cu, spec if spec.is_file() else base_spec, base_cu,
-                    library=info.get("library"), link=tuple(info.get("link") or ()), setup=info.get("setup"),
-                    teardown=info.get("teardown")))
+                    op.name, vendor_name, "vendor", dtype, vendor_cu, spec, base_cu,
+                    library=info.get("library"), link=tuple(raw.get("link") or ()), setup=hooks.get("setup"),
+                    teardown=hooks.get("teardown")))
             best_cu = folder / f"best_{dtype}.cu"
             if best_cu.is_file():
                 op.implementations.append(Implementation(op.name, f"best_{dtype}", "best", dtype, best_cu, base_spec, base_cu))

@@ -70,5 +70,7 @@ def test_vendor_implementations_declare_their_library():
     for o in lib.discover(BENCH):
         for i in o.implementations:
             if i.kind == "vendor":
-                assert i.library and i.link is not None, f"{o.name}/{i.name}: op.yaml vendor entry missing"
-                assert i.setup, f"{o.name}/{i.name}: vendors create handles/plans in a setup function, never in the launcher"
+                assert i.library, f"{o.name}/{i.name}: op.yaml vendor entry (library) missing"
+                assert i.spec_path.name == f"{i.name}.task.yaml", f"{o.name}/{i.name}: a vendor kernel has its own spec"
+                assert i.setup and i.teardown, (f"{o.name}/{i.name}: the spec's hooks create handles/plans (setup) "
+                                                "and free them (teardown), never the launcher")

@@ -140,13 +140,10 @@ def S(name, dtype, value):
     return Arg(name, dtype, None, None, None, value)
 
 
-SCRATCH_NOTE = "scratch: contents are not part of the result"
-
-
 def SCRATCH(name, dtype, shape):
-    """A work buffer the launcher needs (it may not allocate). Until the task format has a scratch
-    role it is an `out` argument; its contents are the baseline's own and not meaningful."""
-    return Arg(name, dtype, list(shape), "out", None, None, SCRATCH_NOTE)
+    """A work buffer the launcher needs (it may not allocate): role `scratch`, poisoned before every
+    call, never compared with the reference and not part of the result."""
+    return Arg(name, dtype, list(shape), "scratch")
 
 
 @dataclass
@@ -164,7 +161,7 @@ class Op:
     needs: tuple = ()
     tolerance: dict = field(default_factory=dict)     # per-variant overrides
     notes: str = ""
-    vendor: dict = field(default_factory=dict)        # vendor_<dtype> -> {library, link, setup, teardown}
+    vendor: dict = field(default_factory=dict)        # vendor_<dtype> -> {library, link, hooks} (tools/vendors.py)
 
 
 OPS: dict[str, Op] = {}
@@ -222,7 +219,11 @@ def render_spec(o: Op, variant: str, extra: dict | None = None) -> str:
     lines.append(f"work: {_fmt({'flops': o.flops, 'bytes': bytes_expr(o, variant)})}")
     extra = extra or {}
     lines.append(f"allow: {_fmt(extra.get('allow', []))}")
-    lines.append("reference: null")
+    if extra.get("link"):
+        lines.append(f"link: {_fmt(extra['link'])}")
+    if extra.get("hooks"):
+        lines.append(f"hooks: {_fmt(extra['hooks'])}")
+    lines.append(f"reference: {_fmt(extra['reference']) if extra.get('reference') else 'null'}")
     return "\n".join(lines) + "\n"
 
 
@@ -287,11 +288,11 @@ def render_op_yaml(o: Op) -> str:
     lines.append(f"implementations: {_fmt(impls(o))}")
     if o.vendor:
         lines.append("# Vendor implementations: hand-written (bench/ops/<op>/vendor_<dtype>.cu), same launcher as the")
-        lines.append("# baseline. setup(<the launcher's scalar args>) runs once per size outside timing and creates")
-        lines.append("# handles, plans and workspaces; teardown() frees them. link: libraries passed as -l<name>.")
+        lines.append("# baseline. Their task specs (vendor_<dtype>.task.yaml) carry what the harness needs: link,")
+        lines.append("# hooks (setup per size and teardown, outside timing), allow, and the baseline as reference.")
         lines.append("vendor:")
         for name, info in o.vendor.items():
-            lines.append(f"  {name}: {_fmt(info)}")
+            lines.append(f"  {name}: {_fmt({'library': info['library']})}")
     return "\n".join(lines) + "\n"
 
 
@@ -324,8 +325,11 @@ def write_all(check: bool = False) -> list[str]:
             files[f"{v}.cu"] = render_cu(o, v)
             files[f"{v}.task.yaml"] = render_spec(o, v)
         for name, info in o.vendor.items():
-            # The vendor task is the baseline's task with the library allowed (vendor_<dtype>.cu is hand-written).
-            spec = render_spec(o, name.split("_", 1)[1], {"allow": [info["library"]]})
+            # The vendor task is the baseline's task with the library allowed and linked, its setup and
+            # teardown hooks named, and the baseline kernel as the reference (vendor_<dtype>.cu is hand-written).
+            variant = name.split("_", 1)[1]
+            spec = render_spec(o, variant, {"allow": [info["library"]], "link": info.get("link") or [],
+                                            "hooks": info["hooks"], "reference": {"cuda": f"{variant}.cu"}})
             files[f"{name}.task.yaml"] = spec.replace(f"# {o.name} (", f"# {o.name} vendor (", 1)
         for name, text in files.items():
             path = folder / name

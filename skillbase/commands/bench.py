@@ -136,7 +136,7 @@ def _jobs(impls: list[lib.Implementation], presets: list[str]) -> list[tuple[lib
 
     jobs = []
     for impl in impls:
-        spec = load_task(impl.baseline_path)
+        spec = load_task(impl.spec_path)
         for preset in presets or list(spec.scored):
             if preset not in spec.presets:
                 raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})")
@@ -189,11 +189,15 @@ _STATUS = {"accepted": lib.VERIFIED, "slower": lib.VERIFIED, "incorrect": "incor
 
 
 def _measure(impl: lib.Implementation, preset: str) -> lib.SizeResult:
-    """Verify and time one implementation at one preset against its operator's baseline."""
+    """Verify and time one implementation at one preset against its operator's baseline.
+
+    Everything the harness needs comes from the implementation's task spec: a vendor kernel's spec
+    names the libraries to link, its setup/teardown hooks, the library it may call and the baseline
+    kernel as its reference; the baseline is timed interleaved under its own spec (no ad-hoc flags)."""
     from skillbase.harness import compare
     from skillbase.task import load_task
 
-    spec = load_task(impl.baseline_path)
+    spec = load_task(impl.spec_path)
     flops, nbytes = spec.work(preset)
     base = dict(op=impl.op, dtype=impl.dtype, impl=impl.name, preset=preset, flops=float(flops), bytes=float(nbytes))
     try:
@@ -202,10 +206,11 @@ def _measure(impl: lib.Implementation, preset: str) -> lib.SizeResult:
             runtime = verdict.runtime_us
             baseline = runtime
         else:
-            flags = tuple(f"-l{name}" for name in impl.link)
-            verdict = compare.compare_candidate(impl.baseline_path, candidate_source=impl.cu_path.read_text(),
-                                                candidate_flags=flags, best_source=impl.baseline_path.read_text(),
-                                                best_flags=(), preset=preset)
+            # vendor: the task is vendor_<dtype>.cu under its own spec; best: the baseline's task.
+            task = impl.cu_path if impl.kind == "vendor" else impl.baseline_path
+            verdict = compare.compare_candidate(task, candidate_source=impl.cu_path.read_text(),
+                                                best_source=impl.baseline_path.read_text(),
+                                                best_task=impl.baseline_path, preset=preset)
             runtime, baseline = verdict.runtime_us, verdict.baseline_us
     except Exception as error:  # one task's failure is recorded, never the end of the run
         return lib.SizeResult(**base, status="error", reason=f"{type(error).__name__}: {error}"[:500])
