@@ -85,6 +85,15 @@ def test_speedup_must_clear_the_spread():
     assert decide_speedup(_s(100, 2), _s(130, 2))[0] == "slower"
 
 
-def test_flush_writes_more_than_twice_the_l2():
+def test_flush_reads_more_than_twice_the_l2():
     assert flush_bytes(62914560) > 2 * 62914560
     assert flush_bytes(0) == 64 << 20
+
+
+def test_stream_hold_covers_the_queueing_of_a_batch():
+    from skillbase.harness.timing import HOLD_PER_LAUNCH_US, hold_us
+
+    assert hold_us(1) > 0
+    # Each further launch gets its share of host time, so the start event never waits on the host.
+    assert hold_us(100) - hold_us(1) == pytest.approx(99 * HOLD_PER_LAUNCH_US)
+    assert hold_us(0) == hold_us(1)

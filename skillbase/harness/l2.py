@@ -1,12 +1,12 @@
 """The L2 cache between timed iterations: flush it, demote persisting lines, size the flush.
 
-Warm L2 inflates bandwidth (VERIFY.md): before every timed sample the harness writes more than
-twice the L2 size, outside the timed window, so the next launch reads its inputs from DRAM.
-Plain writes do not evict lines marked *persisting* by an access-policy window, and the H200
+Warm L2 inflates bandwidth (VERIFY.md): before every timed sample the harness reads more than
+twice the L2 size, outside the timed window, so the next launch reads its inputs from DRAM (reads,
+not writes: dirty lines would be written back inside the next timed window). Plain accesses do not evict lines marked *persisting* by an access-policy window, and the H200
 reports a non-zero persisting-L2 limit before anything runs (11,796,480 bytes), so a candidate can
 keep up to that much of its data in L2 across calls without touching any limit. The flush
 therefore also calls `cuCtxResetPersistingL2Cache`, which turns every persisting line back into
-a normal one, so the write that follows evicts it.
+a normal one, so the read that follows evicts it.
 """
 
 from __future__ import annotations
@@ -15,11 +15,11 @@ import ctypes
 import functools
 
 FLUSH_FACTOR = 2.5           # > 2x the L2, as VERIFY.md asks
-MIN_FLUSH_BYTES = 64 << 20   # when a device reports no L2 size, still write something large
+MIN_FLUSH_BYTES = 64 << 20   # when a device reports no L2 size, still read something large
 
 
 def flush_bytes(l2_bytes: int) -> int:
-    """Bytes to write per flush: 2.5x the L2 (rounded up to 1 MiB), at least 64 MiB."""
+    """Bytes to read per flush: 2.5x the L2 (rounded up to 1 MiB), at least 64 MiB."""
     wanted = int(FLUSH_FACTOR * max(0, l2_bytes))
     wanted = (wanted + (1 << 20) - 1) // (1 << 20) * (1 << 20)
     return max(MIN_FLUSH_BYTES, wanted)

@@ -5,8 +5,11 @@ The measurement (runs in the worker, `time_size`):
   synchronisation before the end event is read, and a host wall-clock bracket around the same
   region as a cross-check (work left running on another stream shows up in the wall clock only);
 - before every sample, outside the timed window: inputs copied into their slots, outputs and
-  scratch buffers poisoned, persisting L2 lines demoted and the L2 flushed by writing 2.5x its size;
+  scratch buffers poisoned, persisting L2 lines demoted and the L2 flushed by reading 2.5x its size;
   a library's `hooks.setup` runs once per size before any of this (in `session.prepare`);
+- the launch stream held by a short spin kernel while the sample's launches are queued, so the
+  start event fires with every launch already waiting: the events time the kernels, not the
+  host's launch latency (nvbench's blocking-kernel idea);
 - warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
 - baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
 - small sizes timed as batches of launches, sized so one sample lasts >= ~100 us;
@@ -37,6 +40,13 @@ QUARANTINE_MARGIN = 0.85     # below 85% of the floor (i.e. >118% of a measured 
 MIN_GAIN = 0.01              # a "faster" verdict needs at least 1% besides clearing the spread
 VALUE_SETS = 3               # distinct input value sets rotated through the slots
 SLOT_MEMORY_CAP = 4 << 30    # bytes of slot buffers per kernel
+HOLD_BASE_US = 30.0          # stream hold before a sample: covers the first launch's submission
+HOLD_PER_LAUNCH_US = 12.0    # ... plus the host's cost of queueing each further launch (ctypes + driver)
+
+
+def hold_us(batch: int) -> float:
+    """How long to hold the launch stream so a batch of `batch` launches is queued before it starts."""
+    return HOLD_BASE_US + HOLD_PER_LAUNCH_US * max(1, batch)
 
 
 def stats(samples: Sequence[float]) -> Stats:
@@ -248,14 +258,17 @@ def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str
             s.load(j, value_set(label, j))
         device.flush_l2()
         device.sync()
+        hold = hold_us(batch)
+        device.spin(hold / 1e3)     # the stream waits here while the launches below are queued
         t0 = time.perf_counter()
         start.record(device.null)
         for j in range(batch):
             launcher(arguments(label, launcher, j % q))
         end.record(device.null)
         device.sync()   # device-wide: everything the launcher started, on any stream, is done
-        wall_us = (time.perf_counter() - t0) * 1e6
+        # The wall clock covers what is left of the hold too; take it off (never below the events).
         event_us = device.elapsed_ms(start, end) * 1e3
+        wall_us = max(event_us, (time.perf_counter() - t0) * 1e6 - hold)
         launches[label] += batch
         samples_done[label] += 1
         if not reverify:
