@@ -46,8 +46,17 @@ class Case:
 
 @dataclass
 class CallOutcome:
-    outputs: dict[str, np.ndarray]
+    outputs: dict[str, Any]          # device (cupy) copies of the outputs; `release` scrubs them
     inputs_changed: dict[str, int]
+    session: Any = None
+
+    def host(self, name: str) -> np.ndarray:
+        return self.outputs[name].get()
+
+    def release(self) -> None:
+        """Scrub and free the output copies: a freed block must never hand results to a later call."""
+        if self.session is not None and self.outputs:
+            self.session._scrub(self.outputs)
 
 
 class Session:
@@ -130,8 +139,9 @@ class Session:
 
         a = self.spec.arg(name)
         init = a.init or {}
-        if not DTYPES[a.dtype].is_float or init.get("dist", "uniform") not in ("uniform", "normal"):
-            return array   # indices, structured data, hooks: their values carry meaning; leave them
+        if not DTYPES[a.dtype].is_float or init.get("dist", "uniform") not in ("uniform", "normal") \
+                or init.get("rescale") is False:
+            return array   # indices, structured data, hooks, a declared domain: their values carry meaning
         if a.dtype == "bf16":
             return float32_to_bf16_bits(bf16_bits_to_float32(array) * SCALE_VARIANT).reshape(array.shape)
         return (array * SCALE_VARIANT).astype(array.dtype)
@@ -148,7 +158,33 @@ class Session:
                 shape = case.resolved.arg(a.name).shape
                 out[a.name] = np.ascontiguousarray(to_storage(np.asarray(produced[a.name]), a.dtype)).reshape(shape)
             return out
-        return self.call(self.reference, case, poison=POISON, fill_shared=False).outputs
+        outcome = self.call(self.reference, case, poison=POISON, fill_shared=False)
+        # References live on the host, never on the device where a candidate could look for them.
+        host = {name: outcome.host(name) for name in outcome.outputs}
+        outcome.release()
+        return host
+
+    def sanity(self, a, case: Case) -> str | None:
+        """spec_sanity of one reference output, computed on the device (uploaded, then scrubbed)."""
+        from skillbase.harness.verify import spec_sanity
+
+        reference = self.cp.asarray(case.reference[a.name])
+        try:
+            return spec_sanity(a.name, reference, a.dtype, *case.tolerance[a.name])
+        finally:
+            self.device.memset(reference, POISON)
+            self.device.sync()
+
+    def compare(self, a, output, case: Case, poison: int | None):
+        """compare_outputs on the device: the host reference is uploaded for the comparison only,
+        then scrubbed, so it is never on the device while a candidate runs."""
+        rtol, atol_scale = case.tolerance[a.name]
+        reference = self.cp.asarray(case.reference[a.name])
+        try:
+            return compare_outputs(a.name, output, reference, a.dtype, rtol, atol_scale, poison=poison)
+        finally:
+            self.device.memset(reference, POISON)
+            self.device.sync()
 
     def release(self, case: Case) -> None:
         for array in case.pristine.values():
@@ -186,9 +222,10 @@ class Session:
                 changed[a.name] = self._bytes_differ(buffers[a.name], case.pristine[a.name])
         outputs = {}
         for a in case.outputs:
-            outputs[a.name] = buffers[a.name].get().reshape(case.resolved.arg(a.name).shape)
+            # A device copy: compared on the GPU (fast for big outputs), scrubbed by release().
+            outputs[a.name] = buffers[a.name].copy().reshape(case.resolved.arg(a.name).shape)
         self._scrub(buffers)
-        return CallOutcome(outputs, changed)
+        return CallOutcome(outputs, changed, self)
 
     def _bytes_differ(self, work, pristine) -> int:
         cp = self.cp
@@ -231,10 +268,7 @@ class Session:
         written_early = sum(int(cp.count_nonzero(snaps[name].view(cp.uint8) != POISON)) for name in outs)
         final_ok, reason = True, ""
         for a in case.outputs:
-            rtol, atol_scale = case.tolerance[a.name]
-            host = buffers[a.name].get().reshape(case.resolved.arg(a.name).shape)
-            c = compare_outputs(a.name, host, case.reference[a.name], a.dtype, rtol, atol_scale,
-                                poison=POISON if a.role == "out" else None)
+            c = self.compare(a, buffers[a.name], case, poison=POISON if a.role == "out" else None)
             if not c.ok and final_ok:
                 final_ok, reason = False, c.reason
         changed = {a.name: self._bytes_differ(buffers[a.name], case.pristine[a.name])

@@ -68,25 +68,41 @@ class OutputComparison:
                 "unwritten": self.unwritten, "numel": self.numel, "atol": self.atol, "rtol": self.rtol}
 
 
-def as_numbers(array: np.ndarray, dtype: str) -> np.ndarray:
-    """Host storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened."""
-    from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
+def array_module(*arrays):
+    """numpy, or cupy when any argument is a CuPy array: the comparisons run where the data is.
 
-    flat = np.asarray(array).reshape(-1)
+    Large outputs are compared on the device: on the host, float64 copies and masks of a 256 MiB
+    output took ~10 s per comparison, which made verification of big kernels host-bound.
+    """
+    for array in arrays:
+        if type(array).__module__.split(".")[0] == "cupy":
+            import cupy
+
+            return cupy
+    return np
+
+
+def as_numbers(array, dtype: str):
+    """Storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened (numpy or cupy)."""
+    from skillbase.task.dtypes import DTYPES
+
+    xp = array_module(array)
+    flat = xp.ascontiguousarray(xp.asarray(array)).reshape(-1)
     if dtype == "bf16":
-        return bf16_bits_to_float32(flat).astype(np.float64)
+        return (flat.view(xp.uint16).astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
     if DTYPES[dtype].is_float:
-        return flat.astype(np.float64)
-    return flat.astype(np.int64)
+        return flat.astype(xp.float64)
+    return flat.astype(xp.int64)
 
 
-def poisoned_mask(raw: np.ndarray, byte: int) -> np.ndarray:
+def poisoned_mask(raw, byte: int):
     """Elements whose every byte still equals the poison byte (never written by the kernel)."""
-    raw = np.ascontiguousarray(raw).reshape(-1)
+    xp = array_module(raw)
+    raw = xp.ascontiguousarray(raw).reshape(-1)
     if raw.size == 0:
-        return np.zeros(0, dtype=bool)
-    as_bytes = raw.view(np.uint8).reshape(raw.size, raw.itemsize)
-    return np.all(as_bytes == byte, axis=1)
+        return xp.zeros(0, dtype=bool)
+    as_bytes = raw.view(xp.uint8).reshape(raw.size, raw.itemsize)
+    return xp.all(as_bytes == byte, axis=1)
 
 
 def precision_hint(rel_l2_err: float | None, dtype: str) -> str:
@@ -102,7 +118,13 @@ def precision_hint(rel_l2_err: float | None, dtype: str) -> str:
 
 def compare_outputs(name: str, out_raw: np.ndarray, ref_raw: np.ndarray, dtype: str, rtol: float, atol_scale: float,
                     poison: int | None = POISON) -> OutputComparison:
-    """Compare one output (host storage arrays) with the reference under the task's tolerance rule."""
+    """Compare one output with the reference under the task's tolerance rule.
+
+    Host (numpy) or device (cupy) arrays; when either is on the device the other is brought there
+    and everything is computed on the GPU (the caller scrubs any reference it uploaded).
+    """
+    xp = array_module(out_raw, ref_raw)
+    out_raw, ref_raw = xp.asarray(out_raw), xp.asarray(ref_raw)
     out = as_numbers(out_raw, dtype)
     ref = as_numbers(ref_raw, dtype)
     n = ref.size
@@ -110,54 +132,54 @@ def compare_outputs(name: str, out_raw: np.ndarray, ref_raw: np.ndarray, dtype: 
         return OutputComparison(name, False, f"{name}: {out.size} elements, the reference has {n}", n)
     if n == 0:
         return OutputComparison(name, True, "", 0, max_abs_err=0.0, rel_l2_err=0.0)
-    unwritten_mask = poisoned_mask(out_raw, poison) if poison is not None else np.zeros(n, dtype=bool)
+    unwritten_mask = poisoned_mask(out_raw, poison) if poison is not None else xp.zeros(n, dtype=bool)
     if poison is not None:
         # An element counts as unwritten only where the reference is not the poison pattern itself.
         unwritten_mask &= ~poisoned_mask(ref_raw, poison)
 
     if out.dtype.kind == "i":
         wrong = out != ref
-        diff = np.abs(out - ref).astype(np.float64)
+        diff = xp.abs(out - ref).astype(np.float64)
         max_abs = float(diff.max())
-        ref_norm = float(np.linalg.norm(ref.astype(np.float64)))
-        err_norm = float(np.linalg.norm(diff))
+        ref_norm = float(xp.linalg.norm(ref.astype(np.float64)))
+        err_norm = float(xp.linalg.norm(diff))
         rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
         result = OutputComparison(name, True, "", n, bad=int(wrong.sum()), unwritten=int((unwritten_mask & wrong).sum()),
                                   max_abs_err=max_abs, rel_l2_err=rel, bad_mask=wrong)
         if result.bad:
-            first = int(np.argmax(wrong))
+            first = int(xp.argmax(wrong))
             result.ok = False
-            result.reason = _describe_bad(name, result, first, out[first], ref[first])
+            result.reason = _describe_bad(name, result, first, out[first].item(), ref[first].item())
         return result
 
-    finite_ref = np.isfinite(ref)
-    finite_out = np.isfinite(out)
-    magnitude = float(np.abs(ref[finite_ref]).max()) if finite_ref.any() else 0.0
+    finite_ref = xp.isfinite(ref)
+    finite_out = xp.isfinite(out)
+    magnitude = float(xp.abs(ref[finite_ref]).max()) if finite_ref.any() else 0.0
     atol = atol_scale * magnitude
     exact = rtol == 0 and atol_scale == 0
     # Non-finite values must coincide: NaN with NaN, +Inf with +Inf.
-    nan_out, nan_ref = np.isnan(out), np.isnan(ref)
-    inf_mismatch = (np.isinf(out) | np.isinf(ref)) & ~(out == ref)
+    nan_out, nan_ref = xp.isnan(out), xp.isnan(ref)
+    inf_mismatch = (xp.isinf(out) | xp.isinf(ref)) & ~(out == ref)
     nonfinite_bad = (nan_out != nan_ref) | (inf_mismatch & ~(nan_out & nan_ref))
     both = finite_ref & finite_out
-    diff = np.zeros(n)
-    diff[both] = np.abs(out[both] - ref[both])
+    diff = xp.zeros(n)
+    diff[both] = xp.abs(out[both] - ref[both])
     if exact:
         value_bad = both & (out != ref)
     else:
-        value_bad = both & (diff > atol + rtol * np.abs(np.where(both, ref, 0.0)))
+        value_bad = both & (diff > atol + rtol * xp.abs(xp.where(both, ref, 0.0)))
     bad = value_bad | nonfinite_bad
-    ref_norm = float(np.linalg.norm(ref[both])) if both.any() else 0.0
-    err_norm = float(np.linalg.norm(diff[both])) if both.any() else 0.0
+    ref_norm = float(xp.linalg.norm(ref[both])) if both.any() else 0.0
+    err_norm = float(xp.linalg.norm(diff[both])) if both.any() else 0.0
     rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     result = OutputComparison(name, True, "", n, bad=int(bad.sum()), unwritten=int((unwritten_mask & bad).sum()),
                               nonfinite_mismatch=int(nonfinite_bad.sum()),
                               max_abs_err=float(diff.max()) if both.any() else None, rel_l2_err=rel,
                               atol=atol, rtol=rtol, bad_mask=bad)
     if result.bad:
-        first = int(np.argmax(bad))
+        first = int(xp.argmax(bad))
         result.ok = False
-        result.reason = _describe_bad(name, result, first, out[first], ref[first], dtype)
+        result.reason = _describe_bad(name, result, first, out[first].item(), ref[first].item(), dtype)
         return result
     limit = max(rtol, atol_scale)
     if not exact and rel > limit:
@@ -191,18 +213,19 @@ def spec_sanity(name: str, ref_raw: np.ndarray, dtype: str, rtol: float, atol_sc
     A spec whose reference is all zeros, constant, or so small that zeros pass the tolerance lets
     a kernel that computes nothing pass (KernelBench: zeros pass 4 of 60 L1 tasks in bf16).
     """
+    xp = array_module(ref_raw)
     ref = as_numbers(ref_raw, dtype)
     if ref.size == 0:
         return f"reference output {name} is empty"
-    finite = ref[np.isfinite(ref)] if ref.dtype.kind == "f" else ref
+    finite = ref[xp.isfinite(ref)] if ref.dtype.kind == "f" else ref
     if finite.size == 0:
         return f"reference output {name} is entirely NaN/Inf"
-    if not np.any(finite != 0):
+    if not bool(xp.any(finite != 0)):
         return f"reference output {name} is all zeros: a kernel that writes zeros would pass"
-    if ref.size > 1 and np.all(finite == finite[0]) and finite.size == ref.size:
-        return f"reference output {name} is constant ({finite[0]}): a kernel that writes one value would pass"
-    storage = np.asarray(ref_raw).reshape(-1)
-    zeros = np.zeros_like(storage)
+    if ref.size > 1 and bool(xp.all(finite == finite[0])) and finite.size == ref.size:
+        return f"reference output {name} is constant ({finite[0].item()}): a kernel that writes one value would pass"
+    storage = xp.asarray(ref_raw).reshape(-1)
+    zeros = xp.zeros_like(storage)
     if compare_outputs(name, zeros, storage, dtype, rtol, atol_scale, poison=None).ok:
         return f"reference output {name} sits below the tolerance: an all-zero output would pass"
     return None
@@ -238,8 +261,7 @@ def verify_candidate(session, plan: VerifyPlan, result: CheckResult) -> bool:
             session.progress(f"verifying at {size_name} (seed {seed}{', ' + variant if variant != 'spec' else ''})")
             case = session.prepare(size_name, sizes, seed, variant)
             if plan.sanity and index == 0 and variant == "spec" and not result.sanity:
-                problems = [p for p in (spec_sanity(a.name, case.reference[a.name], a.dtype, *case.tolerance[a.name])
-                                        for a in case.outputs) if p]
+                problems = [p for p in (session.sanity(a, case) for a in case.outputs) if p]
                 if problems:
                     result.sanity.extend(problems)
                     result.fail("spec-error", f"spec sanity at {size_name}: {problems[0]}")
@@ -274,11 +296,10 @@ def _check_call(session, case, size_name: str, variant: str, poison: int) -> Siz
             check.ok = False
             check.reason = (f"modified input '{name}' at {size_name} ({changed} bytes differ from the pristine "
                             "copy): a kernel may not write its inputs")
+            outcome.release()
             return check
     for a in case.outputs:
-        rtol, atol_scale = case.tolerance[a.name]
-        c = compare_outputs(a.name, outcome.outputs[a.name], case.reference[a.name], a.dtype, rtol, atol_scale,
-                            poison=poison if a.role == "out" else None)
+        c = session.compare(a, outcome.outputs[a.name], case, poison=poison if a.role == "out" else None)
         check.outputs[a.name] = c.summary()
         masks[a.name] = c.bad_mask
         check.bad_elements += c.bad
@@ -290,21 +311,25 @@ def _check_call(session, case, size_name: str, variant: str, poison: int) -> Siz
             check.ok = False
             check.reason = f"at {size_name} {_sizes_text(case.sizes)}, seed {case.seed}" + \
                 (f" ({variant})" if variant != "spec" else "") + f": {c.reason}"
+    outcome.release()
     check.max_abs_err = max(errors) if errors else None
     check.rel_l2_err = max(rels) if rels else None
     if not check.ok and variant != "repeat":
         # A moving error is a race: repeat the same inputs (other poison) and see whether the set
         # of wrong elements changes. A fixed set (never written, hard-coded size) does not move.
         again = session.call(session.candidate, case, poison=POISON_ALT, fill_shared=True)
+        moved = False
         for a in case.outputs:
-            rtol, atol_scale = case.tolerance[a.name]
             first = masks.get(a.name)
-            second = compare_outputs(a.name, again.outputs[a.name], case.reference[a.name], a.dtype, rtol, atol_scale,
+            second = session.compare(a, again.outputs[a.name], case,
                                      poison=POISON_ALT if a.role == "out" else None).bad_mask
-            if first is not None and second is not None and not np.array_equal(first, second):
-                check.reason = "non-deterministic (the wrong elements change between identical calls: a race?): " + \
-                    check.reason
+            if first is not None and second is not None and not bool(array_module(first).array_equal(first, second)):
+                moved = True
                 break
+        again.release()
+        if moved:
+            check.reason = "non-deterministic (the wrong elements change between identical calls: a race?): " + \
+                check.reason
     return check
 
 
@@ -316,7 +341,7 @@ def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: V
                          result: CheckResult) -> bool:
     """Side-stream, synchronising-launcher and allocating-launcher probes on several calls."""
     case = session.prepare(size_name, sizes, 777, "spec")
-    session.call(session.candidate, case, poison=POISON, fill_shared=True)   # warm: lazy module load is done
+    session.call(session.candidate, case, poison=POISON, fill_shared=True).release()   # warm: lazy module load is done
     pool = session.cp.get_default_memory_pool()
     free_before, pool_before = session.device.mem_free(), pool.total_bytes()
     inconclusive = 0

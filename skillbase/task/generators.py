@@ -41,7 +41,9 @@ def dense(init: dict, dtype_name: str, numel: int, rng: np.random.Generator) -> 
     if dist == "uniform":
         low, high = float(init.get("low", -1.0)), float(init.get("high", 1.0))
         if d.is_float:
-            values = rng.random(numel, dtype=work) * work(high - low) + work(low)
+            values = rng.random(numel, dtype=work)
+            values *= work(high - low)   # in place: the same values as x * w + l, without temporaries
+            values += work(low)
         else:
             values = rng.integers(int(low), int(high), size=numel, endpoint=False)
     elif dist == "normal":
