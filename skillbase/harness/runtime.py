@@ -287,6 +287,7 @@ class Options:
     time: bool = True
     static: bool = True
     preset: str | None = None          # time only this preset (default: every scored preset)
+    presets: tuple[str, ...] = ()      # time these presets (overrides `preset`)
     timeout_s: float = DEFAULT_TIMEOUT_S
     extra_flags: tuple[str, ...] = ()
     arch: str | None = None
@@ -320,9 +321,8 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
     candidate_path = Path(candidate).resolve() if candidate is not None else task_kernel
     if not candidate_path.is_file():
         raise InputError(f"{candidate_path}: no such file")
-    if options.preset is not None:
-        spec.sizes_for(options.preset)   # an unknown preset is an InputError, with did-you-mean
-    require_gpu()
+    for preset in (*options.presets, *([options.preset] if options.preset is not None else [])):
+        spec.sizes_for(preset)   # an unknown preset is an InputError, with did-you-mean
 
     base_spec = spec
     if baseline_task is not None:
@@ -338,8 +338,16 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
         blocking = errors_only(found)
         if blocking:
             v = blocking[0]
-            return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}")
+            # Name every other rule that fired too: the first line is not always the main offence.
+            others: dict[str, list[int]] = {}
+            for w in blocking[1:]:
+                if w.rule != v.rule:
+                    others.setdefault(w.rule, []).append(w.line)
+            also = "; also " + ", ".join(f"{rule} (line {', '.join(map(str, lines))})" for rule, lines in others.items()) \
+                if others else ""
+            return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}{also}")
 
+    require_gpu()   # after the static check, which needs no GPU: a banned API is rejected anywhere
     say(f"building {candidate_path.name}")
     built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link)
     if built is None:
@@ -358,7 +366,7 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
     sizes = options.verify_sizes or spec.verify_sizes()
     job["verify"] = dict(sizes=[[n, s] for n, s in sizes], **options.verify_plan) if options.verify else None
     if options.time:
-        timed = [options.preset] if options.preset else list(spec.scored)
+        timed = list(options.presets) or ([options.preset] if options.preset else list(spec.scored))
         job["time"] = dict(sizes=[[n, spec.sizes_for(n)] for n in timed], **options.time_plan)
     outcome = run_worker(job, timeout_s=options.timeout_s, progress=say)
     return merge_outcome(result, outcome)

@@ -73,7 +73,7 @@ def _check_session(job: dict, session, result) -> dict:
         result.correct = True
     timing = job.get("time")
     if timing is not None:
-        _progress("measuring the device's copy bandwidth and FP32 peak")
+        _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")
         result.peaks = dict(session.device.peaks)
         plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
         kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
