@@ -313,3 +313,25 @@ def test_python_reference_is_loadable(tmp_path):
     inputs = loaded.make_inputs("small", 0)
     out = loaded.reference_callable()(inputs, loaded.sizes_for("small"))
     assert out["C"].shape == (64, 64)
+
+
+def test_rescale_false_keeps_a_domain_out_of_the_scaled_call(tmp_path):
+    """`rescale: false` marks a range that is the kernel's domain; the x4 verification call leaves it."""
+    import types
+
+    import numpy as np
+
+    from skillbase.harness.session import Session
+
+    spec = copy.deepcopy(BASE)
+    spec["args"][0]["init"] = {"dist": "uniform", "low": -1, "high": 1, "rescale": False}
+    spec["args"][1]["init"] = {"dist": "uniform", "low": -1, "high": 1}
+    task = load_task(write_task(tmp_path, spec))
+    fake = types.SimpleNamespace(spec=task)
+    values = np.random.default_rng().uniform(-1, 1, 64).astype(np.float32)
+    assert np.array_equal(Session._scaled(fake, "A", values), values)          # the domain stays
+    assert np.array_equal(Session._scaled(fake, "B", values), values * 4)      # an ordinary range is scaled
+
+    spec["args"][0]["init"]["rescale"] = "no"
+    with pytest.raises(InputError, match="rescale"):
+        load_task(write_task(tmp_path, spec))
