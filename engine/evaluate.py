@@ -80,6 +80,31 @@ class Engine:
         self.rules_dirs = rules_dirs
         self._compiled = False
 
+    # ---- provenance (run manifests) ---------------------------------------------------------
+
+    @property
+    def rules_digest(self) -> str:
+        """sha256 over the rule files' names and contents: the same rules give the same digest anywhere
+        (unlike `digest`, the cache key, which also covers paths and the Python version)."""
+        from .rules import rule_files
+
+        h = hashlib.sha256()
+        for directory in self.rules_dirs:
+            for path in sorted(rule_files(Path(directory))):
+                h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+        return "sha256:" + h.hexdigest()
+
+    @property
+    def vocabulary_digest(self) -> str:
+        h = hashlib.sha256()
+        for name in self.vocabulary.files:
+            h.update(Path(name).read_bytes() + b"\0")
+        return "sha256:" + h.hexdigest()
+
+    @property
+    def thresholds_path(self) -> str:
+        return self.thresholds.path
+
     # ---- loading --------------------------------------------------------------------------
 
     @classmethod

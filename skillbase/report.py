@@ -39,10 +39,14 @@ def _roofline_points(store: RunStore, run_id: int) -> list[dict]:
     return points
 
 
+def _us(value) -> str:
+    return f"{value:,.1f}" if isinstance(value, (int, float)) else "—"
+
+
 def render_markdown(report: dict) -> str:
     lines = [f"# {report['run']}: {report['task']}", "",
              f"- task: `{report['task_path']}`", f"- status: {report['status']} ({report['stop_reason'] or '—'})",
-             f"- baseline: {report['baseline_us'] or '—'} µs; best: {report['best_us'] or '—'} µs"
+             f"- baseline: {_us(report['baseline_us'])} µs; best: {_us(report['best_us'])} µs"
              + (f"; speedup {report['speedup']:.2f}x" if report["speedup"] else ""), ""]
     manifest = report["manifest"] or {}
     if manifest:
@@ -60,7 +64,9 @@ def render_markdown(report: dict) -> str:
             t=(shown["attempt"] + 1) if shown else "—",
             u=f"{shown['runtime_us']:.1f}" if shown and shown["runtime_us"] else "—",
             x=f"{shown['speedup']:.2f}x" if shown and shown["speedup"] else "—",
-            why=(shown["reason"] if shown else decision.get("reason", "")).replace("|", "\\|")))
+            # An attempt cut off mid-judgement (a killed run) has no reason yet.
+            why=str((shown.get("reason") if shown else decision.get("reason")) or
+                    (shown["status"] if shown else "—")).replace("|", "\\|")))
     return "\n".join(lines) + "\n"
 
 

@@ -6,6 +6,8 @@ written to `<store>/runs/run_N/best.cu` (and kept as an artifact).
 
 from __future__ import annotations
 
+from skillbase import ui
+
 import hashlib
 import shutil
 from pathlib import Path
@@ -139,9 +141,8 @@ def resume_run(ref, store_path=None, candidate: str | None = None, progress=None
 
 
 def _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers, launcher, candidate, progress):
-    from rich.console import Console
 
-    console = Console(stderr=True)
+    console = ui.console(stderr=True)
     report = progress or (lambda message: console.print(f"[dim]run_{run_id}[/dim] {message}"))
     loop = Loop(store, run_id, kernel, launcher, settings, judge, evidence, decide, appliers, progress=report)
     try:

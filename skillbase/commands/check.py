@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from skillbase import ui
+
 import json
 import sys
 from pathlib import Path
@@ -22,14 +24,13 @@ from skillbase.commands.options import json_option
 @json_option
 def check(kernel, preset, candidate, no_time, timeout_s, as_json):
     """Build, statically check, verify and time KERNEL (KERNEL.task.yaml beside it)."""
-    from rich.console import Console
 
     from skillbase.errors import InputError
     from skillbase.harness.runtime import Options, evaluate
 
     if not kernel.is_file():
         raise InputError(f"{kernel}: no such file")
-    console = Console(stderr=True)
+    console = ui.console(stderr=True)
     options = Options(time=not no_time, preset=preset, timeout_s=timeout_s)
     with console.status("checking") as status:
         result = evaluate(kernel, candidate=candidate, baseline=kernel if candidate is not None else None,
@@ -37,7 +38,7 @@ def check(kernel, preset, candidate, no_time, timeout_s, as_json):
     if as_json:
         click.echo(json.dumps(result.to_dict(), indent=2, default=str))
     else:
-        render(result, Console())
+        render(result, ui.console())
     if result.status != "ok":
         sys.exit(1)   # click returns (not raises) Exit codes when not standalone
 

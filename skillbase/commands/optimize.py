@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from skillbase import ui
+
 from pathlib import Path
 
 import click
@@ -67,10 +69,9 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
         return
-    from rich.console import Console
     from rich.table import Table
 
-    console = Console()
+    console = ui.console()
     table = Table(title=f"{summary['run']}: {summary['status']} — {summary['stop_reason'] or ''}", title_justify="left")
     for column in ("round", "skill", "outcome", "best try", "speedup"):
         table.add_column(column)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from skillbase import ui
+
 from pathlib import Path
 
 import click
@@ -16,14 +18,13 @@ import click
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds before giving up.")
 def profile(kernel, preset, full, out_dir, timeout_s):
     """Profile KERNEL (with KERNEL.task.yaml beside it) once at a preset with ncu."""
-    from rich.console import Console
 
     from skillbase.errors import InputError
     from skillbase.harness.profile import evidence_path, profile_kernel
 
     if not kernel.is_file():
         raise InputError(f"{kernel}: no such file")
-    console = Console(stderr=True)
+    console = ui.console(stderr=True)
     with console.status("profiling") as status:
         report = profile_kernel(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
                                 progress=lambda message: status.update(message))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from skillbase import ui
+
 import json
 import time
 
@@ -29,7 +31,6 @@ def runs(task, skill, outcome, limit, as_json, store_path):
                                 "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us,
                                 "speedup": r.speedup, "created": r.created_at} for r in rows], indent=2))
         return
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=f"runs in {store.location}", title_justify="left")
@@ -41,4 +42,4 @@ def runs(task, skill, outcome, limit, as_json, store_path):
                       f"{r.best_us:,.1f} µs" if r.best_us else "—",
                       f"{r.speedup:.2f}x" if r.speedup else "—",
                       time.strftime("%Y-%m-%d %H:%M", time.localtime(r.created_at)))
-    Console().print(table if rows else f"no runs in {store.location} yet (start one with `skillbase optimize K.cu`)")
+    ui.console().print(table if rows else f"no runs in {store.location} yet (start one with `skillbase optimize K.cu`)")
