@@ -20,7 +20,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
-from skillbase.errors import InputError
+from skillbase.errors import InputError, SkillbaseError
+
+
+PROFILE_TIMEOUT_S = 240.0
 
 
 @dataclass
@@ -111,19 +114,30 @@ def verify_example(skill_id: str, folder: Path, engine, preset: str | None = Non
         verdict, reason = "not-faster", f"{(speedup or 0):.2f}x ({', '.join(verdicts) or 'no timing'})"
     rank, top3 = None, []
     if profile:
-        from skillbase.evidence import build_evidence
-        from skillbase.harness.profile import profile_kernel
+        from skillbase.evidence import build_evidence, load_evidence_json
+        from skillbase.harness.profile import evidence_path, profile_kernel
 
         say(f"{skill_id}: profiling before.cu")
-        report = profile_kernel(before, preset=preset, out=work / "profile", progress=say)
-        if keep_profile is not None:
-            keep_profile.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(report, keep_profile / f"{skill_id}.before.ncu-rep")
-            shutil.copyfile(before, keep_profile / f"{skill_id}.before.cu")
-        evaluation = engine.evaluate(build_evidence(report=report, source=before))
-        ranked = [c.skill for c in evaluation.candidates]
-        rank = ranked.index(skill_id) + 1 if skill_id in ranked else None
-        top3 = ranked[:3]
+        try:
+            # A bounded profile: one pathological example must not hold the GPU for the whole table.
+            report = profile_kernel(before, preset=preset, out=work / "profile", progress=say,
+                                    timeout_s=PROFILE_TIMEOUT_S)
+        except SkillbaseError as error:   # the timing above stands; only the rank is missing
+            reason += f"; not ranked: the profile failed ({error.message})"
+        else:
+            if keep_profile is not None:
+                keep_profile.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(report, keep_profile / f"{skill_id}.before.ncu-rep")
+                shutil.copyfile(before, keep_profile / f"{skill_id}.before.cu")
+            # The evidence profile_kernel wrote beside the report: metrics, static features and ptxas,
+            # exactly what `skillbase profile` gives advise.
+            evidence_file = evidence_path(report)
+            evidence = (load_evidence_json(evidence_file) if evidence_file.is_file()
+                        else build_evidence(report=report, source=before))
+            evaluation = engine.evaluate(evidence)
+            ranked = [c.skill for c in evaluation.candidates]
+            rank = ranked.index(skill_id) + 1 if skill_id in ranked else None
+            top3 = ranked[:3]
     return ExampleResult(skill=skill_id, before_us=before_us, after_us=after_us, speedup=speedup, spread=spread,
                          verdict=verdict, rank=rank, top3=top3, reason=reason, date=date, gpu=gpu)
 

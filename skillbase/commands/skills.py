@@ -7,6 +7,8 @@ is what CI runs (schema, naming, duplicates, canonical coverage, examples).
 
 from __future__ import annotations
 
+from skillbase import ui
+
 import json
 import textwrap
 from pathlib import Path
@@ -156,7 +158,6 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     before.cu ranks the skill in its top 3."""
     import sys
 
-    from rich.console import Console
 
     from skillbase.corpus import load_corpus
     from skillbase.engine import Engine
@@ -169,15 +170,22 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     corpus = load_corpus(_dirs(ctx))
     folders = example_folders(corpus, tuple(skill_ids))
     engine = None if no_profile else Engine.load()
-    console = Console(stderr=True)
+    console = ui.console(stderr=True)
     prebuild(folders, jobs or os.cpu_count() or 1, say=lambda m: console.print(f"[dim]{m}[/dim]"))
     command = ("skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)).strip()
     results = []
+    import time
+
+    started = time.monotonic()
+
+    def say(message: str) -> None:   # elapsed seconds on every line: where a long verify spends its time
+        console.print(f"  [dim]{time.monotonic() - started:7.1f}s {message}[/dim]")
+
     for index, (skill_id, folder) in enumerate(folders, 1):
         console.print(f"[{index}/{len(folders)}] {skill_id}")
         try:
             results.append(verify_example(skill_id, folder, engine, preset=preset, profile=not no_profile,
-                                          say=lambda m: console.print(f"  [dim]{m}[/dim]"),
+                                          say=say,
                                           keep_profile=Path(keep_profiles) if keep_profiles else None))
         except SkillbaseError as error:   # one broken example must not stop the others
             from skillbase.verify_skills import ExampleResult
