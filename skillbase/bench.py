@@ -389,8 +389,8 @@ def summary_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
 
 SUMMARY_HEADER = ["impl", "dtype", "tasks", "verified", "weighted speedup", "geomean", "fast_1", "fast_1.5",
                   "launch-bound", "L2-resident", "DRAM-bound", "% of roofline"]
-DETAIL_HEADER = ["operator", "dtype", "impl", "size", "bucket", "status", "runtime µs", "baseline µs", "speedup",
-                 "% roofline"]
+DETAIL_HEADER = ["operator", "dtype", "impl", "size", "bucket", "status", "runtime µs", "baseline µs", "spread",
+                 "speedup", "% roofline"]
 
 
 def detail_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
@@ -399,7 +399,8 @@ def detail_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
         f = floor_us(r, gpu)
         pct = 100.0 * f / r.runtime_us if (f and r.verified) else None
         rows.append([r.op, r.dtype, r.impl, r.preset, bucket_of(r.bytes), r.status, _fmt(r.runtime_us, 1),
-                     _fmt(r.baseline_us, 1), _fmt(r.speedup, 2, "x"), _fmt(pct, 1, "%")])
+                     _fmt(r.baseline_us, 1), _fmt(100 * r.spread if r.spread is not None else None, 1, "%"),
+                     _fmt(r.speedup, 2, "x"), _fmt(pct, 1, "%")])
     return rows
 
 

@@ -59,3 +59,19 @@ def test_report_without_results_says_how_to_get_them(tmp_path):
     result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path)])
     assert isinstance(result.exception, command.InputError)
     assert "bench run" in result.exception.hint
+
+
+def test_gpus_are_relative_to_cuda_visible_devices(monkeypatch):
+    import pytest
+
+    from skillbase.commands.bench import _visible
+    from skillbase.errors import InputError
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert _visible(["0"]) == ["1"]                  # the first visible GPU is physical 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert _visible(["0", "1"]) == ["2", "3"]
+    with pytest.raises(InputError, match="only 2 GPU"):
+        _visible(["2"])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _visible(["0", "1"]) == ["0", "1"]

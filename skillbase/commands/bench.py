@@ -66,9 +66,20 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, as_json) -> None:
     gpu_name = _require_gpu()
     _require_harness()
     jobs = _jobs(impls, _split(presets_csv))
-    results = _run_jobs(jobs, gpu_ids)
     meta = {"skillbase": _version(), "git": _git_head()}
-    path = lib.save_results(gpu_name, results, meta, root)
+    done = []
+
+    def record(result: lib.SizeResult) -> None:
+        # Saved as each result arrives: an interrupted suite keeps everything it measured.
+        done.append(result)
+        lib.save_results(gpu_name, [result], meta, root)
+        timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
+            (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
+        click.echo(f"[{len(done)}/{len(jobs)}] {result.op} {result.impl} {result.preset}: {result.status} {timing}"
+                   + (f" -- {result.reason}" if result.status != lib.VERIFIED and result.reason else ""), err=True)
+
+    results = _run_jobs(jobs, gpu_ids, record)
+    path = lib.results_dir(gpu_name, root) / "results.json"
     s = lib.scores(results, gpu=lib.gpu_slug(gpu_name))
     if as_json:
         click.echo(json.dumps({"results": str(path), "scores": s}, indent=1))
@@ -131,25 +142,51 @@ def _require_harness() -> None:
                                  hint="update skillbase; bench run needs skillbase.harness.compare") from None
 
 
-def _jobs(impls: list[lib.Implementation], presets: list[str]) -> list[tuple[lib.Implementation, str]]:
+def _jobs(impls: list[lib.Implementation], presets: list[str]) -> list[tuple[lib.Implementation, tuple[str, ...]]]:
+    """One job per implementation, timing all its presets in one harness evaluation: verification
+    (every scored size plus the irregular one) then runs once per implementation, not once per size."""
     from skillbase.task import load_task
 
     jobs = []
     for impl in impls:
         spec = load_task(impl.spec_path)
-        for preset in presets or list(spec.scored):
+        wanted = tuple(presets or spec.scored)
+        for preset in wanted:
             if preset not in spec.presets:
                 raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})")
-            jobs.append((impl, preset))
+        jobs.append((impl, wanted))
     return jobs
 
 
-def _run_jobs(jobs, gpu_ids: list[str]) -> list[lib.SizeResult]:
+def _visible(gpu_ids: list[str]) -> list[str]:
+    """--gpus indices as CUDA_VISIBLE_DEVICES values: relative to an existing CUDA_VISIBLE_DEVICES
+    (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0)."""
+    import os
+
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    out = []
+    for g in gpu_ids:
+        if visible and g.isdigit():
+            if int(g) >= len(visible):
+                raise InputError(f"--gpus {g}: only {len(visible)} GPU(s) visible (CUDA_VISIBLE_DEVICES={','.join(visible)})")
+            out.append(visible[int(g)])
+        else:
+            out.append(g)
+    return out
+
+
+def _run_jobs(jobs, gpu_ids: list[str], on_result=lambda result: None) -> list[lib.SizeResult]:
+    gpu_ids = _visible(gpu_ids)
     if len(gpu_ids) == 1:
         import os
 
         os.environ["CUDA_VISIBLE_DEVICES"] = gpu_ids[0]
-        return [_measure(impl, preset) for impl, preset in jobs]
+        results = []
+        for impl, presets in jobs:
+            for result in _measure(impl, presets):
+                results.append(result)
+                on_result(result)
+        return results
     import multiprocessing as mp
 
     ctx = mp.get_context("spawn")
@@ -161,13 +198,15 @@ def _run_jobs(jobs, gpu_ids: list[str]) -> list[lib.SizeResult]:
     workers = [ctx.Process(target=_worker, args=(gpu, tasks, done), daemon=True) for gpu in gpu_ids]
     for w in workers:
         w.start()
-    results: dict[int, lib.SizeResult] = {}
-    while len(results) < len(jobs):
+    by_job: dict[int, list[lib.SizeResult]] = {}
+    while len(by_job) < len(jobs):
         i, data = done.get()
-        results[i] = lib.SizeResult.from_dict(data)
+        by_job[i] = [lib.SizeResult.from_dict(d) for d in data]
+        for result in by_job[i]:
+            on_result(result)
     for w in workers:
         w.join()
-    return [results[i] for i in sorted(results)]
+    return [r for i in sorted(by_job) for r in by_job[i]]
 
 
 def _worker(gpu: str, tasks, done) -> None:
@@ -178,45 +217,67 @@ def _worker(gpu: str, tasks, done) -> None:
         item = tasks.get()
         if item is None:
             return
-        i, (impl, preset) = item
-        done.put((i, _measure(impl, preset).to_dict()))
+        i, (impl, presets) = item
+        done.put((i, [r.to_dict() for r in _measure(impl, presets)]))
 
 
-# Harness verdict status -> bench result status (anything not accepted or slower is a failure).
-_STATUS = {"accepted": lib.VERIFIED, "slower": lib.VERIFIED, "incorrect": "incorrect", "build-failed": "build-failed",
-           "crashed": "crashed", "rejected-static": "rejected-static", "quarantined": "quarantined",
-           "timeout": "timeout"}
+# Harness CheckResult status -> bench result status (everything but ok is a failure).
+_STATUS = {"ok": lib.VERIFIED, "incorrect": "incorrect", "spec-error": "incorrect", "build-failed": "build-failed",
+           "load-failed": "build-failed", "crashed": "crashed", "timeout": "timeout",
+           "rejected-static": "rejected-static", "quarantined": "quarantined"}
 
 
-def _measure(impl: lib.Implementation, preset: str) -> lib.SizeResult:
-    """Verify and time one implementation at one preset against its operator's baseline.
+def _measure(impl: lib.Implementation, presets: tuple[str, ...]) -> list[lib.SizeResult]:
+    """Verify one implementation and time it at each preset (interleaved with its operator's
+    baseline for a vendor or best kernel) in one harness evaluation; one SizeResult per preset.
 
     Everything the harness needs comes from the implementation's task spec: a vendor kernel's spec
     names the libraries to link, its setup/teardown hooks, the library it may call and the baseline
-    kernel as its reference; the baseline is timed interleaved under its own spec (no ad-hoc flags)."""
-    from skillbase.harness import compare
+    kernel as its reference; the baseline is timed under its own spec (no ad-hoc flags)."""
+    from skillbase.harness.runtime import Options, evaluate
     from skillbase.task import load_task
 
     spec = load_task(impl.spec_path)
-    flops, nbytes = spec.work(preset)
-    base = dict(op=impl.op, dtype=impl.dtype, impl=impl.name, preset=preset, flops=float(flops), bytes=float(nbytes))
+    bases = []
+    for preset in presets:
+        flops, nbytes = spec.work(preset)
+        bases.append(dict(op=impl.op, dtype=impl.dtype, impl=impl.name, preset=preset, flops=float(flops),
+                          bytes=float(nbytes)))
     try:
+        options = Options(presets=tuple(presets))
         if impl.kind == "baseline":
-            verdict = compare.time_baseline(impl.baseline_path, impl.baseline_path.read_text(), preset=preset)
-            runtime = verdict.runtime_us
-            baseline = runtime
+            result = evaluate(impl.baseline_path, options=options)
         else:
-            # vendor: the task is vendor_<dtype>.cu under its own spec; best: the baseline's task.
+            # vendor: its own task (spec beside it); best: the baseline's task. Either way the
+            # operator's baseline kernel is timed interleaved, under its own spec.
             task = impl.cu_path if impl.kind == "vendor" else impl.baseline_path
-            verdict = compare.compare_candidate(task, candidate_source=impl.cu_path.read_text(),
-                                                best_source=impl.baseline_path.read_text(),
-                                                best_task=impl.baseline_path, preset=preset)
-            runtime, baseline = verdict.runtime_us, verdict.baseline_us
-    except Exception as error:  # one task's failure is recorded, never the end of the run
-        return lib.SizeResult(**base, status="error", reason=f"{type(error).__name__}: {error}"[:500])
-    status = _STATUS.get(verdict.status, "error")          # `unverified` (no GPU) is never a result
-    return lib.SizeResult(**base, status=status, runtime_us=runtime, baseline_us=baseline,
-                          spread=getattr(verdict, "spread", None), reason=verdict.reason or "")
+            result = evaluate(task, candidate=impl.cu_path, baseline=impl.baseline_path, options=options,
+                              baseline_task=impl.baseline_path)
+    except Exception as error:  # one implementation's failure is recorded, never the end of the run
+        return [lib.SizeResult(**b, status="error", reason=f"{type(error).__name__}: {error}"[:500]) for b in bases]
+    timings = {t.size: t for t in result.timings}
+    out = []
+    for b in bases:
+        t = timings.get(b["preset"])
+        cand = t.kernels.get("candidate") if t else None
+        base = t.kernels.get("baseline") if t else None
+        status = _STATUS.get(result.status, "error")
+        reason = result.reason or ""
+        if result.status == "quarantined":       # only the sizes that looked impossible are quarantined
+            status = "quarantined" if cand is not None and cand.suspicious else lib.VERIFIED
+            reason = cand.suspicious if cand is not None and cand.suspicious else ""
+        if cand is None or cand.stats is None:
+            if status == lib.VERIFIED:
+                status, reason = "error", "no timing at this size"
+            out.append(lib.SizeResult(**b, status=status, reason=reason))
+            continue
+        runtime = cand.stats.median_us
+        baseline = base.stats.median_us if base is not None and base.stats else (runtime if impl.kind == "baseline"
+                                                                                    else None)
+        spreads = [k.stats.rel_spread for k in (cand, base) if k is not None and k.stats]
+        out.append(lib.SizeResult(**b, status=status, runtime_us=runtime, baseline_us=baseline,
+                                  spread=max(spreads) if spreads else None, floor_us=cand.floor_us, reason=reason))
+    return out
 
 
 def _version() -> str:
