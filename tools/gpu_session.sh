@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
-# Everything this project measures on the H200, in one call of the device tool (run from the repo root):
-#   bash tools/gpu_session.sh
-# Two chains run side by side, one per GPU when the machine has two (nvidia-h200-x2), else one after
-# the other: GPU 0 verifies every skill example; GPU 1 runs the gpu-marked tests, the timer-fidelity
-# benchmark and `optimize --agent none` on the bundled naive SGEMM. Each step has a time limit and writes into /tmp/results, packed into $OUT/results.tgz
-# after every step. Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
+# What this project measures on the H200, in few calls of the device tool (run from the repo root):
+#   PLAN=verify bash tools/gpu_session.sh  # skills verify: first half of the examples on GPU 0, second on GPU 1
+#   PLAN=tests bash tools/gpu_session.sh   # GPU 0: gpu tests, fidelity, optimize | GPU 1: bench baseline+vendor
+#   PLAN=smoke bash tools/gpu_session.sh # two examples, check, fidelity: a quick look after a harness change
+# On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
+# into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
+# measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
 set -uo pipefail
 repo=$PWD
 OUT=${OUT:-/tmp/out}
+PLAN=${PLAN:-verify}
 mkdir -p "$OUT" /tmp/results
 source tools/device_setup.sh > /tmp/results/setup.log 2>&1 || { cat /tmp/results/setup.log; exit 1; }
 export SKILLBASE_CACHE=/tmp/sbcache SKILLBASE_STORE=/tmp/results/store
@@ -17,24 +19,56 @@ pack() { tar -C /tmp -czf "$OUT/results.tgz" results 2>/dev/null; }
 run_step() {   # gpu name limit command...
   local gpu=$1 name=$2 limit=$3; shift 3
   echo "== [gpu $gpu] $name ($(date -u +%T), limit ${limit}s)"
-  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu timeout "$limit" "$@" ) > "/tmp/results/$name.log" 2>&1
-  echo "rc=$?" >> "/tmp/results/$name.log"
-  tail -n 3 "/tmp/results/$name.log"
+  local t0=$SECONDS
+  ( cd /tmp && CUDA_VISIBLE_DEVICES=$gpu timeout -k 5 "$limit" "$@" ) > "/tmp/results/$name.log" 2>&1
+  echo "rc=$? wall=$((SECONDS - t0))s" >> "/tmp/results/$name.log"
+  tail -n 2 "/tmp/results/$name.log"
   pack
 }
-echo "$gpus GPU(s)"
-chain_a() {
-  run_step 0 skills-verify "${VERIFY_LIMIT:-540}" skillbase skills verify ${VERIFY_IDS:-} --jobs 8 \
-    --keep-profiles /tmp/results/population -o /tmp/results/skills-verify.md
+ids=$(ls skills/*/*/examples/task.yaml | awk -F/ '{print $3}' | sort)
+half=$(( $(echo "$ids" | wc -l) / 2 ))
+first=$(echo "$ids" | head -n "$half" | tr '\n' ' ')
+second=$(echo "$ids" | tail -n +"$((half + 1))" | tr '\n' ' ')
+verify() {   # gpu name ids...
+  local gpu=$1 name=$2; shift 2
+  run_step "$gpu" "$name" "${VERIFY_LIMIT:-560}" skillbase skills verify "$@" --jobs 12 \
+    --keep-profiles /tmp/results/population -o "/tmp/results/$name.md"
 }
-chain_b() {
-  local g=$(( gpus > 1 ? 1 : 0 ))
-  run_step "$g" pytest-gpu 220 python3 -m pytest -m gpu -q --timeout 100 -p no:cacheprovider "$repo/tests"
-  run_step "$g" fidelity 100 python3 "$repo/benchmarks/fidelity.py" --out /tmp/results/fidelity.md
-  run_step "$g" optimize 180 skillbase optimize "$repo/examples/naive_sgemm/naive_sgemm.cu" --agent none --rounds 2
+tests_chain() {
+  local g=$1
+  run_step "$g" pytest-gpu "${PYTEST_LIMIT:-170}" python3 -m pytest -m gpu -q -rA --timeout 90 -p no:cacheprovider \
+    --ignore "$repo/tests/test_skill_examples.py" "$repo/tests"
+  run_step "$g" optimize "${OPTIMIZE_LIMIT:-170}" skillbase optimize "$repo/examples/naive_sgemm/naive_sgemm.cu" \
+    --agent none --rounds 1
   run_step "$g" explain 20 skillbase explain run_1
   run_step "$g" report 30 skillbase report run_1 -o /tmp/results/report
+  [ -n "${VERIFY_AGAIN:-}" ] && verify "$g" skills-verify-again $VERIFY_AGAIN
 }
-if [ "$gpus" -gt 1 ]; then chain_a & chain_b & wait; else chain_a; chain_b; fi
+bench_chain() {   # results land in the checkout's bench/results/<gpu>/, copied into /tmp/results after each step
+  local g=$1
+  export SKILLBASE_BENCH_DIR=$repo/bench
+  run_step "$g" bench-vendor-fp32 "${BENCH_LIMIT:-260}" skillbase bench run --impl vendor --dtype fp32
+  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+  run_step "$g" bench-vendor-bf16 60 skillbase bench run --impl vendor --dtype bf16
+  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+  run_step "$g" bench-baseline-fp32 "${BASELINE_LIMIT:-120}" skillbase bench run --impl baseline --dtype fp32
+  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+}
+g1=$(( gpus > 1 ? 1 : 0 ))
+echo "$gpus GPU(s), plan $PLAN"
+case $PLAN in
+  smoke) a() { VERIFY_LIMIT=150 verify 0 skills-verify-smoke alg.fewer_passes mem.vectorize; }
+         b() { run_step "$g1" check-vector_add 60 skillbase check "$repo/examples/vector_add/vector_add.cu"
+               run_step "$g1" fidelity 90 python3 "$repo/benchmarks/fidelity.py" --out /tmp/results/fidelity.md; } ;;
+  verify) a() { verify 0 skills-verify-1 $first; }; b() { verify "$g1" skills-verify-2 $second; } ;;
+  rest) a() { run_step 0 pytest-gpu-rest 150 python3 -m pytest -m gpu -q -rA --timeout 90 -p no:cacheprovider \
+               "$repo/tests/test_scratch_and_hooks.py"; }
+        b() { export SKILLBASE_BENCH_DIR=$repo/bench
+              run_step "$g1" bench-baseline-fp32-rest 150 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
+              mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; } ;;
+  tests) a() { tests_chain 0; }; b() { bench_chain "$g1"; } ;;
+  *) echo "unknown PLAN=$PLAN"; exit 2 ;;
+esac
+if [ "$gpus" -gt 1 ]; then a & b & wait; else a; b; fi
 pack
 ls -la /tmp/results
