@@ -75,7 +75,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, as_json) -> None:
         lib.save_results(gpu_name, [result], meta, root)
         timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
             (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
-        click.echo(f"[{len(done)}/{len(jobs)}] {result.op} {result.impl} {result.preset}: {result.status} {timing}"
+        click.echo(f"[{len(done)}/{sum(len(presets) for _, presets in jobs)}] {result.op} {result.impl} {result.preset}: {result.status} {timing}"
                    + (f" -- {result.reason}" if result.status != lib.VERIFIED and result.reason else ""), err=True)
 
     results = _run_jobs(jobs, gpu_ids, record)
