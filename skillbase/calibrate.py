@@ -302,6 +302,14 @@ def _measurement_key(member: Member, kernel: Any) -> tuple:
     return (member.gpu, kernel.name, kernel.launches, kernel.duration_ns, values)
 
 
+def _source_beside(path: Path) -> Path | None:
+    """`K.before.cu` beside `K.before.ncu-rep` (never for evidence JSON, which carries its own)."""
+    if not path.name.endswith(".ncu-rep"):
+        return None
+    source = path.with_name(path.name[: -len(".ncu-rep")] + ".cu")
+    return source if source.is_file() else None
+
+
 def load_population(paths: Sequence[str | Path], engine: Any, focus_only: bool = False,
                     ncu_version: str | None = None, clock_control: str | None = None,
                     progress: Any = None) -> Population:
@@ -311,7 +319,7 @@ def load_population(paths: Sequence[str | Path], engine: Any, focus_only: bool =
     a report.ncu-rep and the evidence JSON made from it) is counted once, keeping the copy with more metrics. `ncu_version` / `clock_control` fill in what the
     evidence does not record (they never override a recorded value).
     """
-    from skillbase.evidence import load_any
+    from skillbase.evidence import build_evidence, load_any
     from skillbase.engine.vocabulary import MISSING
 
     files = expand_paths(paths)
@@ -322,7 +330,10 @@ def load_population(paths: Sequence[str | Path], engine: Any, focus_only: bool =
     for index, path in enumerate(files):
         if progress is not None:
             progress(index, len(files), path)
-        evidence = load_any(path)
+        source = _source_beside(Path(path))
+        # With the kernel's source beside its report (as `skills verify --keep-profiles` writes
+        # them), the member carries static features and ptxas too: advise sees what it sees live.
+        evidence = build_evidence(report=path, source=source) if source is not None else load_any(path)
         digest = _file_digest(path)
         label = member_label(path)
         producer = getattr(evidence, "producer", None) or {}

@@ -384,3 +384,21 @@ def test_cli_on_the_real_h200_fixtures_with_a_lowered_floor():
     adv = data["compare"]["advise"]
     assert adv["expected_kernels"] == 16
     assert data["compare"]["keep"] == ("calibrated" if adv["calibrated"]["top3"] > adv["default"]["top3"] else "defaults")
+
+
+def test_a_source_beside_the_report_brings_static_features(tmp_path):
+    """`skills verify --keep-profiles` writes K.before.ncu-rep with K.before.cu beside it; the
+    member then carries the kernel's static features, as advise saw them when ranking."""
+    import shutil
+
+    from skillbase.engine import Engine
+
+    population = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h200" / "population"
+    for name in ("mem.coalesce.before.ncu-rep", "mem.coalesce.before.cu"):
+        shutil.copyfile(population / name, tmp_path / name)
+    with_source = cal.load_population([tmp_path], Engine.load(), focus_only=True)
+    (tmp_path / "mem.coalesce.before.cu").unlink()
+    without = cal.load_population([tmp_path], Engine.load(), focus_only=True)
+    static = lambda member: member.evidence.static   # noqa: E731
+    assert static(with_source[0] if isinstance(with_source, list) else with_source.members[0])
+    assert not static(without[0] if isinstance(without, list) else without.members[0])
