@@ -89,3 +89,17 @@ def test_importing_the_corpus_module_does_not_import_jsonschema():
     code = "import sys, skillbase.corpus; print('jsonschema' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_stable_means_verified_faster_on_the_gpu():
+    """status: stable only for skills whose example `skills verify` measured faster on the H200
+    (benchmarks/results/h200/skill-examples.json); everything else stays experimental."""
+    import json
+    from pathlib import Path
+
+    table = Path(__file__).resolve().parent.parent / "benchmarks" / "results" / "h200" / "skill-examples.json"
+    faster = {row["skill"] for row in json.loads(table.read_text()) if row["verdict"] == "faster"}
+    for skill in load_corpus(strict=False):
+        if skill.status == "deprecated":
+            continue
+        assert (skill.status == "stable") == (skill.id in faster), f"{skill.id}: {skill.status}"

@@ -44,7 +44,7 @@ def test_list_json_is_the_catalogue():
     rows = json.loads(result.output)
     by_id = {row["id"]: row for row in rows}
     row = by_id["mem.coalesce"]
-    assert row["category"] == "mem" and row["status"] == "experimental" and row["origin"] == "built-in"
+    assert row["category"] == "mem" and row["status"] == "stable" and row["origin"] == "built-in"
     assert isinstance(row["auto_apply"], bool) and isinstance(row["has_example"], bool)
     assert [r["id"] for r in rows] == sorted(by_id)
 
