@@ -113,3 +113,22 @@ def test_no_cupy_is_an_environment_problem_not_a_traceback():
     outcome = run_worker({"kind": "selftest"}, timeout_s=120)
     status, reason = outcome.diagnosis()
     assert status == "environment" and "CuPy" in reason and "skillbase[gpu]" in reason
+
+
+def test_a_candidate_copy_carries_the_files_its_spec_names(tmp_path, monkeypatch):
+    """A candidate is built in the cache beside a copy of the spec; a python reference, a CUDA
+    reference (with its spec) and input hooks must travel too, or the copy cannot be profiled."""
+    from skillbase.harness.compare import scratch_copy, spec_files
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    task = tmp_path / "k.cu"
+    task.write_text("// k\n")
+    (tmp_path / "k.task.yaml").write_text(
+        "launcher: k\nargs:\n  - {name: x, dtype: f32, shape: [n], role: in, init: {hook: 'gen.py:make'}}\n"
+        "reference: {cuda: ref.cu}\n")
+    for name in ("gen.py", "ref.cu", "ref.task.yaml"):
+        (tmp_path / name).write_text(f"# {name}\n")
+    assert spec_files(tmp_path / "k.task.yaml") == ["ref.cu", "ref.task.yaml", "gen.py"]
+    copy = scratch_copy(task, "// candidate\n")
+    assert sorted(p.name for p in copy.parent.iterdir()) == ["gen.py", "k.cu", "k.task.yaml", "ref.cu", "ref.task.yaml"]
+    assert copy.read_text() == "// candidate\n" and task.read_text() == "// k\n"

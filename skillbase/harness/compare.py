@@ -40,7 +40,37 @@ def scratch_copy(task_path: Path, source: str, tag: str = "") -> Path:
     spec = task_path.with_name(task_path.stem + ".task.yaml")
     if spec.exists():
         shutil.copyfile(spec, folder / spec.name)
+        # The files the spec names travel with it (a python or CUDA reference, input hooks), so the
+        # copy loads, verifies and profiles exactly like the original.
+        for name in spec_files(spec):
+            if (spec.parent / name).is_file() and not (folder / name).exists():
+                (folder / name).parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(spec.parent / name, folder / name)
     return path
+
+
+def spec_files(spec_path: Path) -> list[str]:
+    """Files a task spec refers to, relative to it: reference.python / reference.cuda (with that
+    kernel's own spec), and every init hook. Unreadable specs name nothing (load_task reports them)."""
+    import yaml
+
+    try:
+        data = yaml.safe_load(Path(spec_path).read_text()) or {}
+    except (OSError, yaml.YAMLError):
+        return []
+    names: list[str] = []
+    reference = data.get("reference") if isinstance(data, dict) else None
+    if isinstance(reference, dict):
+        if isinstance(reference.get("python"), str):
+            names.append(reference["python"].rpartition(":")[0])
+        if isinstance(reference.get("cuda"), str):
+            cuda = reference["cuda"]
+            names += [cuda, str(Path(cuda).with_suffix("")) + ".task.yaml"]
+    for arg in (data.get("args") or []) if isinstance(data, dict) else []:
+        init = arg.get("init") if isinstance(arg, dict) else None
+        if isinstance(init, dict) and isinstance(init.get("hook"), str):
+            names.append(init["hook"].rpartition(":")[0])
+    return [n for n in dict.fromkeys(names) if n and not Path(n).is_absolute() and ".." not in Path(n).parts]
 
 
 def _verdict(result: CheckResult, baseline_label: str = "baseline"):
