@@ -34,13 +34,7 @@ def _collaborators(kernel: Path, spec, settings: Settings, store: RunStore, run_
     corpus = _load_corpus()
     allow = tuple(getattr(spec, "allow", ()) or ())
     if gpu:
-        from skillbase.harness.runtime import require_gpu
-
-        try:
-            require_gpu()
-        except EnvironmentProblem as problem:
-            raise EnvironmentProblem(problem.message,
-                                     hint=f"{problem.hint}; or pass --no-gpu for a compile-only run") from None
+        _require_gpu()
         judge = HarnessJudge(kernel, preset=preset)
         evidence = EvidenceCollector(kernel, profile=True, preset=preset, saved_report=saved_report)
     else:
@@ -92,10 +86,22 @@ def _corpus_digest(corpus) -> str | None:
     return getattr(corpus, "digest", None)
 
 
+def _require_gpu() -> None:
+    from skillbase.harness.runtime import require_gpu
+
+    try:
+        require_gpu()
+    except EnvironmentProblem as problem:
+        raise EnvironmentProblem(problem.message,
+                                 hint=f"{problem.hint}; or pass --no-gpu for a compile-only run") from None
+
+
 def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None, gpu: bool = True,
               progress=None, saved_report: Path | None = None) -> dict:
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
+    if gpu:
+        _require_gpu()   # before a run exists: a machine without a GPU leaves no failed run behind
     run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
     try:
         engine, corpus, judge, evidence, decide, appliers = _collaborators(kernel, spec, settings, store, run_id,

@@ -119,3 +119,12 @@ def test_render_shows_rates_and_the_roofline(capsys):
     render(result, console)
     text = console.export_text()
     assert "ok: compiled, verified and timed" in text and "3,600.0" in text and "85%" in text and "4.30 TB/s" in text
+
+
+def test_optimize_without_a_gpu_leaves_no_run_behind(capsys, no_gpu, tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLBASE_STORE", str(tmp_path / "store"))
+    code, _, err = run(["optimize", str(VECTOR_ADD), "--agent", "none"], capsys)
+    assert code == 3 and err.startswith("error: no NVIDIA GPU found") and "--no-gpu" in err
+    from skillbase.store import RunStore
+
+    assert RunStore.open(tmp_path / "store").list_runs() == []
