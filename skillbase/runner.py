@@ -151,6 +151,7 @@ def _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers,
     console = ui.console(stderr=True)
     report = progress or (lambda message: console.print(f"[dim]run_{run_id}[/dim] {message}"))
     loop = Loop(store, run_id, kernel, launcher, settings, judge, evidence, decide, appliers, progress=report)
+    store.claim(run_id)   # `runs` can then tell a run whose process died from one still going
     try:
         loop.run(external_candidate=candidate)
     except PausedForCandidate as pause:

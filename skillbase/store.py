@@ -334,6 +334,38 @@ class RunStore:
         return list(self.db.execute(f"SELECT * FROM {table} WHERE run_id=? AND round_idx=? ORDER BY id",
                                     (run_id, round_idx)))
 
+    # -- liveness: a run whose process was killed (kill -9, a lost machine) still says "running" --
+    def claim(self, run_id: int) -> None:
+        """Record which process drives the run now (host and pid), as an event."""
+        import os
+        import socket
+
+        with self.transaction() as tx:
+            tx.event(run_id, "owner", {"host": socket.gethostname(), "pid": os.getpid()})
+
+    def shown_status(self, run: RunRow) -> str:
+        """The stored status, except a `running` run whose process is gone from this host:
+        `interrupted` (resume continues it). Runs owned by another host are left as stored."""
+        import os
+        import socket
+
+        if run.status != "running":
+            return run.status
+        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind='owner' ORDER BY id DESC LIMIT 1",
+                              (run.id,)).fetchone()
+        if row is None:
+            return run.status
+        owner = json.loads(row[0])
+        if owner.get("host") != socket.gethostname():
+            return run.status
+        try:
+            os.kill(int(owner["pid"]), 0)
+        except ProcessLookupError:
+            return "interrupted"
+        except (PermissionError, OSError, ValueError, KeyError):
+            return run.status
+        return run.status
+
     def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, Any]]:
         """Per-skill outcomes of finished rounds in past runs: the prior the ranking may read.
 

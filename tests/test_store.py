@@ -141,3 +141,26 @@ def test_kill_9_mid_write_keeps_every_finished_step(tmp_path):
     # Every finished step has its round finished too: the transaction is all or nothing.
     assert len(rounds) == len(steps)
     assert all(r["status"] == "finished" for r in rounds)
+
+
+def test_a_running_run_whose_process_died_shows_as_interrupted(tmp_path):
+    import json
+    import socket
+    import subprocess
+
+    from skillbase.store import RunStore
+
+    store = RunStore.open(tmp_path / "store")
+    alive = store.get_run(store.create_run(str(tmp_path / "k.cu"), "k", {}))
+    store.claim(alive.id)                                    # this test's own process: alive
+    assert store.shown_status(alive) == "running"
+    dead = store.get_run(store.create_run(str(tmp_path / "k.cu"), "k", {}))
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    with store.transaction() as tx:
+        tx.event(dead.id, "owner", {"host": socket.gethostname(), "pid": gone.pid})
+    assert store.shown_status(dead) == "interrupted"
+    with store.transaction() as tx:                          # another machine's run: left as stored
+        tx.event(dead.id, "owner", {"host": socket.gethostname() + "-elsewhere", "pid": gone.pid})
+    assert store.shown_status(dead) == "running"
+    assert json.loads(store.db.execute("SELECT payload_json FROM events WHERE kind='owner' LIMIT 1").fetchone()[0])["pid"]

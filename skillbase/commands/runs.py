@@ -25,9 +25,14 @@ def runs(task, skill, outcome, limit, as_json, store_path):
     from skillbase.store import RunStore
 
     store = RunStore.open(store_path)
-    rows = store.list_runs(task=task, skill=skill, outcome=outcome, limit=limit)
+    if outcome in ("running", "interrupted"):
+        # A killed run is stored as running; its shown status says interrupted.
+        rows = [r for r in store.list_runs(task=task, skill=skill, outcome=None, limit=10 ** 6)
+                if store.shown_status(r) == outcome][:limit]
+    else:
+        rows = store.list_runs(task=task, skill=skill, outcome=outcome, limit=limit)
     if as_json:
-        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path, "status": r.status,
+        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path, "status": store.shown_status(r),
                                 "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us,
                                 "speedup": r.speedup, "created": r.created_at} for r in rows], indent=2))
         return
@@ -37,7 +42,7 @@ def runs(task, skill, outcome, limit, as_json, store_path):
     for column in ("run", "task", "status", "baseline", "best", "speedup", "created"):
         table.add_column(column, justify="right" if column in ("baseline", "best", "speedup") else "left")
     for r in rows:
-        table.add_row(r.name, r.task_name, r.status,
+        table.add_row(r.name, r.task_name, store.shown_status(r),
                       f"{r.baseline_us:,.1f} µs" if r.baseline_us else "—",
                       f"{r.best_us:,.1f} µs" if r.best_us else "—",
                       f"{r.speedup:.2f}x" if r.speedup else "—",
