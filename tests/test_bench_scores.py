@@ -78,6 +78,18 @@ def test_roofline_percentage_from_gpu_peaks():
     assert lib.floor_us(res, "some-unknown-gpu") is None
 
 
+def test_a_flops_only_harness_floor_claims_no_roofline_share():
+    import dataclasses
+
+    # The harness measured a floor that covers the bytes (a cold, DRAM-bound size): it is used.
+    cold = dataclasses.replace(r(runtime=20, baseline=40, nbytes=48e6, flops=1e6), floor_us=11.0)
+    assert lib.floor_us(cold, "nvidia-h200") == pytest.approx(11.0)
+    # A batch that stays in L2 gets a flops-only floor far below what its bytes would take from
+    # DRAM: no % of roofline is claimed rather than a meaningless ~0 %.
+    warm = dataclasses.replace(r(runtime=2, baseline=2, nbytes=48e6, flops=1e6), floor_us=0.02)
+    assert lib.floor_us(warm, "nvidia-h200") is None
+
+
 def test_bf16_tensor_core_ops_use_the_tensor_peak():
     gemm = r(op="matrix_mul", dtype="bf16", runtime=1, baseline=1, flops=989e6, nbytes=0)
     assert lib.floor_us(gemm, "nvidia-h200") == pytest.approx(1.0)
