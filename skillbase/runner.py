@@ -9,7 +9,6 @@ from __future__ import annotations
 from skillbase import ui
 
 import hashlib
-import shutil
 from pathlib import Path
 
 from skillbase.errors import EnvironmentProblem, InputError
@@ -179,13 +178,9 @@ def summarise(store: RunStore, run_id: int) -> dict:
         best_path.write_text(store.artifacts.get_text(run.best_kernel))
         spec = Path(run.task_path).with_name(Path(run.task_path).stem + ".task.yaml")
         if spec.exists():
-            from skillbase.harness.compare import spec_files
+            from skillbase.harness.compare import copy_spec
 
-            shutil.copyfile(spec, folder / "best.task.yaml")
-            for name in spec_files(spec):   # its reference and hooks, so best.cu checks as it stands
-                if (spec.parent / name).is_file():
-                    (folder / name).parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(spec.parent / name, folder / name)
+            copy_spec(spec, folder / "best.task.yaml")   # with its reference and hooks: best.cu checks as it stands
     rounds = []
     for entry in report["rounds"]:
         accepted = [a for a in entry["attempts"] if a["status"] == "accepted"]

@@ -39,14 +39,18 @@ def scratch_copy(task_path: Path, source: str, tag: str = "") -> Path:
         path.write_text(source)
     spec = task_path.with_name(task_path.stem + ".task.yaml")
     if spec.exists():
-        shutil.copyfile(spec, folder / spec.name)
-        # The files the spec names travel with it (a python or CUDA reference, input hooks), so the
-        # copy loads, verifies and profiles exactly like the original.
-        for name in spec_files(spec):
-            if (spec.parent / name).is_file() and not (folder / name).exists():
-                (folder / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(spec.parent / name, folder / name)
+        copy_spec(spec, folder / spec.name)
     return path
+
+
+def copy_spec(spec: Path, target: Path) -> None:
+    """Copy a task spec together with the files it names (a python or CUDA reference, input
+    hooks), so the copy loads, verifies and profiles exactly like the original."""
+    shutil.copyfile(spec, target)
+    for name in spec_files(spec):
+        if (spec.parent / name).is_file():
+            (target.parent / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(spec.parent / name, target.parent / name)
 
 
 def spec_files(spec_path: Path) -> list[str]:

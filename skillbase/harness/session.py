@@ -15,6 +15,7 @@ down by `close()`.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -164,27 +165,29 @@ class Session:
         outcome.release()
         return host
 
+    @contextlib.contextmanager
+    def reference_on_device(self, a, case: Case):
+        """One reference output uploaded for a check, then scrubbed: it is never on the device while
+        a candidate runs (a candidate could go looking for it)."""
+        reference = self.cp.asarray(case.reference[a.name])
+        try:
+            yield reference
+        finally:
+            self.device.memset(reference, POISON)
+            self.device.sync()
+
     def sanity(self, a, case: Case) -> str | None:
-        """spec_sanity of one reference output, computed on the device (uploaded, then scrubbed)."""
+        """spec_sanity of one reference output, computed on the device."""
         from skillbase.harness.verify import spec_sanity
 
-        reference = self.cp.asarray(case.reference[a.name])
-        try:
+        with self.reference_on_device(a, case) as reference:
             return spec_sanity(a.name, reference, a.dtype, *case.tolerance[a.name])
-        finally:
-            self.device.memset(reference, POISON)
-            self.device.sync()
 
     def compare(self, a, output, case: Case, poison: int | None):
-        """compare_outputs on the device: the host reference is uploaded for the comparison only,
-        then scrubbed, so it is never on the device while a candidate runs."""
+        """compare_outputs of a device output against the case's reference, on the device."""
         rtol, atol_scale = case.tolerance[a.name]
-        reference = self.cp.asarray(case.reference[a.name])
-        try:
+        with self.reference_on_device(a, case) as reference:
             return compare_outputs(a.name, output, reference, a.dtype, rtol, atol_scale, poison=poison)
-        finally:
-            self.device.memset(reference, POISON)
-            self.device.sync()
 
     def release(self, case: Case) -> None:
         for array in case.pristine.values():

@@ -195,29 +195,6 @@ class _Slots:
         self.buffers.clear()
 
 
-def device_bad_count(session, out, reference: np.ndarray, dtype: str, rtol: float, atol_scale: float) -> int:
-    """Elements of a device output outside tolerance of a host reference (uploaded only for this)."""
-    from skillbase.harness.verify import as_numbers
-
-    cp = session.cp
-    ref_host = as_numbers(reference, dtype)
-    ref = cp.asarray(ref_host)
-    try:
-        if dtype == "bf16":
-            o = (out.astype(cp.uint32) << 16).view(cp.float32).astype(cp.float64)
-        elif ref_host.dtype.kind == "f":
-            o = out.astype(cp.float64)
-        else:
-            return int(cp.count_nonzero(out.astype(cp.int64) != ref))
-        finite = np.isfinite(ref_host)
-        atol = atol_scale * float(np.abs(ref_host[finite]).max()) if finite.any() else 0.0
-        ok = (o == ref) | (cp.isnan(o) & cp.isnan(ref)) | (cp.abs(o - ref) <= atol + rtol * cp.abs(ref))
-        return int(o.size - cp.count_nonzero(ok))
-    finally:
-        # The reference leaves the device as soon as the comparison is done.
-        session.device.memset(ref, 0xFF)
-
-
 def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str, Any]], plan: TimePlan) -> SizeTiming:
     """Time each (label, launcher) at one size, interleaved; fill a SizeTiming."""
     device = session.device
@@ -279,8 +256,7 @@ def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str
         last = (batch - 1) % q
         vs = value_sets[(samples_done[label] - 1 + last) % VALUE_SETS]
         for a in vs.outputs:
-            rtol, atol_scale = vs.tolerance[a.name]
-            bad = device_bad_count(session, s.buffers[last][a.name], vs.reference[a.name], a.dtype, rtol, atol_scale)
+            bad = session.compare(a, s.buffers[last][a.name], vs, poison=None).bad
             if bad and len(failures[label]) < 3:
                 failures[label].append(f"timed call {launches[label]} at {size}: {bad} of "
                                        f"{s.buffers[last][a.name].size} elements of {a.name} wrong")
