@@ -199,6 +199,9 @@ class SizeResult:
     baseline_us: float | None = None
     spread: float | None = None
     floor_us: float | None = None        # roofline floor, when the harness measured peaks
+    # False when the harness timed a batch of launches whose data stays in L2 (no DRAM floor
+    # applies); None in results written before this was recorded.
+    cold_l2: bool | None = None
     reason: str = ""
 
     @property
@@ -245,22 +248,36 @@ def weight_of(flops: float, data_bytes: float) -> float:
 
 
 def floor_us(result: SizeResult, gpu: str | None) -> float | None:
-    """The roofline floor of a task: max(bytes / DRAM bandwidth, flops / compute peak), in microseconds."""
+    """The roofline floor of a task: max(bytes / DRAM bandwidth, flops / compute peak), in microseconds.
+
+    A size the harness timed as a batch that stays in L2 has no DRAM floor (its data is legitimately
+    served from L2): only its compute floor bounds it, and that says something only for a
+    compute-bound task. For a memory-bound one no % of roofline is claimed (None) rather than a
+    meaningless ~0 %.
+    """
     peaks = GPU_PEAKS.get(gpu or "")
-    if result.floor_us:
-        # The harness's floor leaves the bytes out for a batch that stays in L2 (no DRAM floor
-        # applies there); such a flops-only floor says nothing about a memory-bound operator, so
-        # no % of roofline is claimed for it.
-        if peaks and result.bytes and result.bytes / peaks["dram_bytes_per_s"] * 1e6 > 1.5 * result.floor_us:
+    dram_us = result.bytes / peaks["dram_bytes_per_s"] * 1e6 if peaks and result.bytes else None
+    datasheet_compute_us = None
+    if peaks and result.flops:
+        compute = peaks["fp32_flops_per_s"]
+        if result.dtype == "bf16" and result.op in TENSOR_CORE_OPS:
+            compute = peaks["bf16_tensor_flops_per_s"]
+        datasheet_compute_us = result.flops / compute * 1e6
+    # Results written before cold_l2 was recorded: a harness floor far below the DRAM time of the
+    # task's bytes is a flops-only floor, i.e. a warm batch.
+    warm = result.cold_l2 is False or (result.cold_l2 is None and result.floor_us and dram_us
+                                       and dram_us > 1.5 * result.floor_us)
+    if warm:
+        compute_us = result.floor_us or datasheet_compute_us
+        if not compute_us or dram_us is None or dram_us > 1.5 * compute_us:
             return None
+        return compute_us
+    if result.floor_us:
         return result.floor_us
     if not peaks:
         return None
-    compute = peaks["fp32_flops_per_s"]
-    if result.dtype == "bf16" and result.op in TENSOR_CORE_OPS:
-        compute = peaks["bf16_tensor_flops_per_s"]
-    seconds = max(result.bytes / peaks["dram_bytes_per_s"], result.flops / compute)
-    return seconds * 1e6 if seconds > 0 else None
+    seconds_us = max(dram_us or 0.0, datasheet_compute_us or 0.0)
+    return seconds_us if seconds_us > 0 else None
 
 
 def _geomean(values: list[float]) -> float | None:

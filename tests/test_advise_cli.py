@@ -118,7 +118,7 @@ def test_bad_input_is_one_line(setup, capsys, args, message):
     result = run(*args, "--rules-dir", str(root))
     assert isinstance(result.exception, InputError) and message in result.exception.message
     code, out, err = run_main(capsys, *args, "--rules-dir", str(root))
-    assert code == 2 and err.startswith(f"error: ") and message in err and "Traceback" not in err
+    assert code == 2 and err.startswith("error: ") and message in err and "Traceback" not in err
 
 
 def test_corrupt_evidence_and_report(tmp_path, setup, capsys):

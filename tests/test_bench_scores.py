@@ -3,7 +3,6 @@ means per bucket, roofline percentage; failures are never dropped."""
 
 from __future__ import annotations
 
-import math
 
 import pytest
 
@@ -88,6 +87,25 @@ def test_a_flops_only_harness_floor_claims_no_roofline_share():
     # DRAM: no % of roofline is claimed rather than a meaningless ~0 %.
     warm = dataclasses.replace(r(runtime=2, baseline=2, nbytes=48e6, flops=1e6), floor_us=0.02)
     assert lib.floor_us(warm, "nvidia-h200") is None
+
+
+def test_a_size_timed_warm_in_l2_claims_no_roofline_share_in_any_dtype():
+    import dataclasses
+
+    # A BF16 batch that stays in L2 gets no harness floor at all (no FP32 flops term, no DRAM
+    # term): the datasheet DRAM floor must not stand in for it, or the table shows ~0 %.
+    warm = dataclasses.replace(r(dtype="bf16", runtime=2, baseline=2, nbytes=2e6, flops=1e6), cold_l2=False)
+    assert lib.floor_us(warm, "nvidia-h200") is None
+    assert lib.scores([warm], gpu="nvidia-h200")["roofline_pct"] is None
+    # The same size timed cold (one launch per sample from a flushed L2) uses the DRAM floor.
+    cold = dataclasses.replace(warm, cold_l2=True)
+    assert lib.floor_us(cold, "nvidia-h200") == pytest.approx(2e6 / 4.8e12 * 1e6)
+    # A compute-bound BF16 GEMM timed warm is bounded by the tensor-core peak: that share is shown.
+    gemm = dataclasses.replace(r(op="matrix_mul", dtype="bf16", runtime=4, baseline=4, nbytes=1e6, flops=989e6),
+                               cold_l2=False)
+    assert lib.floor_us(gemm, "nvidia-h200") == pytest.approx(1.0)
+    # cold_l2 survives the results file.
+    assert lib.SizeResult.from_dict(warm.to_dict()).cold_l2 is False
 
 
 def test_bf16_tensor_core_ops_use_the_tensor_peak():

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import math
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +20,6 @@ VALUES = [{"a": 2.5, "b": -4.0, "n": 3, "s": "MEMORY", "f": True},
 
 
 def reference(text: str, types: dict, values: dict):
-    import rule_engine
 
     result = expressions._rule_engine_parse(text, types).evaluate(values)
     return float(result) if type(result).__name__ == "Decimal" else result

@@ -3,6 +3,8 @@
 #   PLAN=verify bash tools/gpu_session.sh  # skills verify: first half of the examples on GPU 0, second on GPU 1
 #   PLAN=tests bash tools/gpu_session.sh   # GPU 0: gpu tests, fidelity, optimize | GPU 1: bench baseline+vendor
 #   PLAN=smoke bash tools/gpu_session.sh # two examples, check, fidelity: a quick look after a harness change
+#   PLAN=loop bash tools/gpu_session.sh  # GPU 0: the loop's end-to-end test, then every gpu test | GPU 1: BF16 baselines
+#   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on GPUs 0 and 1, each step timed
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -67,6 +69,21 @@ case $PLAN in
               run_step "$g1" bench-baseline-fp32-rest 150 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
               mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; } ;;
   tests) a() { tests_chain 0; }; b() { bench_chain "$g1"; } ;;
+  loop) a() { run_step 0 pytest-loop-gpu "${LOOP_LIMIT:-330}" python3 -m pytest -m gpu -q -rA --timeout 300 \
+                -p no:cacheprovider "$repo/tests/test_loop_gpu.py"
+              run_step 0 pytest-gpu-all "${PYTEST_LIMIT:-240}" python3 -m pytest -m gpu -q -rA --timeout 90 \
+                -p no:cacheprovider --ignore "$repo/tests/test_skill_examples.py" \
+                --ignore "$repo/tests/test_loop_gpu.py" "$repo/tests"; }
+        b() { export SKILLBASE_BENCH_DIR=$repo/bench
+              [ -n "${BENCH_OPS:-}" ] && run_step "$g1" bench-baseline-fp32-rest 150 \
+                skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
+              run_step "$g1" bench-baseline-bf16 "${BF16_LIMIT:-400}" skillbase bench run --impl baseline --dtype bf16
+              mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; } ;;
+  suite) a() { export SKILLBASE_BENCH_DIR=$repo/bench   # the whole suite, both GPUs, timed step by step
+               run_step 0,1 suite-baseline "${SUITE_LIMIT:-420}" skillbase bench run --impl baseline --gpus 0,1
+               run_step 0,1 suite-vendor 150 skillbase bench run --impl vendor --gpus 0,1
+               mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; }
+         b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
 if [ "$gpus" -gt 1 ]; then a & b & wait; else a; b; fi

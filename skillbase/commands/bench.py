@@ -276,7 +276,8 @@ def _measure(impl: lib.Implementation, presets: tuple[str, ...]) -> list[lib.Siz
                                                                                     else None)
         spreads = [k.stats.rel_spread for k in (cand, base) if k is not None and k.stats]
         out.append(lib.SizeResult(**b, status=status, runtime_us=runtime, baseline_us=baseline,
-                                  spread=max(spreads) if spreads else None, floor_us=cand.floor_us, reason=reason))
+                                  spread=max(spreads) if spreads else None, floor_us=cand.floor_us,
+                                  cold_l2=cand.cold_l2, reason=reason))
     return out
 
 
