@@ -455,11 +455,15 @@ def render_html(meta: dict, results: list[SizeResult]) -> str:
         body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
         return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
+    from skillbase.bench_plots import roofline_share_svg, speedup_svg
+
     title = html.escape(f"Bench results: {meta.get('gpu', 'unknown GPU')}")
+    plots = "".join(f"<figure>{svg}</figure>" for svg in (speedup_svg(results), roofline_share_svg(results, gpu))
+                    if svg)
     style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
              "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f4f4f4}"
-             "td:first-child,th:first-child{text-align:left}")
+             "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}")
     return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head>"
             f"<body><h1>{title}</h1><p>{html.escape(str(meta.get('updated', '')))}</p>"
-            f"{table(SUMMARY_HEADER, summary_rows(results, gpu))}<h2>Per size</h2>"
+            f"{table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
             f"{table(DETAIL_HEADER, detail_rows(results, gpu))}</body></html>\n")

@@ -70,7 +70,8 @@ def render_markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _svg(figure) -> str:
+def figure_svg(figure) -> str:
+    """A matplotlib figure as inline SVG markup, for self-contained HTML pages."""
     buffer = io.StringIO()
     figure.savefig(buffer, format="svg", bbox_inches="tight")
     return buffer.getvalue()[buffer.getvalue().index("<svg"):]
@@ -90,7 +91,7 @@ def render_html(report: dict, roofline: list[dict]) -> str:
         ax.set_ylabel("best verified speedup (x)")
         ax.axhline(1.0, color="grey", lw=0.8, ls="--")
         ax.set_title("speedup per round")
-        plots.append(_svg(fig))
+        plots.append(figure_svg(fig))
         plt.close(fig)
     usable = [p for p in roofline if p.get("arithmetic_intensity") and p.get("achieved_flops_per_s")]
     if usable:
@@ -110,7 +111,7 @@ def render_html(report: dict, roofline: list[dict]) -> str:
         ax.set_xlabel("arithmetic intensity (FLOP / DRAM byte)")
         ax.set_ylabel("FLOP/s")
         ax.set_title("roofline position per round")
-        plots.append(_svg(fig))
+        plots.append(figure_svg(fig))
         plt.close(fig)
     markdown = render_markdown(report)
     body = "".join(f"<figure>{svg}</figure>" for svg in plots)

@@ -49,7 +49,12 @@ def test_report_markdown_html_and_json(tmp_path):
     assert result.exit_code == 0, result.output
     assert "| vendor | fp32 | 2 | 1 |" in result.output
     assert "2.00x" in result.output and "incorrect" in result.output
-    assert "<table>" in html.read_text()
+    page = html.read_text()
+    assert "<table>" in page
+    # Two inline plots: the vendor speedup per size (the failed size drawn as a cross, in the
+    # legend) and the roofline share of the verified size (8 KiB cold from DRAM at 1 us).
+    assert page.count("<svg") == 2 and "failed" in page
+    assert "how close each size runs to the roofline" in page
     data = json.loads(CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--json"]).output)
     assert data["nvidia-h200"]["fast_p"]["1"] == 0.5
 
@@ -75,3 +80,23 @@ def test_gpus_are_relative_to_cuda_visible_devices(monkeypatch):
         _visible(["2"])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert _visible(["0", "1"]) == ["0", "1"]
+
+
+def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_path):
+    from pathlib import Path
+
+    from skillbase.bench_plots import roofline_share_svg, speedup_svg
+
+    baseline = [lib.SizeResult("relu", "fp32", "fp32", "xl", "verified", 0.0, 128e6, 40.0, 40.0, cold_l2=True)]
+    assert speedup_svg(baseline) is None                    # nothing to compare with the baseline
+    assert "<svg" in roofline_share_svg(baseline, "nvidia-h200")
+    # A warm memory-bound size has no floor: no plot rather than an empty one.
+    warm = [lib.SizeResult("relu", "fp32", "fp32", "m", "verified", 0.0, 4e6, 3.0, 3.0, cold_l2=False)]
+    assert roofline_share_svg(warm, "nvidia-h200") is None
+    # The committed H200 results: every operator with a floor appears, and the title counts the rest.
+    stored = Path(lib.__file__).resolve().parent.parent / "bench" / "results" / "nvidia-h200" / "results.json"
+    meta, results = lib.load_results(stored)
+    svg = roofline_share_svg(results, "nvidia-h200")
+    left_out = sum(1 for r in results if r.verified and not lib.floor_us(r, "nvidia-h200"))
+    assert f"({left_out} verified sizes" in svg
+    assert "vector_add" in svg
