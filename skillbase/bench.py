@@ -203,6 +203,9 @@ class SizeResult:
     # applies); None in results written before this was recorded.
     cold_l2: bool | None = None
     reason: str = ""
+    # The CUDA_VISIBLE_DEVICES value of the worker that measured it: absolute runtimes differ by a
+    # few percent between GPUs of one host (speedups do not: both sides run on the same GPU).
+    device: str | None = None
 
     @property
     def verified(self) -> bool:

@@ -100,3 +100,49 @@ def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_
     left_out = sum(1 for r in results if r.verified and not lib.floor_us(r, "nvidia-h200"))
     assert f"({left_out} verified sizes" in svg
     assert "vector_add" in svg
+
+
+def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
+    import queue
+
+    from skillbase.commands.bench import _collect
+
+    impls = lib.select(lib.discover(), ["relu", "gelu"], "fp32")
+    jobs = [(impl, ("xs", "xl")) for impl in impls]
+    done = queue.Queue()
+    first = [lib.SizeResult("relu", "fp32", "fp32", p, "verified", 0.0, 1.0, 2.0, 2.0).to_dict() for p in ("xs", "xl")]
+    done.put((0, [dict(d, device="1") for d in first]))
+
+    class Dead:                       # a worker process that died holding the second job
+        exitcode = -11
+
+        def is_alive(self):
+            return False
+
+    seen = []
+    by_job = _collect(jobs, done, [Dead(), Dead()], seen.append, poll_s=0.01)
+    assert [r.status for r in by_job[0]] == ["verified", "verified"] and by_job[0][0].device == "1"
+    assert [(r.op, r.preset, r.status) for r in by_job[1]] == [("gelu", "xs", "error"), ("gelu", "xl", "error")]
+    assert "exit codes -11, -11" in by_job[1][0].reason
+    assert len(seen) == 4
+
+
+def test_a_live_worker_is_waited_for():
+    import queue
+    import threading
+
+    from skillbase.commands.bench import _collect
+
+    impls = lib.select(lib.discover(), ["relu"], "fp32")
+    done = queue.Queue()
+
+    class Alive:
+        exitcode = None
+
+        def is_alive(self):
+            return True
+
+    late = lib.SizeResult("relu", "fp32", "fp32", "xs", "verified", 0.0, 1.0, 2.0, 2.0).to_dict()
+    threading.Timer(0.1, lambda: done.put((0, [late]))).start()
+    by_job = _collect([(impls[0], ("xs",))], done, [Alive()], lambda r: None, poll_s=0.02)
+    assert by_job[0][0].status == "verified"

@@ -184,6 +184,7 @@ def _run_jobs(jobs, gpu_ids: list[str], on_result=lambda result: None) -> list[l
         results = []
         for impl, presets in jobs:
             for result in _measure(impl, presets):
+                result.device = gpu_ids[0]
                 results.append(result)
                 on_result(result)
         return results
@@ -198,15 +199,42 @@ def _run_jobs(jobs, gpu_ids: list[str], on_result=lambda result: None) -> list[l
     workers = [ctx.Process(target=_worker, args=(gpu, tasks, done), daemon=True) for gpu in gpu_ids]
     for w in workers:
         w.start()
-    by_job: dict[int, list[lib.SizeResult]] = {}
-    while len(by_job) < len(jobs):
-        i, data = done.get()
-        by_job[i] = [lib.SizeResult.from_dict(d) for d in data]
-        for result in by_job[i]:
-            on_result(result)
+    by_job = _collect(jobs, done, workers, on_result)
     for w in workers:
         w.join()
     return [r for i in sorted(by_job) for r in by_job[i]]
+
+
+def _collect(jobs, done, workers, on_result, poll_s: float = 5.0) -> dict[int, list[lib.SizeResult]]:
+    """Results from the workers' queue as they arrive. A worker that dies (a driver fault can take
+    the process down) loses the job it held: once no worker is left alive, every job without a
+    result is recorded as an error instead of waiting for it forever."""
+    import queue
+
+    by_job: dict[int, list[lib.SizeResult]] = {}
+    while len(by_job) < len(jobs):
+        try:
+            i, data = done.get(timeout=poll_s)
+        except queue.Empty:
+            if any(w.is_alive() for w in workers):
+                continue
+            codes = ", ".join(str(w.exitcode) for w in workers)
+            for i, (impl, presets) in enumerate(jobs):
+                if i not in by_job:
+                    by_job[i] = [_failure(impl, preset, f"the worker process exited (exit codes {codes}) "
+                                                        "before this implementation was measured")
+                                 for preset in presets]
+                    for result in by_job[i]:
+                        on_result(result)
+            break
+        by_job[i] = [lib.SizeResult.from_dict(d) for d in data]
+        for result in by_job[i]:
+            on_result(result)
+    return by_job
+
+
+def _failure(impl: lib.Implementation, preset: str, reason: str) -> lib.SizeResult:
+    return lib.SizeResult(op=impl.op, dtype=impl.dtype, impl=impl.name, preset=preset, status="error", reason=reason)
 
 
 def _worker(gpu: str, tasks, done) -> None:
@@ -218,7 +246,7 @@ def _worker(gpu: str, tasks, done) -> None:
         if item is None:
             return
         i, (impl, presets) = item
-        done.put((i, [r.to_dict() for r in _measure(impl, presets)]))
+        done.put((i, [dict(r.to_dict(), device=gpu) for r in _measure(impl, presets)]))
 
 
 # Harness CheckResult status -> bench result status (everything but ok is a failure).
