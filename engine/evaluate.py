@@ -9,7 +9,6 @@ short-circuits, so "why did X not fire?" can always be answered from the result.
 from __future__ import annotations
 
 import hashlib
-import os
 import heapq
 import json
 from dataclasses import dataclass, field
@@ -413,10 +412,10 @@ def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path |
     """The rule folders to load: `rules_dirs` (default: the built-in rules), then the user's own
     folders from $SKILLBASE_RULES_PATH and `extra`, which add to them. A user rule may not reuse an
     id that is already taken (a duplicate-id error names both files)."""
-    from skillbase.paths import builtin_rules_dir
+    from skillbase.paths import builtin_rules_dir, env_paths
 
     base = [builtin_rules_dir()] if rules_dirs is None else [Path(d) for d in rules_dirs]
-    env = [p for p in os.environ.get(RULES_PATH_ENV, "").split(os.pathsep) if p]
+    env = env_paths(RULES_PATH_ENV)
     dirs: list[Path] = []
     for directory in [*base, *(Path(p).expanduser() for p in (*env, *extra))]:
         if directory.resolve() not in {d.resolve() for d in dirs}:

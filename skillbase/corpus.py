@@ -17,12 +17,12 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 from skillbase.errors import InputError
+from skillbase.paths import env_paths
 
 BUILTIN_ORIGIN = "built-in"
 SKILL_FILE = "skill.yaml"
@@ -239,7 +239,7 @@ def skill_dirs(extra_dirs: Iterable[str | Path] = ()) -> list[tuple[Path, str]]:
     from skillbase.paths import builtin_skills_dir
 
     dirs: list[tuple[Path, str]] = [(builtin_skills_dir(), BUILTIN_ORIGIN)]
-    env = [p for p in os.environ.get(ENV_SKILL_PATH, "").split(os.pathsep) if p]
+    env = env_paths(ENV_SKILL_PATH)
     seen = {dirs[0][0].resolve()}
     for entry in [*env, *extra_dirs]:
         folder = Path(entry).expanduser()

@@ -9,7 +9,6 @@ from __future__ import annotations
 import hashlib
 import json
 import platform
-import shutil
 import subprocess
 from dataclasses import asdict
 from pathlib import Path
@@ -200,20 +199,13 @@ def _git_hash() -> str | None:
 
 
 def _query_gpu(field: str) -> str | None:
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    return out.stdout.strip().splitlines()[0] if out.returncode == 0 and out.stdout.strip() else None
+    from skillbase.harness.runtime import query_gpu
+
+    return query_gpu(field)
 
 
 def _gpu_name() -> str | None:
-    from skillbase.harness.runtime import gpu_name
-
-    return gpu_name()
+    return _query_gpu("name")
 
 
 def _nvcc_version() -> str | None:

@@ -1,7 +1,9 @@
-"""Where the built-in corpus lives, found from any working directory (installed or editable)."""
+"""Where the built-in corpus lives (found from any working directory, installed or editable), and
+where skillbase keeps its caches."""
 
 from __future__ import annotations
 
+import os
 from importlib import resources
 from pathlib import Path
 
@@ -23,3 +25,14 @@ def builtin_skills_dir() -> Path:
 def schemas_dir() -> Path:
     """JSON Schemas published with the package (evidence, task spec, skill, rule, cases)."""
     return _package_dir("skillbase") / "schemas"
+
+
+def env_paths(variable: str) -> list[str]:
+    """The non-empty entries of a path-list environment variable ($SKILLBASE_SKILL_PATH, ...)."""
+    return [p for p in os.environ.get(variable, "").split(os.pathsep) if p]
+
+
+def cache_root() -> Path:
+    """`$SKILLBASE_CACHE`, else `~/.cache/skillbase`: builds, candidates, profiles, peaks, indexes."""
+    root = os.environ.get("SKILLBASE_CACHE")
+    return Path(root) if root else Path.home() / ".cache" / "skillbase"

@@ -6,10 +6,10 @@ written to `<store>/runs/run_N/best.cu` (and kept as an artifact).
 
 from __future__ import annotations
 
-from skillbase import ui
-
 import hashlib
 from pathlib import Path
+
+from skillbase import ui
 
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.loop import Loop, MechanicalApplier, PausedForCandidate, Settings
@@ -146,7 +146,6 @@ def resume_run(ref, store_path=None, candidate: str | None = None, progress=None
 
 
 def _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers, launcher, candidate, progress):
-
     console = ui.console(stderr=True)
     report = progress or (lambda message: console.print(f"[dim]run_{run_id}[/dim] {message}"))
     loop = Loop(store, run_id, kernel, launcher, settings, judge, evidence, decide, appliers, progress=report)

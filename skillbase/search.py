@@ -32,6 +32,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
 
+from skillbase import paths
 from skillbase.errors import EnvironmentProblem
 
 EXTRA = "search"
@@ -201,7 +202,7 @@ class Hit:
 
 
 def cache_root() -> Path:
-    return Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase")) / "search"
+    return paths.cache_root() / "search"
 
 
 _WORD = re.compile(r"[a-z0-9_]+")
@@ -485,7 +486,6 @@ def near_duplicates(corpus, skill_id: str, title: str = "", summary: str = "",
 
 # -- the example shown to the coder ------------------------------------------------------------------
 
-EXAMPLE_FILES = ("before.cu", "after.cu", "task.yaml")
 _FEATURE_PATHS = (
     "global_access.loads", "global_access.stores", "global_access.vector_loads", "global_access.vector_stores",
     "global_access.max_vector_bytes", "global_access.ldg", "global_access.cache_hint_calls",
@@ -536,6 +536,8 @@ class ExampleMatch:
 
 def examples_of(skill) -> list[Example]:
     """Complete example pairs of a corpus Skill."""
+    from skillbase.corpus import EXAMPLE_FILES
+
     root = Path(skill.folder) / "examples"
     folders = [root] + sorted(p for p in root.glob("*") if p.is_dir()) if root.is_dir() else []
     out = []

@@ -9,9 +9,9 @@ from __future__ import annotations
 import sys
 
 
-def console(stderr: bool = False, **options):
+def console(stderr: bool = False, piped_width: int = 160, **options):
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    width = None if stream.isatty() else 160
+    width = None if stream.isatty() else piped_width
     return Console(stderr=stderr, width=width, **options)

@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import datetime
 import json
-import os
 import shutil
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+from skillbase.corpus import EXAMPLE_FILES
 from skillbase.errors import InputError, SkillbaseError
-
+from skillbase.paths import cache_root
 
 PROFILE_TIMEOUT_S = 240.0
 
@@ -51,7 +51,7 @@ def example_folders(corpus, ids: tuple[str, ...] = ()) -> list[tuple[str, Path]]
         if wanted and skill_id not in wanted:
             continue
         folder = Path(corpus.get(skill_id).folder) / "examples"
-        if all((folder / name).exists() for name in ("before.cu", "after.cu", "task.yaml")):
+        if all((folder / name).exists() for name in EXAMPLE_FILES):
             found.append((skill_id, folder))
     if wanted and not found:
         raise InputError("none of the named skills has a complete example (before.cu, after.cu, task.yaml)")
@@ -60,8 +60,7 @@ def example_folders(corpus, ids: tuple[str, ...] = ()) -> list[tuple[str, Path]]
 
 def work_dir(skill_id: str) -> Path:
     """A fixed folder per skill, so nvcc's build cache (keyed on the path too) is reused across runs."""
-    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
-    return root / "verify" / skill_id
+    return cache_root() / "verify" / skill_id
 
 
 def prebuild(folders: list[tuple[str, Path]], jobs: int, say: Callable[[str], None] = lambda m: None) -> None:

@@ -178,14 +178,12 @@ def _fmt(value: Any) -> str:
 
 
 def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    import sys
+    from skillbase import ui
 
-    # piped output (CI logs, files, tests) gets wide lines instead of rich's 80-column default
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    console = ui.console(highlight=False)
     facts = result.facts
     console.print(Text.assemble(("focus ", "bold"), (str(result.kernel), "bold cyan"), f"  ({result.focus_reason})"))
     chain = [f"{name}={_fmt(facts[name])}" for name in CHAIN if name in facts]

@@ -11,7 +11,6 @@ writes a thresholds file (the format of rules/thresholds/ncu-defaults.yaml, with
 from __future__ import annotations
 
 import json
-import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -134,11 +133,12 @@ def _f(value: Any) -> str:
 
 
 def render(data: dict[str, Any], population: Any, out: str | None) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 160)
+    from skillbase import ui
+
+    console = ui.console(highlight=False)
     cal = data.get("calibration")
     if cal:
         p = cal["provenance"]

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from skillbase import ui
-
 import json
 import sys
 from pathlib import Path
 
 import click
 
+from skillbase import ui
 from skillbase.commands.options import json_option
 
 
@@ -24,7 +23,6 @@ from skillbase.commands.options import json_option
 @json_option
 def check(kernel, preset, candidate, no_time, timeout_s, as_json):
     """Build, statically check, verify and time KERNEL (KERNEL.task.yaml beside it)."""
-
     from skillbase.errors import InputError
     from skillbase.harness.runtime import Options, evaluate
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from skillbase import ui
-
 from pathlib import Path
 
 import click
 
+from skillbase import ui
 from skillbase.commands.options import json_option, store_option, extra_rules_option
 
 

@@ -18,9 +18,10 @@ def _add_rules_path(ctx: click.Context, param: click.Parameter, value: tuple[str
         import os
 
         from skillbase.engine.evaluate import RULES_PATH_ENV
+        from skillbase.paths import env_paths
 
         previous = os.environ.get(RULES_PATH_ENV)
-        current = [p for p in (previous or "").split(os.pathsep) if p]
+        current = env_paths(RULES_PATH_ENV)
         os.environ[RULES_PATH_ENV] = os.pathsep.join([*current, *(os.path.abspath(v) for v in value)])
 
         def restore() -> None:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from skillbase import ui
-
 from pathlib import Path
 
 import click
+
+from skillbase import ui
 
 
 @click.command("profile")
@@ -18,7 +18,6 @@ import click
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds before giving up.")
 def profile(kernel, preset, full, out_dir, timeout_s):
     """Profile KERNEL (with KERNEL.task.yaml beside it) once at a preset with ncu."""
-
     from skillbase.errors import InputError
     from skillbase.harness.profile import evidence_path, profile_kernel
 

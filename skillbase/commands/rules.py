@@ -85,11 +85,12 @@ def test_command(rule_ids, failed_only, rules_dirs, thresholds, as_json):
 
 
 def _print_results(results, load_errors, case_problems) -> None:
-    from rich.console import Console
     from rich.table import Table
     from rich.text import Text
 
-    console = Console(soft_wrap=False, width=None if sys.stdout.isatty() else 200)
+    from skillbase import ui
+
+    console = ui.console(soft_wrap=False, piped_width=200)
     for problem in load_errors + case_problems:
         console.print(Text(f"problem: {problem}", style="yellow"))
     table = Table(show_lines=False, title_justify="left")

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from skillbase import ui
-
 import json
 import time
 
 import click
 
+from skillbase import ui
 from skillbase.commands.options import json_option, store_option
 
 

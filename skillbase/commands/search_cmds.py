@@ -34,7 +34,9 @@ def _group_dirs(ctx: click.Context) -> tuple[str, ...]:
 def _env_dirs() -> list[str]:
     from skillbase.corpus import ENV_SKILL_PATH
 
-    return [p for p in os.environ.get(ENV_SKILL_PATH, "").split(os.pathsep) if p]
+    from skillbase.paths import env_paths
+
+    return env_paths(ENV_SKILL_PATH)
 
 
 # -- skills search ---------------------------------------------------------------------------------

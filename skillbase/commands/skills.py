@@ -7,14 +7,13 @@ is what CI runs (schema, naming, duplicates, canonical coverage, examples).
 
 from __future__ import annotations
 
-from skillbase import ui
-
 import json
 import textwrap
 from pathlib import Path
 
 import click
 
+from skillbase import ui
 from skillbase.commands.options import json_option
 
 from skillbase.errors import SkillbaseError
@@ -156,14 +155,13 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
 def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, keep_profiles, as_json) -> None:
     """On a GPU: check each example's after.cu matches before.cu and is faster, and that advise on
     before.cu ranks the skill in its top 3."""
+    import os
     import sys
-
+    import time
 
     from skillbase.corpus import load_corpus
     from skillbase.engine import Engine
     from skillbase.harness.runtime import require_gpu
-    import os
-
     from skillbase.verify_skills import example_folders, prebuild, to_markdown, verify_example, write_results
 
     require_gpu()
@@ -174,8 +172,6 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     prebuild(folders, jobs or os.cpu_count() or 1, say=lambda m: console.print(f"[dim]{m}[/dim]"))
     command = ("skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)).strip()
     results = []
-    import time
-
     started = time.monotonic()
 
     def say(message: str) -> None:   # elapsed seconds on every line: where a long verify spends its time

@@ -84,8 +84,9 @@ class BuildResult:
 
 def default_cache_dir() -> Path:
     """`$SKILLBASE_CACHE/build`, else `~/.cache/skillbase/build`."""
-    root = os.environ.get("SKILLBASE_CACHE")
-    return (Path(root) if root else Path.home() / ".cache" / "skillbase") / "build"
+    from skillbase.paths import cache_root
+
+    return cache_root() / "build"
 
 
 def nvcc_path() -> str:
@@ -210,7 +211,9 @@ def link_flags(link=()) -> tuple[list[str], list[str]]:
 
 
 def _env_paths(variable: str) -> list[str]:
-    return [str(Path(p).resolve()) for p in os.environ.get(variable, "").split(os.pathsep) if p]
+    from skillbase.paths import env_paths
+
+    return [str(Path(p).resolve()) for p in env_paths(variable)]
 
 
 def base_flags(arch: str, compile_only: bool) -> list[str]:

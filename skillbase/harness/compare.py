@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import os
 import shutil
 from pathlib import Path
 
 from skillbase.errors import EnvironmentProblem
 from skillbase.harness.result import CheckResult
 from skillbase.harness.runtime import Options, evaluate
+from skillbase.paths import cache_root
 
 # CheckResult.status -> the loop's Verdict.status (REPAIRABLE there: build-failed, incorrect, crashed).
 _STATUS = {"build-failed": "build-failed", "load-failed": "build-failed", "rejected-static": "rejected-static",
@@ -31,7 +31,7 @@ _STATUS = {"build-failed": "build-failed", "load-failed": "build-failed", "rejec
 
 def scratch_copy(task_path: Path, source: str, tag: str = "") -> Path:
     digest = hashlib.sha256(source.encode()).hexdigest()[:16]
-    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
+    root = cache_root()
     folder = root / "candidates" / digest
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task_path.name

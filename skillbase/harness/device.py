@@ -222,12 +222,12 @@ class Device:
         means measuring again.
         """
         import json
-        import os
         import re
         import time
-        from pathlib import Path
 
-        root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase")) / "peaks"
+        from skillbase.paths import cache_root
+
+        root = cache_root() / "peaks"
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.name}-cc{self.cc}-driver{self.info().get('driver_version')}")
         path = root / f"{slug}.json"
         try:

@@ -127,7 +127,7 @@ class NativeLauncher:
         if self._setup is None:
             return False
         scalar_args = [a for a in self.args if not a.pointer]
-        key = tuple((a.name, scalars[a.name]) for a in scalar_args)
+        key = self.setup_key(scalars)
         if key == self.setup_for:
             return False
         self.setup_for = None
@@ -143,6 +143,10 @@ class NativeLauncher:
                 raise HookError(f"{self.label}: {call} returned 0 but left CUDA error {pending} pending")
         self.setup_for = key
         return True
+
+    def setup_key(self, scalars: dict[str, Any]) -> tuple:
+        """What setup is keyed on: the launcher's scalar arguments, by name, in order."""
+        return tuple((a.name, scalars[a.name]) for a in self.args if not a.pointer)
 
     def teardown(self) -> None:
         """Call hooks.teardown once, if the library has one and its setup ran (or it has no setup)."""

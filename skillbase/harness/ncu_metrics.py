@@ -11,9 +11,10 @@ sections that produce them.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 from pathlib import Path
+
+from skillbase.paths import cache_root
 
 # The section that produces each family of non-catalogue names (checked on an H200, ncu 2025.3.1).
 SECTION_FOR_PREFIX = (
@@ -29,7 +30,7 @@ SECTION_FOR_PREFIX = (
 
 
 def _cache_file(ncu: str) -> Path:
-    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
+    root = cache_root()
     key = hashlib.sha256((ncu + str(Path(ncu).stat().st_mtime if Path(ncu).exists() else "")).encode()).hexdigest()[:12]
     return root / "ncu" / f"metrics-{key}.txt"
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.paths import cache_root
 
 DEFAULT_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SchedulerStats",
                     "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "ComputeWorkloadAnalysis",
@@ -175,7 +176,7 @@ def evidence_path(report: Path) -> Path:
 
 
 def _default_folder(cu_path: Path, key: str) -> Path:
-    root = Path(os.environ.get("SKILLBASE_CACHE", Path.home() / ".cache" / "skillbase"))
+    root = cache_root()
     return root / "profiles" / f"{cu_path.stem}-{key[:12]}"
 
 

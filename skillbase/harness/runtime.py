@@ -252,17 +252,22 @@ def kill_group(proc: subprocess.Popen) -> None:
 # Preconditions
 # ------------------------------------------------------------------------------------------------
 
-def gpu_name() -> str | None:
-    """The first GPU's name from nvidia-smi, or None."""
+def query_gpu(field: str) -> str | None:
+    """One nvidia-smi field (`name`, `driver_version`, ...) of the first GPU, or None."""
     if shutil.which("nvidia-smi") is None:
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"], capture_output=True,
+        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
                              text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    lines = [l.strip() for l in out.stdout.splitlines() if l.strip()]
+    lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
     return lines[0] if out.returncode == 0 and lines else None
+
+
+def gpu_name() -> str | None:
+    """The first GPU's name from nvidia-smi, or None."""
+    return query_gpu("name")
 
 
 def require_gpu() -> None:

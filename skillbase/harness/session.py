@@ -111,8 +111,7 @@ class Session:
 
     def assert_set_up(self, launcher: NativeLauncher, scalars: dict[str, Any]) -> None:
         """Inside a probe or a timed window nothing may be set up: it must have happened before."""
-        if launcher.has_setup and launcher.setup_for != tuple((a.name, scalars[a.name]) for a in self.args
-                                                             if not a.pointer):
+        if launcher.has_setup and launcher.setup_for != launcher.setup_key(scalars):
             raise RuntimeError(f"internal: {launcher.label} is not set up for {scalars} before a probe/timed call")
 
     # -- cases ----------------------------------------------------------------------------------

@@ -253,8 +253,10 @@ class _Checker:
     # -- walk -----------------------------------------------------------------------------------
     def run(self, root) -> list[Violation]:
         if self.hooks:
+            from skillbase.task.cuda_source import function_name
+
             self.hook_spans = [(fn.start_byte, fn.end_byte) for fn in _functions(root)
-                               if _function_name(fn, self.text) in self.hooks]
+                               if function_name(fn.child_by_field_name("declarator"), self.source) in self.hooks]
         self.walk(root)
         self.check_state(root)
         return sorted(self.found.values(), key=lambda v: (v.line, v.rule))
@@ -402,16 +404,6 @@ def _declares(identifier) -> bool:
 def _functions(root):
     """Every function definition in the file (inside extern "C" blocks and namespaces too)."""
     return [n for n in _descendants(root) if n.type == "function_definition"]
-
-
-def _function_name(fn, text) -> str | None:
-    declarator = fn.child_by_field_name("declarator")
-    while declarator is not None and declarator.type != "function_declarator":
-        declarator = declarator.child_by_field_name("declarator")
-    if declarator is None:
-        return None
-    name = declarator.child_by_field_name("declarator")
-    return text(name) if name is not None else None
 
 
 def _descendants(node):

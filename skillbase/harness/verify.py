@@ -84,12 +84,12 @@ def array_module(*arrays):
 
 def as_numbers(array, dtype: str):
     """Storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened (numpy or cupy)."""
-    from skillbase.task.dtypes import DTYPES
+    from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
 
     xp = array_module(array)
     flat = xp.ascontiguousarray(xp.asarray(array)).reshape(-1)
     if dtype == "bf16":
-        return (flat.view(xp.uint16).astype(xp.uint32) << 16).view(xp.float32).astype(xp.float64)
+        return bf16_bits_to_float32(flat.view(xp.uint16)).astype(xp.float64)
     if DTYPES[dtype].is_float:
         return flat.astype(xp.float64)
     return flat.astype(xp.int64)

@@ -58,7 +58,8 @@ def _is_c_linkage(node, source: bytes) -> bool:
     return False
 
 
-def _function_name(declarator, source: bytes) -> str | None:
+def function_name(declarator, source: bytes) -> str | None:
+    """The name a function definition's declarator declares (through pointer declarators)."""
     # function_definition -> (pointer_declarator ->)* function_declarator -> identifier
     while declarator is not None and declarator.type != "function_declarator":
         declarator = declarator.child_by_field_name("declarator")
@@ -105,7 +106,7 @@ def launchers_from_source(source: bytes) -> dict[str, Launcher]:
         if _is_kernel(fn):
             return
         declarator = fn.child_by_field_name("declarator")
-        name = _function_name(declarator, source)
+        name = function_name(declarator, source)
         if not name:
             return
         fdecl = declarator

@@ -86,9 +86,11 @@ def float32_to_bf16_bits(values) -> np.ndarray:
 
 
 def bf16_bits_to_float32(bits) -> np.ndarray:
-    """bf16 bit patterns (uint16) -> float32 values (exact: every bf16 is a float32)."""
-    b = np.ascontiguousarray(bits, dtype=np.uint16)
-    return (b.astype(np.uint32) << 16).view(np.float32)
+    """bf16 bit patterns (uint16) -> float32 values (exact: every bf16 is a float32). A CuPy array
+    of uint16 bits is decoded on the device (the harness compares outputs where they are)."""
+    if not hasattr(bits, "__cuda_array_interface__"):
+        bits = np.ascontiguousarray(bits, dtype=np.uint16)
+    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def to_storage(values: np.ndarray, name: str) -> np.ndarray:
