@@ -27,7 +27,7 @@ from skillbase.errors import InputError
 
 __all__ = ["Implementation", "Operator", "SizeResult", "discover", "select", "bench_dir", "bucket_of",
            "weight_of", "scores", "gpu_slug", "save_results", "load_results", "merge_results",
-           "render_markdown", "render_html", "BUCKETS", "GPU_PEAKS", "floor_us"]
+           "render_markdown", "render_html", "BUCKETS", "GPU_PEAKS", "floor_us", "roofline_pct", "impl_kind"]
 
 DTYPES = ("fp32", "bf16")
 KINDS = ("baseline", "vendor", "best")
@@ -328,14 +328,16 @@ def _p_key(p: float) -> str:
     return f"{p:g}"
 
 
+def roofline_pct(result: SizeResult, gpu: str | None) -> float | None:
+    """floor / runtime in percent for a verified result with a meaningful floor, else None."""
+    if not result.verified:
+        return None
+    f = floor_us(result, gpu)
+    return 100.0 * f / result.runtime_us if f else None
+
+
 def _roofline_pct(results: list[SizeResult], gpu: str | None) -> float | None:
-    pct = []
-    for r in results:
-        if not r.verified:
-            continue
-        f = floor_us(r, gpu)
-        if f:
-            pct.append(100.0 * f / r.runtime_us)
+    pct = [p for p in (roofline_pct(r, gpu) for r in results) if p is not None]
     return sum(pct) / len(pct) if pct else None
 
 
@@ -393,10 +395,15 @@ def _fmt(v, digits=2, suffix="") -> str:
     return f"{v:.{digits}f}{suffix}"
 
 
+def impl_kind(result: SizeResult) -> str:
+    """baseline | vendor | best: `fp32` / `bf16` are the baselines, `vendor_fp32` a vendor kernel..."""
+    return "baseline" if result.impl in DTYPES else result.impl.split("_")[0]
+
+
 def _groups(results: list[SizeResult]) -> dict[tuple[str, str], list[SizeResult]]:
     groups: dict[tuple[str, str], list[SizeResult]] = {}
     for r in results:
-        groups.setdefault((r.impl.split("_")[0] if r.impl not in DTYPES else "baseline", r.dtype), []).append(r)
+        groups.setdefault((impl_kind(r), r.dtype), []).append(r)
     return groups
 
 
@@ -421,8 +428,7 @@ DETAIL_HEADER = ["operator", "dtype", "impl", "size", "bucket", "status", "runti
 def detail_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
     rows = []
     for r in sorted(results, key=lambda r: r.key):
-        f = floor_us(r, gpu)
-        pct = 100.0 * f / r.runtime_us if (f and r.verified) else None
+        pct = roofline_pct(r, gpu)
         rows.append([r.op, r.dtype, r.impl, r.preset, bucket_of(r.bytes), r.status, _fmt(r.runtime_us, 1),
                      _fmt(r.baseline_us, 1), _fmt(100 * r.spread if r.spread is not None else None, 1, "%"),
                      _fmt(r.speedup, 2, "x"), _fmt(pct, 1, "%")])

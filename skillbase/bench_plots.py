@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from skillbase.bench import DTYPES, SizeResult, floor_us
+from skillbase.bench import SizeResult, impl_kind, roofline_pct
 from skillbase.report import figure_svg
 
 PRESET_ORDER = ("xs", "s", "m", "l", "xl")
@@ -29,7 +29,7 @@ def _preset_rank(preset: str) -> int:
 
 def speedup_svg(results: list[SizeResult]) -> str | None:
     """Vendor / best speedup over the baseline per size; failures drawn as red crosses at the left."""
-    others = [r for r in results if r.impl not in DTYPES]
+    others = [r for r in results if impl_kind(r) != "baseline"]
     if not others:
         return None
     plt = _plt()
@@ -60,24 +60,19 @@ def speedup_svg(results: list[SizeResult]) -> str | None:
 
 def roofline_share_svg(results: list[SizeResult], gpu: str | None) -> str | None:
     """% of the roofline floor of each verified size with a meaningful floor, per operator."""
-    points = []
-    for r in results:
-        floor = floor_us(r, gpu) if r.verified else None
-        if floor:
-            points.append((r, 100.0 * floor / r.runtime_us))
+    points = [(r, pct) for r, pct in ((r, roofline_pct(r, gpu)) for r in results) if pct is not None]
     if not points:
         return None
     left_out = sum(1 for r in results if r.verified) - len(points)
     plt = _plt()
     ops = sorted({r.op for r, _ in points}, reverse=True)
     row = {op: i for i, op in enumerate(ops)}
-    series = sorted({(("baseline" if r.impl in DTYPES else r.impl.split("_")[0]), r.dtype) for r, _ in points})
+    series = sorted({(impl_kind(r), r.dtype) for r, _ in points})
     markers = {"fp32": "o", "bf16": "s"}
     colours = {"baseline": "#7f7f7f", "vendor": "#d62728", "best": "#2ca02c"}
     fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.2 * len(ops)))
     for i, (kind, dtype) in enumerate(series):
-        mine = [(r, pct) for r, pct in points if r.dtype == dtype
-                and ("baseline" if r.impl in DTYPES else r.impl.split("_")[0]) == kind]
+        mine = [(r, pct) for r, pct in points if r.dtype == dtype and impl_kind(r) == kind]
         offset = (i - (len(series) - 1) / 2) * 0.15     # side by side within an operator's row
         ax.scatter([pct for _, pct in mine], [row[r.op] + offset for r, _ in mine], s=14,
                    marker=markers.get(dtype, "^"), color=colours.get(kind, "#1f77b4"), alpha=0.8,

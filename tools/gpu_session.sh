@@ -4,7 +4,7 @@
 #   PLAN=tests bash tools/gpu_session.sh   # GPU 0: gpu tests, fidelity, optimize | GPU 1: bench baseline+vendor
 #   PLAN=smoke bash tools/gpu_session.sh # two examples, check, fidelity: a quick look after a harness change
 #   PLAN=loop bash tools/gpu_session.sh  # GPU 0: the loop's end-to-end test, then every gpu test | GPU 1: BF16 baselines
-#   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on GPUs 0 and 1, each step timed
+#   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on every GPU (--gpus 0,1 on two), each step timed
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -18,6 +18,8 @@ export SKILLBASE_CACHE=/tmp/sbcache SKILLBASE_STORE=/tmp/results/store
 gpus=$(nvidia-smi -L | wc -l)
 { date -u +%FT%TZ; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; } > /tmp/results/device.txt
 pack() { tar -C /tmp -czf "$OUT/results.tgz" results 2>/dev/null; }
+# bench run writes into the checkout's bench/results/<gpu>/: copy it into what comes back, then pack.
+save_bench() { mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack; }
 run_step() {   # gpu name limit command...
   local gpu=$1 name=$2 limit=$3; shift 3
   echo "== [gpu $gpu] $name ($(date -u +%T), limit ${limit}s)"
@@ -50,11 +52,11 @@ bench_chain() {   # results land in the checkout's bench/results/<gpu>/, copied 
   local g=$1
   export SKILLBASE_BENCH_DIR=$repo/bench
   run_step "$g" bench-vendor-fp32 "${BENCH_LIMIT:-260}" skillbase bench run --impl vendor --dtype fp32
-  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+  save_bench
   run_step "$g" bench-vendor-bf16 60 skillbase bench run --impl vendor --dtype bf16
-  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+  save_bench
   run_step "$g" bench-baseline-fp32 "${BASELINE_LIMIT:-120}" skillbase bench run --impl baseline --dtype fp32
-  mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack
+  save_bench
 }
 g1=$(( gpus > 1 ? 1 : 0 ))
 echo "$gpus GPU(s), plan $PLAN"
@@ -67,7 +69,7 @@ case $PLAN in
                "$repo/tests/test_scratch_and_hooks.py"; }
         b() { export SKILLBASE_BENCH_DIR=$repo/bench
               run_step "$g1" bench-baseline-fp32-rest 150 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
-              mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; } ;;
+              save_bench; } ;;
   tests) a() { tests_chain 0; }; b() { bench_chain "$g1"; } ;;
   loop) a() { run_step 0 pytest-loop-gpu "${LOOP_LIMIT:-330}" python3 -m pytest -m gpu -q -rA --timeout 300 \
                 -p no:cacheprovider "$repo/tests/test_loop_gpu.py"
@@ -78,11 +80,12 @@ case $PLAN in
               [ -n "${BENCH_OPS:-}" ] && run_step "$g1" bench-baseline-fp32-rest 150 \
                 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
               run_step "$g1" bench-baseline-bf16 "${BF16_LIMIT:-400}" skillbase bench run --impl baseline --dtype bf16
-              mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; } ;;
-  suite) a() { export SKILLBASE_BENCH_DIR=$repo/bench   # the whole suite, both GPUs, timed step by step
-               run_step 0,1 suite-baseline "${SUITE_LIMIT:-420}" skillbase bench run --impl baseline --gpus 0,1
-               run_step 0,1 suite-vendor 150 skillbase bench run --impl vendor --gpus 0,1
-               mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/; pack; }
+              save_bench; } ;;
+  suite) a() { export SKILLBASE_BENCH_DIR=$repo/bench   # the whole suite on every GPU, timed step by step
+               local all; all=$(seq -s, 0 $((gpus - 1)))
+               run_step "$all" suite-baseline "${SUITE_LIMIT:-420}" skillbase bench run --impl baseline --gpus "$all"
+               run_step "$all" suite-vendor 150 skillbase bench run --impl vendor --gpus "$all"
+               save_bench; }
          b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
