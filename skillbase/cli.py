@@ -7,6 +7,7 @@ start-up stays fast (`advise` from a saved report must finish in well under a se
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import sys
 
 import click
