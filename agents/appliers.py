@@ -137,7 +137,7 @@ class ExternalApplier:
                 external_candidate=None, **_) -> dict:
         if external_candidate is not None:
             return {"source": external_candidate, "flags": state.best_flags}
-        from skillbase.loop import PausedForCandidate
+        from skillbase.run.loop import PausedForCandidate
         prompt = self.prompts.build(skill, state, attempt, history, decision)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path = self.run_dir / f"{key.replace('/', '-')}.prompt.md"

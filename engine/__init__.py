@@ -15,13 +15,17 @@ from typing import Any
 _EXPORTS = {
     "Engine": "evaluate", "EvaluationResult": "evaluate", "Candidate": "ranking", "Decision": "trace",
     "LeafRecord": "trace", "FocusRow": "trace", "MISSING": "vocabulary", "Vocabulary": "vocabulary",
-    "View": "vocabulary", "Thresholds": "vocabulary", "Problem": "problems", "Rule": "rules",
+    "View": "vocabulary", "Thresholds": "vocabulary", "Rule": "rules",
 }
 
-__all__ = sorted(_EXPORTS)
+__all__ = sorted([*_EXPORTS, "Problem"])
 
 
 def __getattr__(name: str) -> Any:
+    if name == "Problem":
+        from skillbase.datafile.problems import Problem
+
+        return Problem
     module = _EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'skillbase.engine' has no attribute {name!r}")

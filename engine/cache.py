@@ -4,7 +4,7 @@ Parsing the built-in rules (YAML with marks, JSON Schema, rule-engine's parser) 
 than evaluating them, and importing rule-engine alone costs ~0.3 s. A cached `advise` therefore
 loads one pickle and compiles the stored Python translations. The key covers the vocabulary,
 every rule file, the thresholds file, the engine's own source and the Python version, so any edit
-invalidates it. Set SKILLBASE_NO_CACHE=1 to bypass it; SKILLBASE_CACHE_DIR moves it.
+invalidates it. Set SKILLBASE_NO_CACHE=1 to bypass it; SKILLBASE_CACHE moves it (with every other cache).
 """
 
 from __future__ import annotations
@@ -21,14 +21,15 @@ _ENGINE_DIR = Path(__file__).resolve().parent
 
 
 def cache_dir() -> Path:
-    if os.environ.get("SKILLBASE_CACHE_DIR"):
-        return Path(os.environ["SKILLBASE_CACHE_DIR"])
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "skillbase"
+    from skillbase.config import cache_root
+
+    return cache_root()
 
 
 def enabled() -> bool:
-    return os.environ.get("SKILLBASE_NO_CACHE", "") in ("", "0")
+    from skillbase.config import rule_cache_enabled
+
+    return rule_cache_enabled()
 
 
 def digest(dirs: list[Path], thresholds: Path) -> str:
@@ -42,7 +43,7 @@ def digest(dirs: list[Path], thresholds: Path) -> str:
         files.extend(rule_files(directory))
     files.append(thresholds)
     if not any((d / "vocabulary.yaml").is_file() for d in dirs):
-        from skillbase.paths import builtin_rules_dir
+        from skillbase.config import builtin_rules_dir
 
         files.append(builtin_rules_dir() / "vocabulary.yaml")
     for path in files:

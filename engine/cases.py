@@ -16,10 +16,10 @@ from typing import Any
 
 from skillbase.errors import InputError
 
-from .problems import Problem
+from skillbase.datafile.problems import Problem
 from .rules import Rule
-from .schemas import check
-from .yamlfile import join, load_yaml
+from skillbase.datafile.schemas import check
+from skillbase.datafile.yamldoc import join, load_yaml
 
 
 @dataclass
@@ -86,7 +86,7 @@ class FixtureLoader:
 
     def __init__(self, dirs: list[Path]):
         self.dirs = [d / "fixtures" for d in dirs]
-        from skillbase.paths import builtin_rules_dir
+        from skillbase.config import builtin_rules_dir
 
         builtin = builtin_rules_dir() / "fixtures"
         if builtin not in self.dirs:

@@ -18,7 +18,7 @@ from typing import Any, Iterable
 from skillbase.errors import InputError
 
 from . import expressions
-from .problems import Problem
+from skillbase.datafile.problems import Problem
 from .ranking import Candidate, rank
 from .rules import Node, Rule, load_rule, rule_files
 from .trace import Decision, FocusRow, LeafRecord, combine, json_value, render_because
@@ -144,7 +144,7 @@ class Engine:
             thresholds = Thresholds(str(thresholds_path), "", {}, {})
         vocabulary_paths = [d / "vocabulary.yaml" for d in dirs if (d / "vocabulary.yaml").is_file()]
         if not vocabulary_paths:
-            from skillbase.paths import builtin_rules_dir
+            from skillbase.config import builtin_rules_dir
 
             vocabulary_paths = [builtin_rules_dir() / "vocabulary.yaml"]
         vocabulary, vocab_problems = Vocabulary.load(vocabulary_paths, thresholds)
@@ -412,7 +412,7 @@ def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path |
     """The rule folders to load: `rules_dirs` (default: the built-in rules), then the user's own
     folders from $SKILLBASE_RULES_PATH and `extra`, which add to them. A user rule may not reuse an
     id that is already taken (a duplicate-id error names both files)."""
-    from skillbase.paths import builtin_rules_dir, env_paths
+    from skillbase.config import builtin_rules_dir, env_paths
 
     base = [builtin_rules_dir()] if rules_dirs is None else [Path(d) for d in rules_dirs]
     env = env_paths(RULES_PATH_ENV)

@@ -16,8 +16,8 @@ from typing import Any
 from skillbase.errors import InputError
 
 from . import expressions
-from .problems import Problem
-from .yamlfile import YamlDoc, join, load_yaml
+from skillbase.datafile.problems import Problem
+from skillbase.datafile.yamldoc import YamlDoc, join, load_yaml
 
 
 @dataclass
@@ -113,7 +113,7 @@ def rule_files(directory: Path) -> list[Path]:
 
 def load_rule(path: Path, types: dict[str, str], facts: dict[str, str]) -> tuple[Rule | None, list[Problem]]:
     """Load one rule file; returns (rule or None, problems). `facts` maps fact -> vocabulary name."""
-    from .schemas import check
+    from skillbase.datafile.schemas import check
 
     try:
         doc = load_yaml(path)

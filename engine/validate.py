@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .problems import Problem, sort_key
+from skillbase.datafile.problems import Problem, sort_key
 from .rules import Node, Rule
 
 
@@ -66,10 +66,10 @@ def validate(rules_dirs: list[Path] | None = None, thresholds: Path | None = Non
 
 
 def known_skill_ids() -> tuple[set[str] | None, str]:
-    """Skill ids and how sure we are: skillbase.corpus when it is there (unknown ids are errors),
+    """Skill ids and how sure we are: skillbase.corpus.load when it is there (unknown ids are errors),
     else the built-in skills/<category>/<id>/ folders (warnings: the corpus may be half written)."""
     try:
-        from skillbase.corpus import skill_ids
+        from skillbase.corpus.load import skill_ids
     except ImportError:
         skill_ids = None
     if skill_ids is not None:
@@ -78,7 +78,7 @@ def known_skill_ids() -> tuple[set[str] | None, str]:
         except Exception:
             pass
     try:
-        from skillbase.paths import builtin_skills_dir
+        from skillbase.config import builtin_skills_dir
 
         root = builtin_skills_dir()
     except Exception:

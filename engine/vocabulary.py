@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from skillbase.errors import InputError
-from .problems import Problem
+from skillbase.datafile.problems import Problem
 
 SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "fact", "threshold")
 TYPES = ("float", "int", "bool", "str")
@@ -84,7 +84,7 @@ class Thresholds:
 
     @classmethod
     def load(cls, path: Path | str) -> Thresholds:
-        from .yamlfile import load_yaml
+        from skillbase.datafile.yamldoc import load_yaml
 
         path = Path(path)
         try:
@@ -115,7 +115,7 @@ def default_thresholds_path(rules_dirs: Iterable[Path] = ()) -> Path:
         candidate = Path(directory) / "thresholds" / "ncu-defaults.yaml"
         if candidate.is_file():
             return candidate
-    from skillbase.paths import builtin_rules_dir
+    from skillbase.config import builtin_rules_dir
 
     return builtin_rules_dir() / "thresholds" / "ncu-defaults.yaml"
 
@@ -140,7 +140,7 @@ class Vocabulary:
     def load(cls, paths: Iterable[Path], thresholds: Thresholds | None) -> tuple[Vocabulary, list[Problem]]:
         """Load and merge vocabulary files; returns the vocabulary and every problem found."""
         from . import expressions
-        from .yamlfile import load_yaml
+        from skillbase.datafile.yamldoc import load_yaml
 
         problems: list[Problem] = []
         entries: dict[str, Entry] = {}
@@ -482,6 +482,6 @@ class View:
 
 
 def _schema_problems(doc, schema_name: str) -> list[Problem]:
-    from .schemas import check
+    from skillbase.datafile.schemas import check
 
     return check(doc, schema_name)

@@ -84,20 +84,15 @@ def load_input(source_cu: str | None, report: str | None, evidence_path: str | N
             _attach_static(evidence, Path(source_path))
         return evidence
     cu = _exists(source_cu, "kernel source")
+    from skillbase.profiling import profile_evidence
+
     try:
-        from skillbase.harness.profile import profile_kernel
-    except ImportError:
-        raise EnvironmentProblem(f"cannot profile {cu} here: the profiling harness is not available",
-                                 "run on a GPU machine with ncu, or pass --report R.ncu-rep / --evidence E.json") from None
-    try:
-        report_path = profile_kernel(cu)
+        profiled = profile_evidence(cu, kernel=kernel, write=False)
     except EnvironmentProblem as problem:
         # Profiling needs a GPU and ncu; advice from a saved profile does not.
         raise EnvironmentProblem(f"cannot profile {cu} here: {problem.message}",
                                  "run on a GPU machine with ncu, or pass --report R.ncu-rep / --evidence E.json") from None
-    evidence = _load_report(Path(report_path), kernel)
-    _attach_static(evidence, cu)
-    return evidence
+    return profiled.evidence
 
 
 def _load_report(path: Path, kernel: str | None) -> Any:
@@ -113,7 +108,7 @@ def _attach_static(evidence: Any, source: Path) -> None:
     try:
         from skillbase.evidence import static_features
     except ImportError:
-        raise EnvironmentProblem("static features need skillbase.evidence.static_features (tree-sitter-cuda)",
+        raise EnvironmentProblem("static features need skillbase.evidence.static.features (tree-sitter-cuda)",
                                  "drop --source, or install the package with its dependencies") from None
     features = _guarded(static_features, source, what="source")
     if isinstance(evidence, dict):

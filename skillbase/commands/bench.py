@@ -1,6 +1,6 @@
 """`skillbase bench`: list the suite, run it on GPUs through the harness, report its scores.
 
-A thin click layer over `skillbase.bench`. The GPU part (`_measure`) is isolated: it needs an NVIDIA
+A thin click layer over `skillbase.bench.results`. The GPU part (`_measure`) is isolated: it needs an NVIDIA
 GPU and the harness's verify-and-time API (`skillbase.harness.compare`), and without either `bench
 run` stops with one line saying which is missing. With several GPUs (`--gpus 0,1`) one worker process
 per GPU (CUDA_VISIBLE_DEVICES set before the harness is imported) takes tasks from a shared queue.
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import click
 
-from skillbase import bench as lib
+from skillbase.bench import results as lib
 from skillbase.commands.options import json_option
 from skillbase.errors import EnvironmentProblem, InputError
 

@@ -47,7 +47,7 @@ from skillbase.errors import InputError
 def calibrate(profiles, out, min_kernels, mixed, drop_incomplete, focus_only, only, compare, expect_path, against,
               use_path, ncu_version, clock_control, rules_dirs, as_json):
     """Calibrate rule thresholds with Otsu's method over saved profiles (at least 30 kernels)."""
-    from skillbase import calibrate as cal
+    from skillbase.calibrate import calibration as cal
     from skillbase.engine import Engine
 
     if not profiles:

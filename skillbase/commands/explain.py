@@ -17,8 +17,8 @@ from skillbase.commands.options import json_option, store_option
 @store_option
 def explain(run_ref, round_idx, fails_only, as_json, store_path):
     """Explain every decision of RUN_REF (e.g. run_42) without re-running anything."""
-    from skillbase.explain import explain_run, render_text
-    from skillbase.store import RunStore
+    from skillbase.run.explain import explain_run, render_text
+    from skillbase.run.store import RunStore
 
     report = explain_run(RunStore.open(store_path), run_ref, round_idx=round_idx, fails_only=fails_only)
     click.echo(json.dumps(report, indent=2, default=str) if as_json else render_text(report))

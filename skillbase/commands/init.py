@@ -14,7 +14,7 @@ from pathlib import Path
 import click
 
 from skillbase.errors import InputError
-from skillbase.task.cuda_source import Launcher, launchers
+from skillbase.cuda.launchers import Launcher, launchers
 from skillbase.task.dtypes import DTYPES, c_type_dtypes
 from skillbase.task.spec import spec_path_for
 

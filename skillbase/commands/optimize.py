@@ -37,8 +37,8 @@ def _agent_default() -> str:
 def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, saved_report, as_json,
              store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
-    from skillbase.loop import Settings
-    from skillbase.runner import start_run
+    from skillbase.run.loop import Settings
+    from skillbase.run.session import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
                         time_budget_s=time_budget, token_budget=token_budget)
@@ -55,7 +55,7 @@ def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_b
 @store_option
 def resume(run_ref, candidate, as_json, store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause)."""
-    from skillbase.runner import resume_run
+    from skillbase.run.session import resume_run
 
     summary = resume_run(run_ref, store_path=store_path,
                          candidate=Path(candidate).read_text() if candidate else None)

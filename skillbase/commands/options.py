@@ -18,7 +18,7 @@ def _add_rules_path(ctx: click.Context, param: click.Parameter, value: tuple[str
         import os
 
         from skillbase.engine.evaluate import RULES_PATH_ENV
-        from skillbase.paths import env_paths
+        from skillbase.config import env_paths
 
         previous = os.environ.get(RULES_PATH_ENV)
         current = env_paths(RULES_PATH_ENV)

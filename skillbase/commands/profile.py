@@ -19,29 +19,24 @@ from skillbase import ui
 def profile(kernel, preset, full, out_dir, timeout_s):
     """Profile KERNEL (with KERNEL.task.yaml beside it) once at a preset with ncu."""
     from skillbase.errors import InputError
-    from skillbase.harness.profile import evidence_path, profile_kernel
+    from skillbase.profiling import profile_evidence
 
     if not kernel.is_file():
         raise InputError(f"{kernel}: no such file")
     console = ui.console(stderr=True)
     with console.status("profiling") as status:
-        report = profile_kernel(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
-                                progress=lambda message: status.update(message))
-    click.echo(f"report:   {report}")
-    evidence = evidence_path(report)
-    if evidence.is_file():
-        click.echo(f"evidence: {evidence}")
-        _advise(evidence)
+        profiled = profile_evidence(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
+                                    progress=lambda message: status.update(message))
+    click.echo(f"report:   {profiled.profile.report}")
+    click.echo(f"evidence: {profiled.evidence_path}")
+    _advise(profiled.evidence)
 
 
-def _advise(evidence_file: Path) -> None:
-    """Print the engine's ranked skills for the new evidence when the engine is importable."""
-    try:
-        from skillbase.engine import Engine
-        from skillbase.evidence import load_evidence_json
-    except ImportError:
-        return
-    result = Engine.load().evaluate(load_evidence_json(evidence_file))
+def _advise(evidence) -> None:
+    """Print the engine's ranked skills for the new evidence."""
+    from skillbase.engine import Engine
+
+    result = Engine.load().evaluate(evidence)
     if not result.candidates:
         click.echo("advice:   no rule fired")
         return

@@ -15,8 +15,8 @@ from skillbase.commands.options import store_option
 @store_option
 def report(run_ref, out_dir, force, store_path):
     """Write RUN_REF's report (speedup per round, roofline plot, every round's outcome)."""
-    from skillbase.report import write_report
-    from skillbase.store import RunStore
+    from skillbase.run.report import write_report
+    from skillbase.run.store import RunStore
 
     md_path, html_path = write_report(RunStore.open(store_path), run_ref, out_dir, force=force)
     click.echo(f"wrote {md_path} and {html_path}")

@@ -21,7 +21,7 @@ from skillbase.commands.options import json_option, store_option
 @store_option
 def runs(task, skill, outcome, limit, as_json, store_path):
     """List optimization runs, newest first."""
-    from skillbase.store import RunStore
+    from skillbase.run.store import RunStore
 
     store = RunStore.open(store_path)
     if outcome in ("running", "interrupted"):

@@ -32,9 +32,9 @@ def _group_dirs(ctx: click.Context) -> tuple[str, ...]:
 
 
 def _env_dirs() -> list[str]:
-    from skillbase.corpus import ENV_SKILL_PATH
+    from skillbase.corpus.load import ENV_SKILL_PATH
 
-    from skillbase.paths import env_paths
+    from skillbase.config import env_paths
 
     return env_paths(ENV_SKILL_PATH)
 
@@ -54,10 +54,10 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, rebuild: bool, sk
     words. The index is cached and rebuilt when the corpus changes. Needs skillbase[search]."""
     import time
 
-    from skillbase import search as engine
+    from skillbase.corpus import search as engine
 
     engine.require_extra()
-    from skillbase.corpus import load_corpus
+    from skillbase.corpus.load import load_corpus
 
     dirs = _group_dirs(ctx) + skills_dirs
     corpus = load_corpus(dirs, strict=False)
@@ -86,8 +86,8 @@ def search(ctx: click.Context, query: tuple[str, ...], k: int, rebuild: bool, sk
 # -- skills new ------------------------------------------------------------------------------------
 
 def _skill_target(explicit: tuple[str, ...], group: tuple[str, ...]) -> Path:
-    from skillbase.paths import builtin_skills_dir
-    from skillbase.scaffold import source_checkout_dir
+    from skillbase.config import builtin_skills_dir
+    from skillbase.corpus.scaffold import source_checkout_dir
 
     for candidates, where in ((explicit, "--skills-dir"), (group, "skills --skills-dir"), (tuple(_env_dirs()), "$SKILLBASE_SKILL_PATH")):
         if len(candidates) == 1:
@@ -117,8 +117,8 @@ def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: st
 
     The new skill goes to the one --skills-dir given (here or to `skills`), else the one folder in
     $SKILLBASE_SKILL_PATH, else the built-in corpus of a source checkout."""
-    from skillbase.corpus import load_corpus
-    from skillbase.scaffold import new_skill as scaffold, todo_problems
+    from skillbase.corpus.load import load_corpus
+    from skillbase.corpus.scaffold import new_skill as scaffold, todo_problems
 
     group = _group_dirs(ctx)
     target = _skill_target(skills_dirs, group)
@@ -146,7 +146,7 @@ def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: st
 
 
 def _builtin_resolved() -> Path:
-    from skillbase.paths import builtin_skills_dir
+    from skillbase.config import builtin_skills_dir
 
     return builtin_skills_dir().resolve()
 
@@ -164,9 +164,9 @@ def _builtin_resolved() -> Path:
 def new_rule(rule_id: str, kind: str, skill: str | None, rules_dir: str | None, skills_dirs: tuple[str, ...],
              as_json: bool) -> None:
     """Scaffold rules/<kind>/<id>.yaml and its cases file, checked against the schemas."""
-    from skillbase.corpus import skill_ids
-    from skillbase.paths import builtin_rules_dir
-    from skillbase.scaffold import new_rule as scaffold, source_checkout_dir
+    from skillbase.corpus.load import skill_ids
+    from skillbase.config import builtin_rules_dir
+    from skillbase.corpus.scaffold import new_rule as scaffold, source_checkout_dir
 
     if rules_dir is None:
         if not source_checkout_dir(builtin_rules_dir()):
@@ -183,7 +183,7 @@ def new_rule(rule_id: str, kind: str, skill: str | None, rules_dir: str | None, 
     flag = "" if target.resolve() == builtin_rules_dir().resolve() else f" --rules-dir {target}"
     env = ""
     if skills_dirs:   # the rule validator finds user skills through $SKILLBASE_SKILL_PATH
-        from skillbase.corpus import ENV_SKILL_PATH
+        from skillbase.corpus.load import ENV_SKILL_PATH
 
         env = f"{ENV_SKILL_PATH}={os.pathsep.join([*_env_dirs(), *skills_dirs])} "
     click.echo(f"next: write `when` and the cases, then `{env}skillbase rules validate{flag}` and "

@@ -1,4 +1,4 @@
-"""`skillbase skills`: list, show and validate the skill corpus (a thin layer over `skillbase.corpus`).
+"""`skillbase skills`: list, show and validate the skill corpus (a thin layer over `skillbase.corpus.load`).
 
 `skills show ID` renders a skill under its fixed headings (like `ruff rule X`) and names the
 rules that propose it; `skills list --json` is the machine-readable catalogue; `skills validate`
@@ -60,7 +60,7 @@ def _dirs(ctx: click.Context) -> tuple[str, ...]:
 @click.pass_context
 def list_skills(ctx: click.Context, category: str | None, status: str | None, as_json: bool) -> None:
     """The catalogue: id, category, status, auto-apply, example, origin."""
-    from skillbase.corpus import load_corpus, suggest
+    from skillbase.corpus.load import load_corpus, suggest
     from skillbase.errors import InputError
 
     corpus = load_corpus(_dirs(ctx), strict=False)
@@ -98,7 +98,7 @@ def list_skills(ctx: click.Context, category: str | None, status: str | None, as
 @click.pass_context
 def show(ctx: click.Context, skill_id: str, as_json: bool) -> None:
     """One skill under its fixed headings, and the rules that propose it."""
-    from skillbase.corpus import load_corpus
+    from skillbase.corpus.load import load_corpus
 
     corpus = load_corpus(_dirs(ctx), strict=False)
     skill = corpus.require(skill_id)
@@ -118,7 +118,7 @@ def show(ctx: click.Context, skill_id: str, as_json: bool) -> None:
 def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool) -> None:
     """Check every skill: schema, id = folder, category folder, duplicates, related ids, canonical
     coverage and examples. Exits non-zero on any error."""
-    from skillbase.corpus import validate_corpus
+    from skillbase.corpus.load import validate_corpus
 
     corpus, problems = validate_corpus(_dirs(ctx), canonical=not no_canonical)
     errors = [p for p in problems if p.severity == "error" or strict]
@@ -159,10 +159,10 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     import sys
     import time
 
-    from skillbase.corpus import load_corpus
+    from skillbase.corpus.load import load_corpus
     from skillbase.engine import Engine
     from skillbase.harness.runtime import require_gpu
-    from skillbase.verify_skills import example_folders, prebuild, to_markdown, verify_example, write_results
+    from skillbase.corpus.verify import example_folders, prebuild, to_markdown, verify_example, write_results
 
     require_gpu()
     corpus = load_corpus(_dirs(ctx))
@@ -184,7 +184,7 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
                                           say=say,
                                           keep_profile=Path(keep_profiles) if keep_profiles else None))
         except SkillbaseError as error:   # one broken example must not stop the others
-            from skillbase.verify_skills import ExampleResult
+            from skillbase.corpus.verify import ExampleResult
             results.append(ExampleResult(skill=skill_id, before_us=None, after_us=None, speedup=None, spread=None,
                                          verdict="failed: error", rank=None, top3=[], reason=error.message,
                                          date="", gpu=None))
@@ -203,7 +203,7 @@ def proposing_rules(skill_id: str, rules_dirs: tuple[Path, ...] = ()) -> list[di
     (no vocabulary type-checking needed just to list them)."""
     import yaml
 
-    from skillbase.paths import builtin_rules_dir
+    from skillbase.config import builtin_rules_dir
 
     found = []
     for folder in (builtin_rules_dir() / "propose", *rules_dirs):

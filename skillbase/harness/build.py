@@ -84,7 +84,7 @@ class BuildResult:
 
 def default_cache_dir() -> Path:
     """`$SKILLBASE_CACHE/build`, else `~/.cache/skillbase/build`."""
-    from skillbase.paths import cache_root
+    from skillbase.config import cache_root
 
     return cache_root() / "build"
 
@@ -211,7 +211,7 @@ def link_flags(link=()) -> tuple[list[str], list[str]]:
 
 
 def _env_paths(variable: str) -> list[str]:
-    from skillbase.paths import env_paths
+    from skillbase.config import env_paths
 
     return [str(Path(p).resolve()) for p in env_paths(variable)]
 

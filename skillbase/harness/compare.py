@@ -1,6 +1,6 @@
 """The optimisation loop's judge: a candidate source against the current best, as a `Verdict`.
 
-`skillbase.optimize.HarnessJudge` calls these two functions. Sources are written to a content-named
+`skillbase.run.judges.HarnessJudge` calls these two functions. Sources are written to a content-named
 folder in the cache (never beside the user's files) with the task spec copied next to them. The
 candidate is verified against the task's reference (the original kernel unless the spec names
 another) and timed interleaved with the current best in one worker process; it is `accepted` only
@@ -21,7 +21,7 @@ from pathlib import Path
 from skillbase.errors import EnvironmentProblem
 from skillbase.harness.result import CheckResult
 from skillbase.harness.runtime import Options, evaluate
-from skillbase.paths import cache_root
+from skillbase.config import cache_root
 
 # CheckResult.status -> the loop's Verdict.status (REPAIRABLE there: build-failed, incorrect, crashed).
 _STATUS = {"build-failed": "build-failed", "load-failed": "build-failed", "rejected-static": "rejected-static",
@@ -78,7 +78,7 @@ def spec_files(spec_path: Path) -> list[str]:
 
 
 def _verdict(result: CheckResult, baseline_label: str = "baseline"):
-    from skillbase.loop import Verdict
+    from skillbase.run.loop import Verdict
 
     if result.status == "environment":
         raise EnvironmentProblem(result.reason)

@@ -225,7 +225,7 @@ class Device:
         import re
         import time
 
-        from skillbase.paths import cache_root
+        from skillbase.config import cache_root
 
         root = cache_root() / "peaks"
         slug = re.sub(r"[^A-Za-z0-9_.-]+", "_", f"{self.name}-cc{self.cc}-driver{self.info().get('driver_version')}")

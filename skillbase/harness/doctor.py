@@ -133,7 +133,7 @@ def check_counters(gpu_ok: bool, ncu_ok: bool, nvcc_ok: bool, required: bool) ->
         (folder / "probe.task.yaml").write_text(_PROBE_SPEC)
         try:
             profile_kernel(folder / "probe.cu", preset="tiny", metrics=["gpu__time_duration.sum"], out=folder,
-                           timeout_s=180, write_evidence=False)
+                           timeout_s=180)
         except SkillbaseError as error:
             return Check("ncu counters", "missing", error.message, error.hint or "", required=required)
     return Check("ncu counters", "ok", "a test kernel was profiled", required=required)

@@ -14,7 +14,7 @@ import hashlib
 import subprocess
 from pathlib import Path
 
-from skillbase.paths import cache_root
+from skillbase.config import cache_root
 
 # The section that produces each family of non-catalogue names (checked on an H200, ncu 2025.3.1).
 SECTION_FOR_PREFIX = (

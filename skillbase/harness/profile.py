@@ -1,15 +1,16 @@
-"""Profile a kernel with Nsight Compute in its own process and turn the report into evidence.
+"""Profile a kernel with Nsight Compute in its own process.
 
-    rep = profile_kernel("sgemm.cu", preset="default")          # -> Path to sgemm.default.ncu-rep
-    # beside it: sgemm.default.evidence.json (skillbase.evidence.build_evidence)
+    profile = profile_kernel("sgemm.cu", preset="default", metrics=[...])
+    profile.report   # sgemm.default.ncu-rep;  profile.build: the library profiled (ptxas log, arch)
 
 ncu runs the worker (`python -m skillbase.harness.worker`, job kind `run`), which calls the
 launcher once at the preset with fresh inputs; uploads and poisoning use memcpy/memset, not
 kernels, so the report holds only the candidate's kernels. `--clock-control none` keeps the clocks
-the plain timed run sees (ncu would otherwise lock them to base). Metrics: the minimal list the
-rule engine reads (`Engine.load().required_ncu_metrics()`) when the engine is importable, else a
-fixed section set; `--set full` on request. The profile is evidence, never a verdict: correctness
-and timing always come from plain processes (a candidate can detect a profiler).
+the plain timed run sees (ncu would otherwise lock them to base). Metrics: the list the caller
+passes (`skillbase.profiling` passes the rule engine's), else a fixed section set; `--set full` on
+request. The harness knows neither the engine nor evidence: `skillbase.profiling` turns a profile
+into evidence. The profile is evidence, never a verdict: correctness and timing always come from
+plain processes (a candidate can detect a profiler).
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import subprocess
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
+from skillbase.config import cache_root
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
-from skillbase.paths import cache_root
+from skillbase.harness.build import BuildError, BuildResult, build
 
 DEFAULT_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SchedulerStats",
                     "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "ComputeWorkloadAnalysis",
@@ -47,15 +51,13 @@ def ncu_path() -> str:
                              hint="install Nsight Compute (part of the CUDA toolkit) and put it on PATH")
 
 
-def engine_metrics() -> list[str] | None:
-    """The metrics the rule engine reads, or None when the engine is not importable / loadable."""
-    try:
-        from skillbase.engine import Engine
+@dataclass(frozen=True)
+class Profile:
+    """One ncu profile of a kernel: the report, and the build that was profiled."""
 
-        metrics = Engine.load().required_ncu_metrics()
-    except Exception:  # noqa: BLE001 - any engine problem falls back to the section set
-        return None
-    return list(metrics) or None
+    report: Path           # the .ncu-rep
+    build: BuildResult     # its nvcc log holds the ptxas -v report of exactly this library
+    preset: str
 
 
 def ncu_command(ncu: str, out_base: Path, metrics: list[str] | None = None, full: bool = False) -> list[str]:
@@ -93,9 +95,9 @@ def ncu_problem(text: str) -> SkillbaseError | None:
 
 def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None = None, full: bool = False,
                    out: str | Path | None = None, extra_flags=(), timeout_s: float = 600.0,
-                   progress: Callable[[str], None] | None = None, write_evidence: bool = True) -> Path:
-    """Profile `cu_path`'s launcher once at `preset` (default: the first scored); return the .ncu-rep path."""
-    from skillbase.harness.build import BuildError, build
+                   progress: Callable[[str], None] | None = None) -> Profile:
+    """Profile `cu_path`'s launcher once at `preset` (default: the first scored) with `metrics` (else
+    the default sections, or `--set full`)."""
     from skillbase.harness.runtime import require_gpu, run_worker
     from skillbase.task import load_task
 
@@ -118,8 +120,6 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     report = base.with_name(base.name + ".ncu-rep")
     if report.exists():
         report.unlink()
-    if metrics is None and not full:
-        metrics = engine_metrics()
     what = "--set full" if full else (f"{len(metrics)} metrics the rules read" if metrics else "the default sections")
     say(f"profiling {cu_path.name} at {preset} with ncu ({what})")
     job = {"kind": "run", "task": str(spec.kernel_path.resolve()),
@@ -138,41 +138,17 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     if not report.is_file():
         raise EnvironmentProblem(f"ncu wrote no report ({_last(outcome.stderr_tail)})",
                                  hint="`skillbase doctor` checks ncu and counter permissions")
-    if write_evidence:
-        write_evidence_json(report, cu_path, built.log, built.arch)
-    return report
-
-
-def write_evidence_json(report: Path, source: Path, ptxas_log: str | None = None, arch: str = "sm_90") -> Path | None:
-    """Evidence JSON beside the report (`K.preset.evidence.json`); None when the loaders are absent."""
-    try:
-        from skillbase.evidence import build_evidence
-    except ImportError:
-        return None
-    evidence = build_evidence(report=report, source=source, ptxas_text=ptxas_log, arch=arch)
-    # The report itself records neither; we know both because we ran ncu (calibration provenance).
-    evidence.producer["clock_control"] = "none"
-    evidence.producer["ncu_version"] = ncu_version()
-    path = evidence_path(report)
-    document = evidence.to_json()
-    path.write_text(document if isinstance(document, str) else __import__("json").dumps(document, indent=2))
-    return path
+    return Profile(report=report, build=built, preset=preset)
 
 
 def ncu_version() -> str | None:
     """`ncu --version`'s version number (e.g. 2025.3.1.0), or None."""
-    import subprocess
-
     try:
         out = subprocess.run([ncu_path(), "--version"], capture_output=True, text=True, timeout=30)
     except (OSError, subprocess.TimeoutExpired, SkillbaseError):
         return None
     match = re.search(r"Version\s+(\S+)", out.stdout)
     return match.group(1) if match else None
-
-
-def evidence_path(report: Path) -> Path:
-    return report.with_name(report.name[: -len(".ncu-rep")] + ".evidence.json")
 
 
 def _default_folder(cu_path: Path, key: str) -> Path:

@@ -214,7 +214,7 @@ def check_source(path_or_text, allow=(), hooks=()) -> list[Violation]:
             raise InputError(f"allow: '{entry}' is not something the static check can allow "
                              f"(known: {', '.join(ALLOWABLE)})", hint=f"did you mean '{match[0]}'?" if match else None)
     source, _ = _read(path_or_text)
-    from skillbase.task.cuda_source import parse
+    from skillbase.cuda.launchers import parse
 
     return _Checker(source, set(allow), set(hooks)).run(parse(source).root_node)
 
@@ -253,7 +253,7 @@ class _Checker:
     # -- walk -----------------------------------------------------------------------------------
     def run(self, root) -> list[Violation]:
         if self.hooks:
-            from skillbase.task.cuda_source import function_name
+            from skillbase.cuda.launchers import function_name
 
             self.hook_spans = [(fn.start_byte, fn.end_byte) for fn in _functions(root)
                                if function_name(fn.child_by_field_name("declarator"), self.source) in self.hooks]

@@ -23,7 +23,7 @@ import numpy as np
 import yaml
 
 from skillbase.errors import InputError
-from skillbase.paths import schemas_dir
+from skillbase.config import schemas_dir
 from skillbase.task import generators
 from skillbase.task.dtypes import DTYPES, c_type_dtypes, to_storage
 from skillbase.task.expr import Expr, ExprError, parse_expr
@@ -763,7 +763,7 @@ def _schema_check(data: dict, spec_path: Path) -> None:
 
 def check_against_launcher(spec: TaskSpec) -> None:
     """The args must be the launcher's parameters: same count, order, names, kind, constness, type."""
-    from skillbase.task.cuda_source import launchers
+    from skillbase.cuda.launchers import launchers
 
     path = spec.path
     if not spec.kernel_path.is_file():

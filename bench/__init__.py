@@ -1,0 +1,1 @@
+"""The bench suite shipped as package data (`skillbase.builtin_bench`); its Python lives in skillbase.bench."""

@@ -1,0 +1,1 @@
+"""Bundled examples shipped as package data (`skillbase.builtin_examples`); no Python lives here."""

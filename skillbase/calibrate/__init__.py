@@ -1,0 +1,1 @@
+"""Classification thresholds from a population of profiles (Otsu), with provenance."""

@@ -1,0 +1,1 @@
+"""The skill corpus: the model, loading and validation, search, examples, scaffolding, verification."""

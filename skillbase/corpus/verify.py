@@ -1,0 +1,161 @@
+"""`skillbase skills verify`: each skill's example, checked on the GPU the way the loop checks candidates.
+
+For every skill with `examples/before.cu`, `after.cu` and `task.yaml`:
+1. the harness verifies `after` against `before` (the reference) on every scored size plus the
+   irregular one, and times them interleaved (A B A B) in one worker process;
+2. ncu profiles `before` and the engine ranks skills from that evidence (plus `before`'s static
+   features and ptxas): the skill should be in the top 3.
+The table (skill, before µs, after µs, speedup, verdict, rank, date, GPU) is printed and can be
+written as Markdown and JSON, so the figures committed in the repository come with their command.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import shutil
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Callable
+
+from skillbase.corpus.load import EXAMPLE_FILES
+from skillbase.errors import InputError, SkillbaseError
+from skillbase.config import cache_root
+
+PROFILE_TIMEOUT_S = 240.0
+
+
+@dataclass
+class ExampleResult:
+    skill: str
+    before_us: float | None
+    after_us: float | None
+    speedup: float | None
+    spread: float | None
+    verdict: str              # faster | not-faster | incorrect | failed: <reason>
+    rank: int | None          # the skill's rank in advise on `before`'s evidence (None: not proposed)
+    top3: list[str]
+    reason: str
+    date: str
+    gpu: str | None
+
+
+def example_folders(corpus, ids: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
+    wanted = set(ids)
+    unknown = wanted - set(corpus.ids()) if hasattr(corpus, "ids") else set()
+    if unknown:
+        raise InputError(f"unknown skill id(s): {', '.join(sorted(unknown))}", hint="`skillbase skills list` shows them")
+    found = []
+    for skill_id in sorted(corpus.ids() if hasattr(corpus, "ids") else corpus.skills):
+        if wanted and skill_id not in wanted:
+            continue
+        folder = Path(corpus.get(skill_id).folder) / "examples"
+        if all((folder / name).exists() for name in EXAMPLE_FILES):
+            found.append((skill_id, folder))
+    if wanted and not found:
+        raise InputError("none of the named skills has a complete example (before.cu, after.cu, task.yaml)")
+    return found
+
+
+def work_dir(skill_id: str) -> Path:
+    """A fixed folder per skill, so nvcc's build cache (keyed on the path too) is reused across runs."""
+    return cache_root() / "verify" / skill_id
+
+
+def prebuild(folders: list[tuple[str, Path]], jobs: int, say: Callable[[str], None] = lambda m: None) -> None:
+    """Build every staged before/after in parallel first: nvcc dominates, the GPU work is serial."""
+    from skillbase.harness.build import build
+    from skillbase.errors import SkillbaseError
+
+    paths = [p for skill_id, folder in folders for p in _stage(folder, work_dir(skill_id))]
+
+    def one(path: Path) -> None:
+        try:
+            build(path)
+        except SkillbaseError:
+            pass   # reported with its reason when the example is verified
+
+    say(f"building {len(paths)} kernels with {jobs} parallel nvcc jobs")
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(one, paths))
+
+
+def _stage(folder: Path, work: Path) -> tuple[Path, Path]:
+    """before.cu and after.cu, each with the spec beside it under the name load_task looks for."""
+    work.mkdir(parents=True, exist_ok=True)
+    for name in ("before", "after"):
+        shutil.copyfile(folder / f"{name}.cu", work / f"{name}.cu")
+        shutil.copyfile(folder / "task.yaml", work / f"{name}.task.yaml")
+    for extra in folder.iterdir():   # hooks or data files the spec refers to
+        if extra.suffix in (".py", ".npy", ".json") and not (work / extra.name).exists():
+            shutil.copyfile(extra, work / extra.name)
+    return work / "before.cu", work / "after.cu"
+
+
+def verify_example(skill_id: str, folder: Path, engine, preset: str | None = None, profile: bool = True,
+                   say: Callable[[str], None] = lambda m: None, keep_profile: Path | None = None) -> ExampleResult:
+    from skillbase.harness.compare import _summary
+    from skillbase.harness.runtime import Options, evaluate, gpu_name
+
+    date = datetime.date.today().isoformat()
+    gpu = gpu_name()
+    work = work_dir(skill_id)
+    before, after = _stage(folder, work)
+    say(f"{skill_id}: verifying after.cu against before.cu and timing both")
+    result = evaluate(before, candidate=after, baseline=before, options=Options(preset=preset), progress=say)
+    after_us, before_us, speedup, spread, verdicts = _summary(result)
+    if result.status != "ok":
+        verdict, reason = ("incorrect" if result.status == "incorrect" else f"failed: {result.status}"), result.reason
+    elif speedup is not None and "faster" in verdicts and "slower" not in verdicts:
+        verdict, reason = "faster", f"{speedup:.2f}x ({', '.join(verdicts)})"
+    else:
+        verdict, reason = "not-faster", f"{(speedup or 0):.2f}x ({', '.join(verdicts) or 'no timing'})"
+    rank, top3 = None, []
+    if profile:
+        from skillbase.profiling import profile_evidence
+
+        say(f"{skill_id}: profiling before.cu")
+        try:
+            # A bounded profile: one pathological example must not hold the GPU for the whole table.
+            profiled = profile_evidence(before, preset=preset, out=work / "profile", progress=say,
+                                        timeout_s=PROFILE_TIMEOUT_S)
+        except SkillbaseError as error:   # the timing above stands; only the rank is missing
+            reason += f"; not ranked: the profile failed ({error.message})"
+        else:
+            if keep_profile is not None:
+                keep_profile.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(profiled.profile.report, keep_profile / f"{skill_id}.before.ncu-rep")
+                shutil.copyfile(before, keep_profile / f"{skill_id}.before.cu")
+            # Metrics, static features and ptxas: exactly what `skillbase profile` gives advise.
+            evidence = profiled.evidence
+            evaluation = engine.evaluate(evidence)
+            ranked = [c.skill for c in evaluation.candidates]
+            rank = ranked.index(skill_id) + 1 if skill_id in ranked else None
+            top3 = ranked[:3]
+    return ExampleResult(skill=skill_id, before_us=before_us, after_us=after_us, speedup=speedup, spread=spread,
+                         verdict=verdict, rank=rank, top3=top3, reason=reason, date=date, gpu=gpu)
+
+
+def to_markdown(results: list[ExampleResult], command: str) -> str:
+    def us(value):
+        return f"{value:,.1f}" if value else "—"
+
+    lines = [f"Command: `{command}`", "",
+             "| skill | before (µs) | after (µs) | speedup | spread | verdict | rank in advise | top 3 | date | GPU |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in results:
+        lines.append(f"| {r.skill} | {us(r.before_us)} | {us(r.after_us)} | "
+                     f"{f'{r.speedup:.2f}x' if r.speedup else '—'} | {f'{100 * r.spread:.1f}%' if r.spread else '—'} | "
+                     f"{r.verdict} | {r.rank or '—'} | {', '.join(r.top3)} | {r.date} | {r.gpu or '—'} |")
+    faster = sum(r.verdict == "faster" for r in results)
+    top3 = sum(1 for r in results if r.rank and r.rank <= 3)
+    lines += ["", f"{faster} of {len(results)} examples verified faster; the engine ranked the skill in its top 3 "
+                  f"on {top3} of {len(results)}."]
+    return "\n".join(lines) + "\n"
+
+
+def write_results(results: list[ExampleResult], out: Path, command: str) -> None:
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(to_markdown(results, command))
+    out.with_suffix(".json").write_text(json.dumps([asdict(r) for r in results], indent=1) + "\n")

@@ -1,0 +1,1 @@
+"""Reading CUDA sources: the one tree-sitter reader and the `extern "C"` launcher signatures."""

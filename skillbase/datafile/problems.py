@@ -1,0 +1,56 @@
+"""One problem found in a data file (rule, skill, task spec, cases): `file:line: message (hint)`, an
+error or a warning; and the one did-you-mean every such message uses."""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from skillbase.errors import InputError
+
+
+@dataclass(frozen=True)
+class Problem:
+    file: str
+    line: int
+    message: str
+    hint: str | None = None
+    severity: str = "error"  # error | warning
+    path_key: str | None = None  # the top-level key the problem is about (lets loaders skip it)
+    column: int | None = None  # YAML syntax errors know it
+
+    def __str__(self) -> str:
+        hint = f" ({self.hint})" if self.hint else ""
+        column = f":{self.column}" if self.column else ""
+        return f"{self.file}:{self.line}{column}: {self.message}{hint}"
+
+    def to_json(self) -> dict:
+        return {"file": self.file, "line": self.line, "message": self.message, "hint": self.hint,
+                "severity": self.severity}
+
+    @classmethod
+    def from_input_error(cls, error: InputError, file: str) -> Problem:
+        """An InputError whose message starts with `file:line[:col]: ` (YAML syntax errors)."""
+        match = re.match(r"^(.*?):(\d+)(?::(\d+))?: (.*)$", error.message)
+        if match and match.group(1) == file:
+            column = int(match.group(3)) if match.group(3) else None
+            return cls(file, int(match.group(2)), match.group(4), error.hint, column=column)
+        message = error.message[len(file) + 2:] if error.message.startswith(file + ": ") else error.message
+        return cls(file, 1, message, error.hint)
+
+
+def sort_key(problem: Problem) -> tuple:
+    return (problem.file, problem.line, problem.message)
+
+
+def suggestions(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
+    """The closest of `choices` to `word` (at most `n`, best first): every did-you-mean uses this."""
+    return difflib.get_close_matches(str(word), [str(c) for c in choices], n=n, cutoff=cutoff)
+
+
+def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> str | None:
+    """"did you mean `a` or `b`?" for the closest choices, or None when nothing is close."""
+    close = suggestions(word, choices, n=n, cutoff=cutoff)
+    return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?" if close else None

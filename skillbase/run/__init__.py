@@ -1,0 +1,1 @@
+"""Optimization runs: the loop, its session wiring, judges, appliers' contracts and the run store."""

@@ -1,0 +1,42 @@
+"""The loop's evidence source: each round's kernel profiled (on a GPU) or read statically, once.
+
+On a GPU machine the round's kernel is profiled with the metrics the rules read and its evidence is
+built from that very build (`skillbase.profiling`); without one, static features and ptxas only.
+A saved report of the task's own kernel (`optimize --report`) stands in for profiling the unchanged
+baseline: it is used only while the kernel is byte-identical to the task file.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from skillbase.evidence import build_evidence
+from skillbase.evidence.model import Evidence
+from skillbase.harness.compare import scratch_copy
+
+
+class EvidenceCollector:
+    """Profile on a GPU (ncu) when asked; otherwise static features + ptxas only."""
+
+    def __init__(self, task_path: Path, profile: bool, arch: str = "sm_90", preset: str | None = None,
+                 saved_report: Path | None = None):
+        self.task_path = task_path
+        self.profile = profile
+        self.arch = arch
+        self.preset = preset
+        self.saved_report = saved_report
+        self.original = task_path.read_text() if saved_report else None
+
+    def evidence(self, source: str, flags: tuple[str, ...], history: dict) -> Evidence:
+        # Candidates are written beside nothing the user owns: a content-named copy in the cache.
+        path = scratch_copy(self.task_path, source)
+        if self.saved_report is not None and source == self.original and not flags:
+            evidence = build_evidence(report=self.saved_report, source=path, arch=self.arch)
+        elif self.profile:
+            from skillbase.profiling import profile_evidence
+
+            evidence = profile_evidence(path, preset=self.preset, extra_flags=flags, write=False).evidence
+        else:
+            evidence = build_evidence(source=path, arch=self.arch)
+        evidence.history = history
+        return evidence

@@ -1,0 +1,154 @@
+"""Replay a run from the store alone: what was decided in each round, on what evidence, and why.
+
+`explain_run()` builds a plain data structure (also the `--json` output); `render_text()` turns it
+into the human report. Nothing here profiles, builds or runs anything.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from skillbase.run.store import RunStore
+
+FAILED = {"build-failed", "incorrect", "crashed", "rejected-static", "quarantined", "slower", "no-code", "error"}
+
+
+def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, fails_only: bool = False) -> dict:
+    run = store.get_run(ref)
+    rounds = []
+    for row in store.rounds(run.id):
+        if round_idx is not None and row["idx"] != round_idx:
+            continue
+        decisions = store.decisions(run.id, row["idx"])
+        attempts = store.attempts(run.id, row["idx"])
+        calls = {c["attempt_id"]: c for c in store.llm_calls(run.id)}
+        decision = decisions[-1] if decisions else None
+        trace = _load_json(store, decision["trace"]) if decision else None
+        entry = {
+            "round": row["idx"],
+            "status": row["status"],
+            "outcome": row["outcome"],
+            "started_from": row["kernel"],
+            "decision": None if decision is None else {
+                "skill": decision["chosen_skill"],
+                "params": json.loads(decision["params_json"]),
+                "reason": decision["reason"],
+                "candidates": json.loads(decision["candidates_json"]),
+                "rules_not_fired": _not_fired(trace) if fails_only else None,
+                "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
+                "facts": trace.get("facts") if isinstance(trace, dict) else None,
+            },
+            "attempts": [
+                {"attempt": a["attempt_idx"], "skill": a["skill"], "params": json.loads(a["params_json"]),
+                 "status": a["status"], "reason": a["reason"], "runtime_us": a["runtime_us"],
+                 "baseline_us": a["baseline_us"], "speedup": a["speedup"], "spread": a["spread"],
+                 "kernel": a["kernel"],
+                 "llm": None if a["id"] not in calls else {
+                     "role": calls[a["id"]]["role"], "model": calls[a["id"]]["model"],
+                     "prompt_version": calls[a["id"]]["prompt_version"],
+                     "prompt_tokens": calls[a["id"]]["prompt_tokens"],
+                     "completion_tokens": calls[a["id"]]["completion_tokens"],
+                     "error": calls[a["id"]]["error"]}}
+                for a in attempts
+                if not fails_only or a["status"] in FAILED
+            ],
+        }
+        if fails_only and not entry["attempts"] and row["outcome"] == "accepted":
+            continue
+        rounds.append(entry)
+    return {
+        "run": run.name,
+        "task": run.task_name,
+        "task_path": run.task_path,
+        "status": run.status,
+        "stop_reason": run.stop_reason,
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(run.created_at)),
+        "baseline_us": run.baseline_us,
+        "best_us": run.best_us,
+        "speedup": run.speedup,
+        "best_kernel": run.best_kernel,
+        "manifest": run.manifest,
+        "rounds": rounds,
+    }
+
+
+def _load_json(store: RunStore, digest: str | None) -> Any:
+    if not digest:
+        return None
+    try:
+        return json.loads(store.artifacts.get_text(digest))
+    except (ValueError, Exception):  # a missing or non-JSON trace still lets the rest be explained
+        return None
+
+
+def _not_fired(trace: Any) -> list[dict]:
+    """Proposal rules that did not fire, with the leaves that were false or missing."""
+    decisions = trace.get("decisions") if isinstance(trace, dict) else None
+    if not decisions:
+        return []
+    out = []
+    for decision in decisions:
+        if decision.get("kind") != "propose" or decision.get("fired"):
+            continue
+        failed = [{"expression": leaf.get("expression"), "result": leaf.get("result"),
+                   "observed": leaf.get("observed"), "source": leaf.get("source")}
+                  for leaf in decision.get("leaves", []) if leaf.get("result") in (False, "false", "missing")]
+        out.append({"rule": decision.get("rule"),
+                    "skills": [p.get("skill") for p in decision.get("proposes", decision.get("proposals", [])) or []
+                               if isinstance(p, dict)],
+                    "failed": failed})
+    return out
+
+
+def _us(value: float | None) -> str:
+    return "—" if value is None else f"{value:,.1f} µs"
+
+
+def render_text(report: dict) -> str:
+    lines = [f"{report['run']}  {report['task']}  ({report['task_path']})",
+             f"status: {report['status']}" + (f" — {report['stop_reason']}" if report["stop_reason"] else ""),
+             f"baseline {_us(report['baseline_us'])}  best {_us(report['best_us'])}"
+             + (f"  speedup {report['speedup']:.2f}x" if report["speedup"] else "")]
+    manifest = report["manifest"] or {}
+    keys = ("skillbase_version", "git", "agent", "model", "endpoint", "gpu", "driver", "nvcc", "seed",
+            "rules_digest", "corpus_digest", "vocabulary_digest")
+    shown = [f"{k}={manifest[k]}" for k in keys if manifest.get(k) is not None]
+    if shown:
+        lines.append("manifest: " + "  ".join(shown))
+    for entry in report["rounds"]:
+        lines.append("")
+        lines.append(f"round {entry['round']}: {entry['outcome'] or entry['status']}")
+        decision = entry["decision"]
+        if decision:
+            lines.append(f"  decision: {decision['skill'] or 'none'} — {decision['reason']}")
+            facts = decision.get("facts") or {}
+            if facts:
+                lines.append("  facts: " + ", ".join(f"{k}={v}" for k, v in sorted(facts.items())))
+            thresholds = decision.get("thresholds") or {}
+            if thresholds:
+                lines.append(f"  thresholds: {thresholds.get('path')} ({thresholds.get('digest', '')[:19]})")
+            for rank, cand in enumerate(decision["candidates"][:5], 1):
+                speed = cand.get("speedup")
+                lines.append(f"    {rank}. {cand.get('skill')}  score {cand.get('score')}"
+                             + (f"  est. {speed * 100:.0f}% of runtime" if isinstance(speed, (int, float)) else "")
+                             + ("" if cand.get("applicable", True) else "  (not applicable in this mode)"))
+            for rule in decision.get("rules_not_fired") or []:
+                why = "; ".join(f"{leaf['expression']} -> {leaf['result']}" for leaf in rule["failed"][:3])
+                lines.append(f"    not fired: {rule['rule']} ({', '.join(filter(None, rule['skills']))}): {why}")
+        for attempt in entry["attempts"]:
+            params = f" {json.dumps(attempt['params'])}" if attempt["params"] else ""
+            timing = ""
+            if attempt["runtime_us"] is not None:
+                timing = f"  {_us(attempt['runtime_us'])}"
+                if attempt["speedup"]:
+                    timing += f" ({attempt['speedup']:.2f}x ± {100 * (attempt['spread'] or 0):.1f}%)"
+            llm = attempt["llm"]
+            tokens = (f"{llm['prompt_tokens']}+{llm['completion_tokens']} tokens" if llm and llm["prompt_tokens"] is not None
+                      else "no reply")
+            via = (f"  [{llm['role']} {llm['prompt_version']}, {tokens}"
+                   + (f", error: {llm['error']}" if llm["error"] else "") + "]") if llm else ""
+            lines.append(f"  try {attempt['attempt'] + 1}: {attempt['skill']}{params} -> {attempt['status']}: "
+                         f"{attempt['reason']}{timing}{via}")
+    return "\n".join(lines)

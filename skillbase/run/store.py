@@ -1,0 +1,489 @@
+"""The run store: every optimization run, round, attempt, decision and LLM call, in SQLite.
+
+One SQLite database (stdlib `sqlite3`, WAL journal) plus a content-addressed artifact folder
+(`skillbase.run.artifacts`) beside it. Every write is one transaction, so a crash, `kill -9` or Ctrl-C
+leaves the store at the last finished step; the loop records each finished step under a key
+(`steps` table) so `skillbase resume run_N` continues from there without redoing it. `explain`
+and `report` read only from here and never re-run anything.
+
+Location, first match wins: an explicit path (`--store`), `$SKILLBASE_STORE`, then
+`$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store per user, so run numbers
+are unique wherever the user starts a run from.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterator
+
+from skillbase.run.artifacts import ArtifactStore
+from skillbase.errors import InputError
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    finished_at REAL,
+    task_path TEXT NOT NULL,
+    task_name TEXT NOT NULL,
+    status TEXT NOT NULL,              -- running | paused | finished | failed | interrupted
+    stop_reason TEXT,
+    manifest_json TEXT NOT NULL,
+    baseline_us REAL,
+    best_us REAL,
+    best_kernel TEXT                   -- artifact digest of the best verified kernel
+);
+CREATE TABLE IF NOT EXISTS rounds (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    idx INTEGER NOT NULL,
+    status TEXT NOT NULL,              -- started | finished
+    started_at REAL NOT NULL,
+    finished_at REAL,
+    kernel TEXT,                       -- digest of the kernel this round started from
+    outcome TEXT,                      -- accepted | rejected | no-candidate | ...
+    PRIMARY KEY (run_id, idx)
+);
+CREATE TABLE IF NOT EXISTS evidence (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL,
+    kernel TEXT NOT NULL,
+    document TEXT NOT NULL,            -- artifact digest of the evidence JSON
+    report TEXT,                       -- artifact digest of the .ncu-rep, when profiled
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS decisions (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL,
+    chosen_skill TEXT,
+    params_json TEXT NOT NULL,
+    candidates_json TEXT NOT NULL,
+    trace TEXT NOT NULL,               -- artifact digest of the full engine result (every leaf)
+    reason TEXT NOT NULL,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS attempts (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL,
+    attempt_idx INTEGER NOT NULL,      -- 0 = first try, 1.. = repairs
+    skill TEXT,
+    params_json TEXT NOT NULL,
+    parent_kernel TEXT,
+    kernel TEXT,
+    status TEXT NOT NULL,              -- pending | build-failed | incorrect | rejected-static | slower | quarantined | accepted | error
+    reason TEXT,
+    runtime_us REAL,
+    baseline_us REAL,
+    speedup REAL,
+    spread REAL,
+    created_at REAL NOT NULL,
+    finished_at REAL
+);
+CREATE TABLE IF NOT EXISTS llm_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    attempt_id INTEGER,
+    role TEXT NOT NULL,                -- coder | debugger
+    model TEXT,
+    endpoint_name TEXT,
+    prompt_version TEXT,
+    prompt TEXT,                       -- artifact digests
+    response TEXT,
+    prompt_tokens INTEGER,
+    completion_tokens INTEGER,
+    duration_s REAL,
+    error TEXT,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS steps (
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    key TEXT NOT NULL,
+    result_json TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    PRIMARY KEY (run_id, key)
+);
+CREATE TABLE IF NOT EXISTS events (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id INTEGER NOT NULL REFERENCES runs(id),
+    ts REAL NOT NULL,
+    kind TEXT NOT NULL,
+    payload_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS attempts_by_run ON attempts(run_id, round_idx);
+CREATE INDEX IF NOT EXISTS attempts_by_skill ON attempts(skill, status);
+CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
+"""
+
+_RUN_REF = re.compile(r"^(?:run_)?(\d+)$")
+
+
+def default_store_location() -> Path:
+    from skillbase.config import store_location
+
+    return store_location()
+
+
+def parse_run_ref(ref: str | int) -> int:
+    """`run_42`, `42` or 42 -> 42; anything else is a one-line error."""
+    if isinstance(ref, int):
+        return ref
+    match = _RUN_REF.match(str(ref).strip())
+    if not match:
+        raise InputError(f"not a run id: {ref!r}", hint="run ids look like run_42; `skillbase runs` lists them")
+    return int(match.group(1))
+
+
+def run_name(run_id: int) -> str:
+    return f"run_{run_id}"
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    created_at: float
+    finished_at: float | None
+    task_path: str
+    task_name: str
+    status: str
+    stop_reason: str | None
+    manifest: dict
+    baseline_us: float | None
+    best_us: float | None
+    best_kernel: str | None
+
+    @property
+    def name(self) -> str:
+        return run_name(self.id)
+
+    @property
+    def speedup(self) -> float | None:
+        if self.baseline_us and self.best_us:
+            return self.baseline_us / self.best_us
+        return None
+
+
+class RunStore:
+    """SQLite database + artifact folder. Open with `RunStore.open(path_or_None)`."""
+
+    def __init__(self, location: Path):
+        self.location = Path(location)
+        self.db_path = self.location / "runs.sqlite3"
+        self.artifacts = ArtifactStore(self.location / "artifacts")
+        self._db: sqlite3.Connection | None = None
+
+    @classmethod
+    def open(cls, location: Path | str | None = None) -> "RunStore":
+        store = cls(Path(location).expanduser() if location else default_store_location())
+        store._connect()
+        return store
+
+    # -- connection and schema ---------------------------------------------------------------
+
+    def _connect(self) -> None:
+        try:
+            self.location.mkdir(parents=True, exist_ok=True)
+        except OSError as error:
+            raise InputError(f"cannot create the run store at {self.location}: {error.strerror}",
+                             hint="set SKILLBASE_STORE or pass --store to a writable folder") from None
+        try:
+            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+            db.row_factory = sqlite3.Row
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("PRAGMA foreign_keys=ON")
+            version = self._schema_version(db)
+        except sqlite3.DatabaseError as error:
+            raise InputError(f"{self.db_path} is not a skillbase run store ({error})",
+                             hint="point --store / SKILLBASE_STORE at another folder; nothing was changed") from None
+        if version is not None and version > SCHEMA_VERSION:
+            raise InputError(
+                f"the run store at {self.location} was written by a newer skillbase (schema {version}, "
+                f"this one reads up to {SCHEMA_VERSION})", hint="upgrade skillbase; the store was not touched")
+        self._db = db
+        if version is None:
+            with self.transaction() as tx:
+                tx.executescript_safe(_SCHEMA)
+                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+
+    @staticmethod
+    def _schema_version(db: sqlite3.Connection) -> int | None:
+        has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
+        if not has_meta:
+            return None
+        row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        return int(row[0]) if row else None
+
+    @property
+    def db(self) -> sqlite3.Connection:
+        assert self._db is not None, "store is closed"
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    @contextmanager
+    def transaction(self) -> Iterator["_Tx"]:
+        """One atomic write: BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield _Tx(self.db)
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        else:
+            self.db.execute("COMMIT")
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def create_run(self, task_path: str, task_name: str, manifest: dict) -> int:
+        with self.transaction() as tx:
+            cursor = tx.execute(
+                "INSERT INTO runs(created_at, task_path, task_name, status, manifest_json) VALUES (?,?,?,?,?)",
+                (time.time(), str(task_path), task_name, "running", _dumps(manifest)))
+            run_id = int(cursor.lastrowid)
+            tx.event(run_id, "run-created", {"task": task_name})
+        return run_id
+
+    def get_run(self, ref: str | int) -> RunRow:
+        run_id = parse_run_ref(ref)
+        row = self.db.execute("SELECT * FROM runs WHERE id=?", (run_id,)).fetchone()
+        if row is None:
+            raise InputError(f"no run {run_name(run_id)} in the store at {self.location}",
+                             hint="`skillbase runs` lists the runs there; --store picks another store")
+        return _run_row(row)
+
+    def list_runs(self, task: str | None = None, skill: str | None = None,
+                  outcome: str | None = None, limit: int | None = None) -> list[RunRow]:
+        sql = "SELECT * FROM runs WHERE 1=1"
+        args: list[Any] = []
+        if task:
+            sql += " AND (task_name LIKE ? OR task_path LIKE ?)"
+            args += [f"%{task}%", f"%{task}%"]
+        if outcome:
+            sql += " AND status = ?"
+            args.append(outcome)
+        if skill:
+            sql += " AND id IN (SELECT run_id FROM attempts WHERE skill = ?)"
+            args.append(skill)
+        sql += " ORDER BY id DESC"
+        if limit:
+            sql += " LIMIT ?"
+            args.append(int(limit))
+        return [_run_row(row) for row in self.db.execute(sql, args)]
+
+    def update_run(self, run_id: int, **fields: Any) -> None:
+        allowed = {"status", "stop_reason", "baseline_us", "best_us", "best_kernel", "finished_at"}
+        unknown = set(fields) - allowed
+        if unknown:
+            raise ValueError(f"unknown run fields: {sorted(unknown)}")
+        if not fields:
+            return
+        columns = ", ".join(f"{name}=?" for name in fields)
+        with self.transaction() as tx:
+            tx.execute(f"UPDATE runs SET {columns} WHERE id=?", (*fields.values(), run_id))
+            tx.event(run_id, "run-updated", fields)
+
+    # -- steps (resume) ----------------------------------------------------------------------
+
+    def step_result(self, run_id: int, key: str) -> dict | None:
+        row = self.db.execute("SELECT result_json FROM steps WHERE run_id=? AND key=?", (run_id, key)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def finished_steps(self, run_id: int) -> list[str]:
+        return [row[0] for row in self.db.execute("SELECT key FROM steps WHERE run_id=? ORDER BY created_at", (run_id,))]
+
+    # -- rounds, evidence, decisions, attempts, LLM calls ------------------------------------
+
+    def rounds(self, run_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM rounds WHERE run_id=? ORDER BY idx", (run_id,)))
+
+    def decisions(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
+        return self._rows("decisions", run_id, round_idx)
+
+    def attempts(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
+        return self._rows("attempts", run_id, round_idx)
+
+    def evidence_rows(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
+        return self._rows("evidence", run_id, round_idx)
+
+    def llm_calls(self, run_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM llm_calls WHERE run_id=? ORDER BY id", (run_id,)))
+
+    def events(self, run_id: int) -> list[sqlite3.Row]:
+        return list(self.db.execute("SELECT * FROM events WHERE run_id=? ORDER BY id", (run_id,)))
+
+    def _rows(self, table: str, run_id: int, round_idx: int | None) -> list[sqlite3.Row]:
+        if round_idx is None:
+            return list(self.db.execute(f"SELECT * FROM {table} WHERE run_id=? ORDER BY id", (run_id,)))
+        return list(self.db.execute(f"SELECT * FROM {table} WHERE run_id=? AND round_idx=? ORDER BY id",
+                                    (run_id, round_idx)))
+
+    # -- liveness: a run whose process was killed (kill -9, a lost machine) still says "running" --
+    def claim(self, run_id: int) -> None:
+        """Record which process drives the run now (host and pid), as an event."""
+        import os
+        import socket
+
+        with self.transaction() as tx:
+            tx.event(run_id, "owner", {"host": socket.gethostname(), "pid": os.getpid()})
+
+    def shown_status(self, run: RunRow) -> str:
+        """The stored status, except a `running` run whose process is gone from this host:
+        `interrupted` (resume continues it). Runs owned by another host are left as stored."""
+        import os
+        import socket
+
+        if run.status != "running":
+            return run.status
+        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind='owner' ORDER BY id DESC LIMIT 1",
+                              (run.id,)).fetchone()
+        if row is None:
+            return run.status
+        owner = json.loads(row[0])
+        if owner.get("host") != socket.gethostname():
+            return run.status
+        try:
+            os.kill(int(owner["pid"]), 0)
+        except ProcessLookupError:
+            return "interrupted"
+        except (PermissionError, OSError, ValueError, KeyError):
+            return run.status
+        return run.status
+
+    def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, Any]]:
+        """Per-skill outcomes of finished rounds in past runs: the prior the ranking may read.
+
+        A round tries one skill (possibly several variants and repairs); it counts once, as accepted
+        or not, with the best accepted speedup of that round.
+        """
+        sql = ("SELECT d.chosen_skill AS skill, r.outcome AS outcome, "
+               "(SELECT MAX(a.speedup) FROM attempts a WHERE a.run_id = r.run_id AND a.round_idx = r.idx "
+               " AND a.status = 'accepted') AS speedup "
+               "FROM rounds r JOIN decisions d ON d.run_id = r.run_id AND d.round_idx = r.idx "
+               "WHERE r.status = 'finished' AND d.chosen_skill IS NOT NULL")
+        args: tuple = ()
+        if exclude_run is not None:
+            sql += " AND r.run_id != ?"
+            args = (exclude_run,)
+        stats: dict[str, dict[str, Any]] = {}
+        for row in self.db.execute(sql, args):
+            entry = stats.setdefault(row["skill"], {"tried": 0, "accepted": 0, "failed": 0, "speedups": []})
+            entry["tried"] += 1
+            if row["outcome"] == "accepted":
+                entry["accepted"] += 1
+                entry["speedups"].append(row["speedup"] or 1.0)
+            else:
+                entry["failed"] += 1
+        for entry in stats.values():
+            speedups = entry.pop("speedups")
+            entry["mean_accepted_speedup"] = sum(speedups) / len(speedups) if speedups else None
+        return stats
+
+
+class _Tx:
+    """The write API inside one transaction; every method appends to the run's event stream too."""
+
+    def __init__(self, db: sqlite3.Connection):
+        self.db = db
+
+    def execute(self, sql: str, args: tuple | list = ()) -> sqlite3.Cursor:
+        return self.db.execute(sql, args)
+
+    def executescript_safe(self, script: str) -> None:
+        # executescript() would COMMIT our open transaction; run statement by statement instead.
+        for statement in script.split(";"):
+            if statement.strip():
+                self.db.execute(statement)
+
+    def event(self, run_id: int, kind: str, payload: dict) -> None:
+        self.db.execute("INSERT INTO events(run_id, ts, kind, payload_json) VALUES (?,?,?,?)",
+                        (run_id, time.time(), kind, _dumps(payload)))
+
+    def finish_step(self, run_id: int, key: str, result: dict) -> None:
+        self.db.execute("INSERT OR REPLACE INTO steps(run_id, key, result_json, created_at) VALUES (?,?,?,?)",
+                        (run_id, key, _dumps(result), time.time()))
+        self.event(run_id, "step-finished", {"key": key})
+
+    def start_round(self, run_id: int, idx: int, kernel: str) -> None:
+        self.db.execute("INSERT OR REPLACE INTO rounds(run_id, idx, status, started_at, kernel) VALUES (?,?,?,?,?)",
+                        (run_id, idx, "started", time.time(), kernel))
+        self.event(run_id, "round-started", {"round": idx, "kernel": kernel})
+
+    def finish_round(self, run_id: int, idx: int, outcome: str) -> None:
+        self.db.execute("UPDATE rounds SET status='finished', finished_at=?, outcome=? WHERE run_id=? AND idx=?",
+                        (time.time(), outcome, run_id, idx))
+        self.event(run_id, "round-finished", {"round": idx, "outcome": outcome})
+
+    def add_evidence(self, run_id: int, round_idx: int, kernel: str, document: str, report: str | None) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO evidence(run_id, round_idx, kernel, document, report, created_at) VALUES (?,?,?,?,?,?)",
+            (run_id, round_idx, kernel, document, report, time.time()))
+        self.event(run_id, "evidence", {"round": round_idx, "kernel": kernel})
+        return int(cursor.lastrowid)
+
+    def add_decision(self, run_id: int, round_idx: int, chosen_skill: str | None, params: dict,
+                     candidates: list, trace: str, reason: str) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO decisions(run_id, round_idx, chosen_skill, params_json, candidates_json, trace, reason, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?)",
+            (run_id, round_idx, chosen_skill, _dumps(params), _dumps(candidates), trace, reason, time.time()))
+        self.event(run_id, "decision", {"round": round_idx, "skill": chosen_skill, "reason": reason})
+        return int(cursor.lastrowid)
+
+    def add_attempt(self, run_id: int, round_idx: int, attempt_idx: int, skill: str | None, params: dict,
+                    parent_kernel: str | None, kernel: str | None, status: str = "pending") -> int:
+        cursor = self.db.execute(
+            "INSERT INTO attempts(run_id, round_idx, attempt_idx, skill, params_json, parent_kernel, kernel, status, created_at)"
+            " VALUES (?,?,?,?,?,?,?,?,?)",
+            (run_id, round_idx, attempt_idx, skill, _dumps(params), parent_kernel, kernel, status, time.time()))
+        self.event(run_id, "attempt", {"round": round_idx, "attempt": attempt_idx, "skill": skill, "status": status})
+        return int(cursor.lastrowid)
+
+    def finish_attempt(self, attempt_id: int, status: str, reason: str | None = None, runtime_us: float | None = None,
+                       baseline_us: float | None = None, speedup: float | None = None, spread: float | None = None,
+                       kernel: str | None = None) -> None:
+        self.db.execute(
+            "UPDATE attempts SET status=?, reason=?, runtime_us=?, baseline_us=?, speedup=?, spread=?,"
+            " kernel=COALESCE(?, kernel), finished_at=? WHERE id=?",
+            (status, reason, runtime_us, baseline_us, speedup, spread, kernel, time.time(), attempt_id))
+        run_id = self.db.execute("SELECT run_id FROM attempts WHERE id=?", (attempt_id,)).fetchone()[0]
+        self.event(run_id, "attempt-finished", {"attempt_id": attempt_id, "status": status, "reason": reason,
+                                                "speedup": speedup})
+
+    def add_llm_call(self, run_id: int, attempt_id: int | None, role: str, model: str | None,
+                     endpoint_name: str | None, prompt_version: str | None, prompt: str | None,
+                     response: str | None, prompt_tokens: int | None, completion_tokens: int | None,
+                     duration_s: float | None, error: str | None) -> int:
+        cursor = self.db.execute(
+            "INSERT INTO llm_calls(run_id, attempt_id, role, model, endpoint_name, prompt_version, prompt, response,"
+            " prompt_tokens, completion_tokens, duration_s, error, created_at) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (run_id, attempt_id, role, model, endpoint_name, prompt_version, prompt, response, prompt_tokens,
+             completion_tokens, duration_s, error, time.time()))
+        self.event(run_id, "llm-call", {"role": role, "model": model, "error": error,
+                                        "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
+        return int(cursor.lastrowid)
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _run_row(row: sqlite3.Row) -> RunRow:
+    return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
+                  task_path=row["task_path"], task_name=row["task_name"], status=row["status"],
+                  stop_reason=row["stop_reason"], manifest=json.loads(row["manifest_json"]),
+                  baseline_us=row["baseline_us"], best_us=row["best_us"], best_kernel=row["best_kernel"])

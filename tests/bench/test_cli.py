@@ -1,0 +1,149 @@
+"""`skillbase bench` through click's CliRunner: list, report from stored results, run without a GPU."""
+
+from __future__ import annotations
+
+import json
+
+from click.testing import CliRunner
+
+from skillbase.bench import results as lib
+from skillbase.commands import bench as command
+
+
+def test_help_of_every_subcommand():
+    for args in (["--help"], ["list", "--help"], ["run", "--help"], ["report", "--help"]):
+        result = CliRunner().invoke(command.bench, args)
+        assert result.exit_code == 0, result.output
+
+
+def test_list_text_and_json():
+    result = CliRunner().invoke(command.bench, ["list"])
+    assert result.exit_code == 0
+    assert "matrix_mul" in result.output and "50 operators" in result.output
+    data = json.loads(CliRunner().invoke(command.bench, ["list", "--json"]).output)
+    assert len(data) == 50
+    fft = next(o for o in data if o["name"] == "fft")
+    assert fft["bf16"] is False and fft["bf16_reason"]
+
+
+def test_run_without_a_gpu_is_one_line_environment_problem(monkeypatch):
+    monkeypatch.setattr(command.shutil, "which", lambda name: None)
+    result = CliRunner().invoke(command.bench, ["run", "--ops", "relu"])
+    assert result.exit_code != 0
+    assert isinstance(result.exception, command.EnvironmentProblem)
+    assert "no NVIDIA GPU" in result.exception.message
+
+
+def test_run_rejects_unknown_operator_before_touching_the_gpu():
+    result = CliRunner().invoke(command.bench, ["run", "--ops", "reluu"])
+    assert isinstance(result.exception, command.InputError)
+    assert result.exception.hint == "did you mean relu?"
+
+
+def test_report_markdown_html_and_json(tmp_path):
+    results = [lib.SizeResult("relu", "fp32", "vendor_fp32", "xs", "verified", 1.0, 8192.0, 2.0, 4.0),
+               lib.SizeResult("relu", "fp32", "vendor_fp32", "xl", "incorrect", 1.0, 128e6)]
+    lib.save_results("NVIDIA H200", results, root=tmp_path)
+    html = tmp_path / "report.html"
+    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--html", str(html)])
+    assert result.exit_code == 0, result.output
+    assert "| vendor | fp32 | 2 | 1 |" in result.output
+    assert "2.00x" in result.output and "incorrect" in result.output
+    page = html.read_text()
+    assert "<table>" in page
+    # Two inline plots: the vendor speedup per size (the failed size drawn as a cross, in the
+    # legend) and the roofline share of the verified size (8 KiB cold from DRAM at 1 us).
+    assert page.count("<svg") == 2 and "failed" in page
+    assert "how close each size runs to the roofline" in page
+    data = json.loads(CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--json"]).output)
+    assert data["nvidia-h200"]["fast_p"]["1"] == 0.5
+
+
+def test_report_without_results_says_how_to_get_them(tmp_path):
+    (tmp_path / "ops").mkdir()
+    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path)])
+    assert isinstance(result.exception, command.InputError)
+    assert "bench run" in result.exception.hint
+
+
+def test_gpus_are_relative_to_cuda_visible_devices(monkeypatch):
+    import pytest
+
+    from skillbase.commands.bench import _visible
+    from skillbase.errors import InputError
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
+    assert _visible(["0"]) == ["1"]                  # the first visible GPU is physical 1
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
+    assert _visible(["0", "1"]) == ["2", "3"]
+    with pytest.raises(InputError, match="only 2 GPU"):
+        _visible(["2"])
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    assert _visible(["0", "1"]) == ["0", "1"]
+
+
+def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_path):
+    from pathlib import Path
+
+    from skillbase.bench.plots import roofline_share_svg, speedup_svg
+
+    baseline = [lib.SizeResult("relu", "fp32", "fp32", "xl", "verified", 0.0, 128e6, 40.0, 40.0, cold_l2=True)]
+    assert speedup_svg(baseline) is None                    # nothing to compare with the baseline
+    assert "<svg" in roofline_share_svg(baseline, "nvidia-h200")
+    # A warm memory-bound size has no floor: no plot rather than an empty one.
+    warm = [lib.SizeResult("relu", "fp32", "fp32", "m", "verified", 0.0, 4e6, 3.0, 3.0, cold_l2=False)]
+    assert roofline_share_svg(warm, "nvidia-h200") is None
+    # The committed H200 results: every operator with a floor appears, and the title counts the rest.
+    stored = Path(__file__).resolve().parents[2] / "results" / "nvidia-h200" / "bench" / "results.json"
+    meta, results = lib.load_results(stored)
+    assert results, f"{stored}: the committed results are missing"
+    svg = roofline_share_svg(results, "nvidia-h200")
+    left_out = sum(1 for r in results if r.verified and not lib.floor_us(r, "nvidia-h200"))
+    assert f"({left_out} verified sizes" in svg
+    assert "vector_add" in svg
+
+
+def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
+    import queue
+
+    from skillbase.commands.bench import _collect
+
+    impls = lib.select(lib.discover(), ["relu", "gelu"], "fp32")
+    jobs = [(impl, ("xs", "xl")) for impl in impls]
+    done = queue.Queue()
+    first = [lib.SizeResult("relu", "fp32", "fp32", p, "verified", 0.0, 1.0, 2.0, 2.0).to_dict() for p in ("xs", "xl")]
+    done.put((0, [dict(d, device="1") for d in first]))
+
+    class Dead:                       # a worker process that died holding the second job
+        exitcode = -11
+
+        def is_alive(self):
+            return False
+
+    seen = []
+    by_job = _collect(jobs, done, [Dead(), Dead()], seen.append, poll_s=0.01)
+    assert [r.status for r in by_job[0]] == ["verified", "verified"] and by_job[0][0].device == "1"
+    assert [(r.op, r.preset, r.status) for r in by_job[1]] == [("gelu", "xs", "error"), ("gelu", "xl", "error")]
+    assert "exit codes -11, -11" in by_job[1][0].reason
+    assert len(seen) == 4
+
+
+def test_a_live_worker_is_waited_for():
+    import queue
+    import threading
+
+    from skillbase.commands.bench import _collect
+
+    impls = lib.select(lib.discover(), ["relu"], "fp32")
+    done = queue.Queue()
+
+    class Alive:
+        exitcode = None
+
+        def is_alive(self):
+            return True
+
+    late = lib.SizeResult("relu", "fp32", "fp32", "xs", "verified", 0.0, 1.0, 2.0, 2.0).to_dict()
+    threading.Timer(0.1, lambda: done.put((0, [late]))).start()
+    by_job = _collect([(impls[0], ("xs",))], done, [Alive()], lambda r: None, poll_s=0.02)
+    assert by_job[0][0].status == "verified"

@@ -1,0 +1,192 @@
+"""Static features on small real kernels: what must be detected and what must not."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbase.errors import InputError
+from skillbase.evidence.static.features import static_features
+
+STATIC = Path(__file__).resolve().parents[1] / "fixtures" / "static"
+KERNELS = Path(__file__).resolve().parents[1] / "fixtures" / "kernels"
+BAD = Path(__file__).resolve().parents[1] / "fixtures" / "bad"
+
+
+@pytest.fixture(scope="module")
+def feats():
+    return {p.stem: static_features(p) for p in STATIC.glob("*.cu")}
+
+
+def k(feats, file, kernel):
+    return feats[file]["kernels"][kernel]
+
+
+def test_file_block(feats):
+    f = feats["coalesced"]["file"]
+    assert f["parse_errors"] == [] and f["includes"] == ["cuda_runtime.h"] and f["kernel_launches"] == 0
+    assert set(feats["coalesced"]["kernels"]) == {"copy_scalar", "copy_vec4", "scale_ldg", "broadcast_scale"}
+
+
+def test_params_const_restrict(feats):
+    params = k(feats, "coalesced", "copy_scalar")["params"]
+    assert params[0] == {"name": "in", "type": "const float* __restrict__", "pointer": True, "const": True, "restrict": True}
+    assert params[1]["const"] is False and params[1]["restrict"] is True and params[2]["pointer"] is False
+    g = k(feats, "coalesced", "copy_scalar")["global_access"]
+    assert g["pointer_inputs"] == 2 and g["const_restrict_inputs"] == 1
+    assert k(feats, "coalesced", "copy_vec4")["global_access"]["const_restrict_inputs"] == 0
+
+
+def test_coalesced_vs_strided_vs_broadcast(feats):
+    g = k(feats, "coalesced", "copy_scalar")["global_access"]
+    assert (g["loads"], g["stores"], g["coalesced"], g["strided"], g["threadx_fastest"]) == (1, 1, 2, 0, True)
+    g = k(feats, "coalesced", "broadcast_scale")["global_access"]
+    assert g["broadcast"] == 2 and g["coalesced"] == 2 and g["threadx_fastest"] is True
+    g = k(feats, "strided", "strided_gather")["global_access"]
+    assert g["strided"] == 1 and g["coalesced"] == 1 and g["threadx_fastest"] is False
+    g = k(feats, "strided", "transpose_naive")["global_access"]   # read coalesced, write strided by rows
+    assert g["coalesced"] == 1 and g["strided"] == 1
+    g = k(feats, "strided", "row_per_thread")["global_access"]    # x[r * cols + c]
+    assert g["strided"] == 1 and g["coalesced"] == 1
+
+
+def test_vectors_ldg_and_hints(feats):
+    g = k(feats, "coalesced", "copy_vec4")["global_access"]
+    assert g["vector_loads"] == 1 and g["vector_stores"] == 1 and g["max_vector_bytes"] == 16
+    g = k(feats, "coalesced", "scale_ldg")["global_access"]
+    assert g["ldg"] == 1 and g["cache_hint_calls"] == 1 and g["coalesced"] == 2 and g["vector_loads"] == 0
+    # not detected: scalar kernels have no vector accesses and no hints
+    g = k(feats, "coalesced", "copy_scalar")["global_access"]
+    assert g["vector_loads"] == g["ldg"] == g["cache_hint_calls"] == g["max_vector_bytes"] == 0
+
+
+def test_padded_smem_tile_and_constants(feats):
+    kern = k(feats, "tiled_gemm_padded", "sgemm_padded")
+    arrays = {a["name"]: a for a in kern["shared"]["arrays"]}
+    assert arrays["As"]["dims"] == [32, 33] and arrays["As"]["bytes"] == 32 * 33 * 4
+    assert arrays["flags"]["dims"] == [8]                      # const int WORK * 2
+    assert kern["shared"]["static_bytes"] == 2 * 32 * 33 * 4 + 32
+    assert kern["shared"]["dynamic"] is False
+    assert kern["shared"]["column_access"] == 0                # padding: As[ty][k] / Bs[k][tx] do not conflict
+    assert kern["launch_bounds"] == {"max_threads": 1024, "min_blocks": 1}
+    assert kern["barriers"]["syncthreads"] == 2 and kern["barriers"]["in_loops"] == 2
+    assert kern["loops"] == {"count": 2, "max_depth": 2, "unroll_pragmas": 1, "constant_trip": 1}
+    assert kern["global_access"]["threadx_fastest"] is True
+
+
+def test_unpadded_transpose_column_access_and_dynamic_smem(feats):
+    kern = k(feats, "tiled_gemm_padded", "transpose_unpadded")
+    assert kern["shared"]["column_access"] == 1 and kern["shared"]["static_bytes"] == 4096
+    assert kern["launch_bounds"] is None
+    dyn = k(feats, "tiled_gemm_padded", "dynamic_smem")["shared"]
+    assert dyn["dynamic"] is True and dyn["static_bytes"] == 0 and dyn["arrays"][0]["dims"] == [None]
+
+
+def test_reduction_with_shuffles(feats):
+    kern = k(feats, "reduction_shuffle", "reduce_shfl")
+    assert kern["warp_intrinsics"] == {"shuffles": 2, "votes": 1, "reduces": 0}   # warp_sum inlined twice
+    assert kern["barriers"]["syncwarp"] == 1 and kern["barriers"]["syncthreads"] == 1
+    assert kern["atomics"] == {"global": 1, "shared": 0, "total": 1, "in_loops": 0}
+    assert kern["branches"]["thread_dependent"] == 2             # lane == 0 twice; warp == 0 is warp-uniform
+
+
+def test_atomics_shared_vs_global(feats):
+    shared = k(feats, "atomics", "hist_shared")["atomics"]
+    assert shared == {"global": 1, "shared": 1, "total": 2, "in_loops": 2}
+    glob = k(feats, "atomics", "hist_global")["atomics"]
+    assert glob == {"global": 1, "shared": 0, "total": 1, "in_loops": 0}
+
+
+def test_tensor_cores(feats):
+    assert k(feats, "wmma_kernel", "hgemm_wmma")["tensor_cores"] == {"wmma": True, "mma_sync": False, "wgmma": False}
+    assert k(feats, "wmma_kernel", "mma_ptx")["tensor_cores"] == {"wmma": False, "mma_sync": True, "wgmma": False}
+    assert not any(k(feats, "coalesced", "copy_scalar")["tensor_cores"].values())
+
+
+def test_async_copies(feats):
+    assert k(feats, "async_copy", "stage_pipeline")["async_copy"] == {"cp_async": True, "memcpy_async": False, "tma": False}
+    assert k(feats, "async_copy", "stage_ptx")["async_copy"]["cp_async"] is True
+    assert k(feats, "async_copy", "stage_cuda_memcpy_async")["async_copy"] == {"cp_async": False, "memcpy_async": True, "tma": False}
+    assert k(feats, "async_copy", "stage_cuda_barrier")["async_copy"]["memcpy_async"] is True
+    assert not any(k(feats, "tiled_gemm_padded", "sgemm_padded")["async_copy"].values())
+
+
+def test_tma_from_asm_text():
+    src = """__global__ void tma(const void* desc, float* out) {
+        __shared__ float buf[256];
+        asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" :: "r"(0), "l"(desc), "r"(0), "r"(0), "r"(0));
+        out[threadIdx.x] = buf[threadIdx.x];
+    }"""
+    got = static_features(src)["kernels"]["tma"]["async_copy"]
+    assert got == {"cp_async": False, "memcpy_async": False, "tma": True}
+
+
+def test_local_arrays(feats):
+    dyn = k(feats, "local_array", "local_dynamic")["local_arrays"]
+    assert dyn == [{"name": "table", "type": "float", "elements": 16, "bytes": 64, "dynamic_index": True}]
+    static = k(feats, "local_array", "local_static")["local_arrays"]
+    assert static == [{"name": "acc", "type": "float", "elements": 8, "bytes": 32, "dynamic_index": False}]
+    assert k(feats, "local_array", "local_static")["loops"]["unroll_pragmas"] == 3
+
+
+def test_fp64_and_math(feats):
+    fp = k(feats, "fp64_math", "poly_fp64")
+    assert fp["fp64"] == {"double_decls": 2, "double_literals": 3, "double_math_calls": 1}
+    act = k(feats, "fp64_math", "activations")
+    assert act["fp64"] == {"double_decls": 0, "double_literals": 0, "double_math_calls": 0}
+    assert act["math"]["transcendental_calls"] == 4 and act["math"]["fast_intrinsics"] == 3
+    assert act["math"]["float_divisions"] == 1 and act["math"]["int_div_mod"] == 1     # i % 7
+    # not detected: integer division by a power of two (a shift) and no transcendental in a copy
+    assert k(feats, "coalesced", "copy_scalar")["math"] == {"transcendental_calls": 0, "fast_intrinsics": 0,
+                                                            "float_divisions": 0, "int_div_mod": 0}
+
+
+def test_launchers_with_constants(feats):
+    launchers = feats["launcher"]["launchers"]
+    assert set(launchers) == {"launch_scale", "launch_rows", "launch_fixed"}
+    scale = launchers["launch_scale"]["launches"][0]
+    assert scale["kernel"] == "scale_t" and scale["block_threads"] == 256 and scale["grid_blocks"] is None
+    assert scale["stream"] == "stream" and scale["shared"] == "0"
+    rows = launchers["launch_rows"]["launches"][0]
+    assert rows["block_threads"] == 128 and rows["shared"] == "smem" and rows["in_loop"] is True
+    fixed = launchers["launch_fixed"]["launches"][0]
+    assert (fixed["grid_blocks"], fixed["block_threads"]) == (64, 128)
+    assert feats["launcher"]["file"]["kernel_launches"] == 3
+    assert feats["launcher"]["file"]["launches_in_host_loops"] == 1
+    assert launchers["launch_scale"]["params"][3] == {"name": "stream", "type": "cudaStream_t", "pointer": False, "const": False}
+    assert feats["launcher"]["kernels"]["rows_kernel"]["shared"]["dynamic"] is True
+
+
+def test_profiled_fixture_kernels():
+    conflicts = static_features(KERNELS / "smem_bank_conflicts.cu")["kernels"]["transpose_smem_unpadded"]
+    assert conflicts["shared"]["column_access"] == 1
+    tiled = static_features(KERNELS / "tiled_gemm.cu")["kernels"]["sgemm_tiled"]
+    assert tiled["shared"]["static_bytes"] == 8192 and tiled["shared"]["column_access"] == 0
+    softmax = static_features(KERNELS / "row_softmax_thread.cu")["kernels"]["softmax_row_per_thread"]
+    assert softmax["global_access"]["threadx_fastest"] is False and softmax["global_access"]["strided"] >= 3
+    reduce = static_features(KERNELS / "divergent_reduction.cu")["kernels"]["reduce_interleaved"]
+    assert reduce["branches"]["in_loops"] == 1 and reduce["barriers"]["in_loops"] == 1
+    spills = static_features(KERNELS / "register_spills.cu")["kernels"]["moments_capped"]
+    assert spills["launch_bounds"] == {"max_threads": 256, "min_blocks": 8}
+    assert spills["local_arrays"][0]["elements"] == 48 and spills["local_arrays"][0]["dynamic_index"] is False
+    assert static_features(KERNELS / "global_atomics.cu")["kernels"]["sum_atomic_every_thread"]["atomics"]["global"] == 1
+    assert static_features(KERNELS / "tensor_core_gemm.cu")["kernels"]["hgemm_wmma_global"]["tensor_cores"]["wmma"]
+    occupancy = static_features(KERNELS / "smem_occupancy.cu")["kernels"]["window_sum_big_smem"]
+    assert occupancy["shared"]["static_bytes"] == 128 * 88 * 4
+
+
+def test_parse_errors_recorded_but_kernels_kept():
+    src = "__global__ void ok(float* x) { x[threadIdx.x] = 1.0f; }\nint broken( { return 0\n"
+    got = static_features(src)
+    assert "ok" in got["kernels"] and got["file"]["parse_errors"]
+
+
+def test_unparseable_and_kernelless_sources():
+    with pytest.raises(InputError) as err:
+        static_features(BAD / "broken.cu")
+    assert err.value.message.startswith(f"{BAD / 'broken.cu'}:") and "cannot parse" in err.value.message
+    with pytest.raises(InputError, match="no __global__ kernel"):
+        static_features(BAD / "host_only.cu")
+    with pytest.raises(InputError, match="no such file"):
+        static_features(BAD / "missing.cu")

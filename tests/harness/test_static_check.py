@@ -1,0 +1,136 @@
+"""Static check: each banned pattern fires with its rationale, and look-alikes in comments, strings
+and ordinary code stay quiet (every quiet case says why)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from skillbase.errors import InputError
+from skillbase.harness.static_check import RULES, check_source, errors_only
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def kernel(body: str, launcher: str = "k<<<1, 32>>>(x, n);", prelude: str = "") -> str:
+    return (f"{prelude}\n__global__ void k(float* x, int n) {{\n{body}\n}}\n"
+            f'extern "C" void run(float* x, int n) {{\n{launcher}\n}}\n')
+
+
+# (rule, source, line that must be reported)
+POSITIVES = [
+    ("stream-or-thread", kernel("", "cudaStream_t s; cudaStreamCreate(&s); k<<<1,1,0,s>>>(x, n);"), 6),
+    ("stream-or-thread", kernel("", "cudaStream_t s; cudaStreamCreateWithFlags(&s, 1);"), 6),
+    ("stream-or-thread", kernel("", "std::thread t([]{}); t.join();", "#include <thread>"), 6),
+    ("stream-or-thread", kernel("", "pthread_t t; pthread_create(&t, 0, 0, 0);"), 6),
+    ("stream-or-thread", kernel("", "cudaLaunchHostFunc(0, 0, 0);"), 6),
+    ("l2-persistence", kernel("", "cudaStreamAttrValue v; v.accessPolicyWindow.num_bytes = 1;"), 6),
+    ("l2-persistence", kernel("", "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 1 << 20);"), 6),
+    ("l2-persistence", kernel("", "cudaCtxResetPersistingL2Cache();"), 6),
+    ("library-cublas", kernel("", "cublasHandle_t h; cublasCreate(&h);"), 6),
+    ("library-cublasLt", kernel("", "cublasLtMatmul(0);"), 6),
+    ("library-cudnn", kernel("", "cudnnConvolutionForward(0);"), 6),
+    ("library-cusparse", kernel("", "cusparseSpMV(0);"), 6),
+    ("library-cufft", kernel("", "cufftExecC2C(0, 0, 0, 0);"), 6),
+    ("library-cub", kernel("", "cub::DeviceReduce::Sum(0, 0, x, x, n);"), 6),
+    ("library-thrust", kernel("", "thrust::sort(x, x + n);"), 6),
+    ("library-cub", kernel("", "using namespace cub;"), 6),
+    ("printf", kernel('printf("%f", x[0]);'), 3),
+    ("printf", kernel("", 'printf("launch\\n");'), 6),
+    ("timing", kernel("long long t = clock64(); x[0] = t;"), 3),
+    ("timing", kernel("x[0] = clock();"), 3),
+    ("timing", kernel('unsigned long long t; asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));'), 3),
+    ("timing", kernel("", "cudaEvent_t e; cudaEventCreate(&e);"), 6),
+    ("timing", kernel("", "auto t = std::chrono::steady_clock::now();"), 6),
+    ("launcher-memory", kernel("", "float* tmp; cudaMalloc(&tmp, 4);"), 6),
+    ("launcher-memory", kernel("", "cudaMallocAsync((void**)&x, 4, 0);"), 6),
+    ("launcher-memory", kernel("", "cudaFree(x);"), 6),
+    ("launcher-memory", kernel("", "cudaMemcpy(x, x, 4, cudaMemcpyDeviceToDevice);"), 6),
+    ("launcher-memory", kernel("", "cudaMemcpyAsync(x, x, 4, cudaMemcpyDeviceToDevice, 0);"), 6),
+    ("launcher-memory", kernel("", "cudaMemset(x, 0, 4);"), 6),
+    ("launcher-memory", kernel("", "float* h = (float*)malloc(4);"), 6),
+    ("launcher-memory", kernel("", "float* h = new float[4];"), 6),
+    ("launcher-sync", kernel("", "k<<<1,1>>>(x, n); cudaDeviceSynchronize();"), 6),
+    ("launcher-sync", kernel("", "cudaStreamSynchronize(0);"), 6),
+    ("launcher-sync", kernel("", "cudaDeviceSetLimit(cudaLimitStackSize, 1024);"), 6),
+    ("launcher-sync", kernel("", "cudaGraph_t g; cudaGraphCreate(&g, 0);"), 6),
+    ("env-probe", kernel("", 'if (getenv("CUDA_INJECTION64_PATH")) return;'), 6),
+    ("env-probe", kernel("", 'const char* p = "LD_PRELOAD";'), 6),
+    ("dynamic-loading", kernel("", 'void* h = dlopen("libcublas.so", 1); void* f = dlsym(h, "cublasSgemm");'), 6),
+    ("host-static-state", kernel("", "static int calls = 0; if (calls++ > 0) return;"), 6),
+    ("host-static-state", kernel("", "last = x; k<<<1,1>>>(x, n);", "float* last = nullptr;"), 6),
+    ("device-global-state", kernel("atomicAdd(&counter, 1);", prelude="__device__ int counter;"), 3),
+    ("device-global-state", kernel("cache[threadIdx.x] = x[threadIdx.x];", prelude="__device__ float cache[32];"), 3),
+    ("local-include", kernel("", prelude='#include "helpers.h"'), 1),
+    ("device-global-state", "__device__ int hits;\ntemplate <int B> __global__ void t(float* x) {\n  hits++;\n}\n", 3),
+    ("macro-token-pasting", kernel("", prelude="#define CALL(a, b) a##b"), 1),
+    ("launcher-memory", kernel("", "ALLOC(&x);", "#define ALLOC(p) cudaMalloc(p, 4)"), 1),
+    ("timing", kernel("unsigned long long t; READ_TIMER(t);", prelude="#define READ_TIMER(t) asm volatile(\"mov.u64 %0, %%globaltimer;\" : \"=l\"(t))"), 1),
+    ("load-time-code", kernel("", prelude="__attribute__((constructor)) static void early() {}"), 1),
+    ("load-time-code", kernel("", "#pragma omp parallel\n{ }"), 6),
+]
+
+
+@pytest.mark.parametrize("rule, source, line", POSITIVES, ids=[f"{r}-{i}" for i, (r, _, _) in enumerate(POSITIVES)])
+def test_banned_pattern_is_reported_with_rationale(rule, source, line):
+    hits = [v for v in check_source(source) if v.rule == rule]
+    assert hits, f"{rule} not reported"
+    assert hits[0].line == line
+    expected = next(r.rationale for r in RULES if r.id == rule)
+    assert hits[0].rationale == expected and len(expected) > 40
+    assert hits[0].snippet
+
+
+# (why it must stay quiet, source)
+NEGATIVES = [
+    ("a comment that mentions banned APIs", kernel("// cudaMalloc, cudaDeviceSynchronize, printf, clock64\nx[0] = 1;",
+                                                   "/* cublasSgemm would be faster */ k<<<1,1>>>(x, n);")),
+    ("a string literal naming an API is not a call", kernel("", 'const char* msg = "cudaMalloc failed";')),
+    ("an ordinary variable named like a call-only API", kernel("int time = 3; float clock = 1.0f; x[0] = time * clock;")),
+    ("__constant__ tables and __shared__ memory are not cross-call state",
+     kernel("__shared__ float s[32]; s[threadIdx.x] = c[0]; x[0] = s[0];", prelude="__constant__ float c[4];")),
+    ("a static const lookup table is read-only", kernel("", "static const int table[2] = {1, 2}; k<<<table[0], 32>>>(x, n);")),
+    ("a __device__ global that kernels only read", kernel("x[0] = scale;", prelude="__device__ float scale = 2.0f;")),
+    ("asm without a timer register", kernel('unsigned r; asm("mov.u32 %0, %%laneid;" : "=r"(r)); x[0] = r;')),
+    ("cudaFuncSetAttribute for large shared memory is allowed",
+     kernel("", "cudaFuncSetAttribute(k, cudaFuncAttributeMaxDynamicSharedMemorySize, 100000); k<<<1,1,100000>>>(x, n);")),
+    ("cudaGetLastError is how a launcher checks its launch", kernel("", "k<<<1,1>>>(x, n); cudaGetLastError();")),
+    ("system headers are fine", kernel("", prelude="#include <cuda_runtime.h>\n#include <cuda_bf16.h>")),
+]
+
+
+@pytest.mark.parametrize("why, source", NEGATIVES, ids=[w for w, _ in NEGATIVES])
+def test_look_alikes_stay_quiet(why, source):
+    assert check_source(source) == [], why
+
+
+@pytest.mark.parametrize("name", ["vector_add", "naive_sgemm", "conv2d_direct"])
+def test_bundled_examples_are_clean(name):
+    assert check_source(REPO / "examples" / name / f"{name}.cu") == []
+
+
+def test_allow_list_unlocks_libraries_and_device_globals():
+    source = kernel("atomicAdd(&counter, 1);", "cublasSgemm(0);", prelude="__device__ int counter;")
+    rules = {v.rule for v in check_source(source)}
+    assert rules == {"library-cublas", "device-global-state"}
+    assert check_source(source, allow=["cublas", "device_globals"]) == []
+    # allowing cublas does not allow cublasLt
+    assert {v.rule for v in check_source(kernel("", "cublasLtMatmul(0);"), allow=["cublas"])} == {"library-cublasLt"}
+
+
+def test_device_globals_are_warnings_not_errors():
+    violations = check_source(kernel("counter += 1;", prelude="__device__ int counter;"))
+    assert [v.severity for v in violations] == ["warning"] and errors_only(violations) == []
+
+
+def test_unknown_allow_entry_is_an_input_error():
+    with pytest.raises(InputError, match="did you mean 'cublas'"):
+        check_source(kernel(""), allow=["cublass"])
+
+
+def test_accepts_a_path(tmp_path):
+    path = tmp_path / "k.cu"
+    path.write_text(kernel("", "cudaDeviceSynchronize();"))
+    assert [v.rule for v in check_source(path)] == ["launcher-sync"]
+    assert [v.rule for v in check_source(str(path))] == ["launcher-sync"]
