@@ -35,7 +35,8 @@ CHAIN = ("bottleneck", "bottleneck_confidence", "memory_unit", "compute_pipe", "
 @click.option("--thresholds", type=click.Path(dir_okay=False), default=None, help="Thresholds file (default: ncu's).")
 @click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False), help="Use this rules folder instead of the built-in one.")
 @json_option
-def advise(source_cu, report, evidence_path, source_path, kernel, top, why_not, show_all, thresholds, rules_dirs, as_json):
+def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, top, why_not, show_all, thresholds, rules_dirs,
+           as_json):
     """Rank expert skills for a kernel: `advise --report R.ncu-rep`, `--evidence E.json` or `K.cu`."""
     from skillbase.engine import Engine
 
@@ -46,7 +47,7 @@ def advise(source_cu, report, evidence_path, source_path, kernel, top, why_not, 
     if source_path and not report:
         raise InputError("--source goes with --report", "the evidence JSON already carries static features; K.cu is read directly")
     evidence = load_input(source_cu, report, evidence_path, source_path, kernel)
-    engine = Engine.load(list(rules_dirs) or None, thresholds)
+    engine = Engine.load(list(rules_dirs) or None, thresholds, extra_rules=extra_rules)
     result = engine.evaluate(evidence, kernel=kernel if evidence_path else None)
     why = why_not_report(engine, result, why_not) if why_not else None
     if as_json:

@@ -34,14 +34,15 @@ def _agent_default() -> str:
               help="A saved .ncu-rep of KERNEL as it is now: used as the first round's evidence instead of profiling.")
 @json_option
 @store_option
-def optimize(kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, saved_report, as_json,
+def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, saved_report, as_json,
              store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
     from skillbase.run.loop import Settings
     from skillbase.run.session import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
-                        time_budget_s=time_budget, token_budget=token_budget)
+                        time_budget_s=time_budget, token_budget=token_budget,
+                        extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
     summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu,
                         saved_report=Path(saved_report) if saved_report else None)
     _print_summary(summary, as_json)

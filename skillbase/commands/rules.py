@@ -27,11 +27,11 @@ def rules() -> None:
 @rules_dir_option
 @thresholds_option
 @json_option
-def validate_command(rules_dirs, thresholds, as_json):
+def validate_command(extra_rules, rules_dirs, thresholds, as_json):
     """Check every rule, the vocabulary and the cases; one line per problem, non-zero exit on errors."""
     from skillbase.engine.validate import validate
 
-    report = validate(list(rules_dirs) or None, thresholds)
+    report = validate(list(rules_dirs) or None, thresholds, extra_rules=extra_rules)
     if as_json:
         click.echo(json.dumps({"rules": report.rules, "vocabulary": report.vocabulary,
                                "errors": len(report.errors), "warnings": len(report.warnings),
@@ -54,7 +54,7 @@ def validate_command(rules_dirs, thresholds, as_json):
 @rules_dir_option
 @thresholds_option
 @json_option
-def test_command(rule_ids, failed_only, rules_dirs, thresholds, as_json):
+def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_json):
     """Run every rule's cases: a table of pass/fail with reasons, non-zero exit on any failure."""
     from pathlib import Path
 
@@ -62,7 +62,7 @@ def test_command(rule_ids, failed_only, rules_dirs, thresholds, as_json):
     from skillbase.engine.evaluate import Engine, resolve_dirs
     from skillbase.engine.vocabulary import default_thresholds_path
 
-    dirs = resolve_dirs(list(rules_dirs) or None)
+    dirs = resolve_dirs(list(rules_dirs) or None, extra_rules)
     # build (not load): rules that parse are tested even while others in the set have errors
     engine, load_problems = Engine.build(dirs, Path(thresholds) if thresholds else default_thresholds_path(dirs))
     load_errors = [p for p in load_problems if p.severity == "error"]
@@ -112,11 +112,11 @@ def _print_results(results, load_errors, case_problems) -> None:
               help="list: one metric per line; csv: comma-joined, ready for `ncu --metrics`.")
 @rules_dir_option
 @thresholds_option
-def metrics_command(fmt, rules_dirs, thresholds):
+def metrics_command(extra_rules, fmt, rules_dirs, thresholds):
     """The minimal ncu --metrics list the rules read."""
     from skillbase.engine import Engine
 
-    names = Engine.load(list(rules_dirs) or None, thresholds).required_ncu_metrics()
+    names = Engine.load(list(rules_dirs) or None, thresholds, extra_rules=extra_rules).required_ncu_metrics()
     click.echo(",".join(names) if fmt == "csv" else "\n".join(names))
 
 

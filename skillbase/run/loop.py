@@ -64,6 +64,7 @@ class Settings:
     time_budget_s: float | None = None
     token_budget: int | None = None
     sweep_limit: int = 24
+    extra_rules: tuple[str, ...] = ()   # the user's rule folders (--extra-rules), absolute
 
 
 class PausedForCandidate(SkillbaseError):

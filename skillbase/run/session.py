@@ -30,7 +30,7 @@ def _collaborators(kernel: Path, spec, settings: Settings, store: RunStore, run_
                    gpu: bool, saved_report: Path | None = None):
     from skillbase.engine import Engine
 
-    engine = Engine.load()
+    engine = Engine.load(extra_rules=tuple(settings.extra_rules))
     corpus = _load_corpus()
     allow = tuple(getattr(spec, "allow", ()) or ())
     if gpu:
