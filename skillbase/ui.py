@@ -1,11 +1,11 @@
-"""One way to make a rich Console: full width on a terminal, 160 columns when piped or logged.
-
-Rich falls back to 80 columns without a terminal, which squeezes tables into unreadable cells in
-CI logs and device transcripts; a fixed generous width keeps them readable there.
+"""What every face of skillbase draws with: one way to make a rich Console (full width on a
+terminal, 160 columns when piped or logged: rich's 80-column fallback squeezes tables into
+unreadable cells in CI logs and device transcripts), and matplotlib figures as inline SVG.
 """
 
 from __future__ import annotations
 
+import io
 import sys
 
 
@@ -15,3 +15,10 @@ def console(stderr: bool = False, piped_width: int = 160, **options):
     stream = sys.stderr if stderr else sys.stdout
     width = None if stream.isatty() else piped_width
     return Console(stderr=stderr, width=width, **options)
+
+
+def figure_svg(figure) -> str:
+    """A matplotlib figure as inline SVG markup, for self-contained HTML pages."""
+    buffer = io.StringIO()
+    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    return buffer.getvalue()[buffer.getvalue().index("<svg"):]

@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 from skillbase.bench.results import SizeResult, impl_kind, roofline_pct
-from skillbase.run.report import figure_svg
+from skillbase.ui import figure_svg
 
 PRESET_ORDER = ("xs", "s", "m", "l", "xl")
 PRESET_COLOURS = {"xs": "#9ecae1", "s": "#6baed6", "m": "#3182bd", "l": "#08519c", "xl": "#08306b"}

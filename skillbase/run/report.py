@@ -7,11 +7,11 @@ the start of each round (when its evidence has roofline figures). Everything com
 from __future__ import annotations
 
 import html
-import io
 import json
 
 from skillbase.run.explain import explain_run
 from skillbase.run.store import RunStore
+from skillbase.ui import figure_svg
 
 
 def _round_points(report: dict) -> list[tuple[int, float]]:
@@ -68,13 +68,6 @@ def render_markdown(report: dict) -> str:
             why=str((shown.get("reason") if shown else decision.get("reason")) or
                     (shown["status"] if shown else "—")).replace("|", "\\|")))
     return "\n".join(lines) + "\n"
-
-
-def figure_svg(figure) -> str:
-    """A matplotlib figure as inline SVG markup, for self-contained HTML pages."""
-    buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
-    return buffer.getvalue()[buffer.getvalue().index("<svg"):]
 
 
 def render_html(report: dict, roofline: list[dict]) -> str:
