@@ -1,8 +1,10 @@
 """A thin chat client over the `openai` package, for any OpenAI-compatible endpoint.
 
-Configuration comes from the environment (`OPENAI_API_KEY`, `OPENAI_BASE_URL`, `SKILLBASE_MODEL`)
-or explicit arguments; the key is read when the client is built and is never returned, logged
-or stored in a run (only the endpoint's host name and the model are). Transient failures
+Configuration comes from explicit arguments, else the environment: `OPENAI_API_KEY` and
+`OPENAI_BASE_URL` (the OpenAI client's own convention, read here) and `SKILLBASE_MODEL`,
+`SKILLBASE_LLM_TIMEOUT`, `SKILLBASE_LLM_RETRIES` (read through `skillbase.config`). The key is read
+when the client is built and is never returned, logged or stored in a run (only the endpoint's host
+name and the model are). Transient failures
 (connection errors, timeouts, 429 and 5xx) are retried with exponential backoff; after the last
 try the call raises `LLMUnavailable`, which the loop records as a failed attempt and goes on.
 """
@@ -14,6 +16,7 @@ import time
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
+from skillbase.config import env
 from skillbase.errors import EnvironmentProblem, SkillbaseError
 
 DEFAULT_MODEL = "gpt-4.1"
@@ -47,13 +50,18 @@ def api_key_configured() -> bool:
     return bool(os.environ.get("OPENAI_API_KEY"))
 
 
+def default_model() -> str:
+    """The model `--agent openai` uses without `--model`: $SKILLBASE_MODEL, else DEFAULT_MODEL."""
+    return env("SKILLBASE_MODEL") or DEFAULT_MODEL
+
+
 def load_config(model: str | None = None, base_url: str | None = None, timeout_s: float | None = None,
                 max_retries: int | None = None) -> LLMConfig:
     return LLMConfig(
-        model=model or os.environ.get("SKILLBASE_MODEL") or DEFAULT_MODEL,
+        model=model or default_model(),
         base_url=base_url or os.environ.get("OPENAI_BASE_URL") or None,
-        timeout_s=timeout_s if timeout_s is not None else float(os.environ.get("SKILLBASE_LLM_TIMEOUT", 180)),
-        max_retries=max_retries if max_retries is not None else int(os.environ.get("SKILLBASE_LLM_RETRIES", 3)),
+        timeout_s=timeout_s if timeout_s is not None else float(env("SKILLBASE_LLM_TIMEOUT") or 180),
+        max_retries=max_retries if max_retries is not None else int(env("SKILLBASE_LLM_RETRIES") or 3),
     )
 
 
@@ -73,12 +81,10 @@ class ChatClient:
         if not api_key_configured():
             raise EnvironmentProblem(
                 "no LLM endpoint is configured (OPENAI_API_KEY is not set)",
-                hint="export OPENAI_API_KEY (and OPENAI_BASE_URL for a local server), or use --agent none / --agent external")
-        try:
-            import openai
-        except ImportError:
-            raise EnvironmentProblem("the openai package is not installed",
-                                     hint="pip install openai") from None
+                hint="export OPENAI_API_KEY (and OPENAI_BASE_URL for a local server), "
+                     "or use --agent none / --agent external")
+        import openai  # 0.8 s to import: only a client that talks to an endpoint pays it
+
         self.config = config
         self._openai = openai
         # Retries are ours (with backoff and logging), so the library's own are switched off.
@@ -114,7 +120,8 @@ class ChatClient:
                               prompt_tokens=getattr(usage, "prompt_tokens", None),
                               completion_tokens=getattr(usage, "completion_tokens", None),
                               duration_s=time.monotonic() - started, tries=attempt)
-        raise LLMUnavailable(f"{self.config.endpoint_name} failed {self.config.max_retries} times; last error: {last_error}")
+        raise LLMUnavailable(f"{self.config.endpoint_name} failed {self.config.max_retries} times; "
+                             f"last error: {last_error}")
 
 
 def _reply_text(response) -> str:

@@ -65,25 +65,26 @@ def read(key: str) -> Any:
     try:
         with open(_path(key), "rb") as handle:
             return pickle.load(handle)
-    except Exception:  # absent, truncated or from another version: rebuild
+    # absent, unreadable, truncated, or naming a class that has since moved: rebuild
+    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
         return None
 
 
 def write(key: str, engine: Any) -> None:
     if not enabled():
         return
+    directory = cache_dir()
+    temporary: Path | None = None
     try:
-        directory = cache_dir()
         directory.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=directory, delete=False, suffix=".tmp") as handle:
+            temporary = Path(handle.name)
             pickle.dump(engine, handle, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(handle.name, _path(key))
+        os.replace(temporary, _path(key))
         # every edit of a rule makes a new key: keep the newest few so the folder stays small
         old = sorted(directory.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)[8:]
         for stale in old:
             stale.unlink(missing_ok=True)
-    except Exception:  # a read-only home must not break advise; we just parse next time too
-        try:
-            os.unlink(handle.name)  # type: ignore[possibly-undefined]
-        except Exception:
-            pass
+    except OSError:   # a read-only home (or a concurrent prune) must not break advise: we parse next time too
+        if temporary is not None:
+            temporary.unlink(missing_ok=True)

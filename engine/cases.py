@@ -9,17 +9,23 @@ says why in one line, and every rule needs at least one case of each kind.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from skillbase.errors import InputError
-
-from skillbase.datafile.problems import Problem
-from .rules import Rule
+from skillbase.config import builtin_rules_dir
+from skillbase.datafile.problems import Problem, did_you_mean
 from skillbase.datafile.schemas import check
 from skillbase.datafile.yamldoc import join, load_yaml
+from skillbase.errors import InputError
+
+from .rules import Rule
+from .vocabulary import MISSING
+
+if TYPE_CHECKING:
+    from skillbase.evidence.model import Evidence
+
+    from .evaluate import Engine
 
 
 @dataclass
@@ -69,7 +75,8 @@ def load_cases(rule: Rule) -> tuple[list[Case], list[Problem]]:
     for index, spec in enumerate(doc.data["cases"]):
         where = join("cases", index)
         if spec["name"] in names:
-            problems.append(Problem(str(path), doc.line(where), f"duplicate case name `{spec['name']}`", "give each case its own name"))
+            problems.append(Problem(str(path), doc.line(where), f"duplicate case name `{spec['name']}`",
+                                    "give each case its own name"))
         names.add(spec["name"])
         cases.append(Case(rule.id, spec["name"], spec["expect"], spec["reason"], dict(spec.get("values") or {}),
                           spec.get("fixture"), spec.get("kernel"), str(path), doc.line(where)))
@@ -86,12 +93,10 @@ class FixtureLoader:
 
     def __init__(self, dirs: list[Path]):
         self.dirs = [d / "fixtures" for d in dirs]
-        from skillbase.config import builtin_rules_dir
-
         builtin = builtin_rules_dir() / "fixtures"
         if builtin not in self.dirs:
             self.dirs.append(builtin)
-        self._cache: dict[str, Any] = {}
+        self._cache: dict[str, Evidence] = {}
 
     def path(self, name: str) -> Path:
         for directory in self.dirs:
@@ -100,29 +105,16 @@ class FixtureLoader:
                 return candidate
         raise InputError(f"fixture `{name}` not found", "looked in " + ", ".join(str(d) for d in self.dirs))
 
-    def load(self, name: str) -> Any:
+    def load(self, name: str) -> Evidence:
         if name not in self._cache:
-            self._cache[name] = load_evidence(self.path(name))
+            # here, not at the top: the evidence package is heavy and only fixtures need it
+            from skillbase.evidence.build import load_evidence_json
+
+            self._cache[name] = load_evidence_json(self.path(name))
         return self._cache[name]
 
 
-def load_evidence(path: Path) -> Any:
-    """An evidence JSON file: through skillbase.evidence when it is there, else as plain JSON."""
-    try:
-        from skillbase.evidence import load_evidence_json
-    except ImportError:
-        load_evidence_json = None
-    if load_evidence_json is not None:
-        return load_evidence_json(path)
-    try:
-        return json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except (OSError, ValueError) as error:
-        raise InputError(f"{path}: not valid evidence JSON ({error})") from None
-
-
-def run_case(engine: Any, rule: Rule, case: Case, fixtures: FixtureLoader) -> CaseResult:
+def run_case(engine: Engine, rule: Rule, case: Case, fixtures: FixtureLoader) -> CaseResult:
     try:
         evidence = fixtures.load(case.fixture) if case.fixture else None
         result = engine.evaluate(evidence, kernel=case.kernel, overrides=case.values, rules=[rule])
@@ -146,8 +138,6 @@ def run_case(engine: Any, rule: Rule, case: Case, fixtures: FixtureLoader) -> Ca
 
 
 def _short(value: Any) -> str:
-    from .vocabulary import MISSING
-
     if value is MISSING:
         return "missing"
     if isinstance(value, float):
@@ -155,7 +145,7 @@ def _short(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
-def run_all(engine: Any, rule_ids: list[str] | None = None, rules: list[Rule] | None = None
+def run_all(engine: Engine, rule_ids: list[str] | None = None, rules: list[Rule] | None = None
             ) -> tuple[list[CaseResult], list[Problem]]:
     """Run the cases of every rule (or of `rule_ids`); returns the results and case-file problems."""
     fixtures = FixtureLoader(engine.rules_dirs)
@@ -164,9 +154,8 @@ def run_all(engine: Any, rule_ids: list[str] | None = None, rules: list[Rule] | 
         known = {r.id for r in targets}
         unknown = [r for r in rule_ids if r not in known]
         if unknown:
-            from .expressions import _did_you_mean
-
-            raise InputError(f"no rule `{unknown[0]}`", _did_you_mean(unknown[0], known))
+            raise InputError(f"no rule `{unknown[0]}`", did_you_mean(unknown[0], known, n=3)
+                             or "`skillbase rules test` without --rule runs every rule")
         targets = [r for r in targets if r.id in rule_ids]
     results: list[CaseResult] = []
     problems: list[Problem] = []

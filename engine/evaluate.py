@@ -11,18 +11,24 @@ from __future__ import annotations
 import hashlib
 import heapq
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
+from skillbase.config import builtin_rules_dir, env_paths
+from skillbase.datafile.problems import Problem
 from skillbase.errors import InputError
 
 from . import expressions
-from skillbase.datafile.problems import Problem
+from .expressions import EVALUATION_ERRORS
 from .ranking import Candidate, rank
 from .rules import Node, Rule, load_rule, rule_files
 from .trace import Decision, FocusRow, LeafRecord, combine, json_value, render_because
-from .vocabulary import MISSING, Thresholds, View, Vocabulary, _get, default_thresholds_path
+from .vocabulary import MISSING, Thresholds, View, Vocabulary, default_thresholds_path
+
+if TYPE_CHECKING:   # the evidence package's face imports the harness: too slow for a cached `advise`
+    from skillbase.evidence.model import Evidence
 
 ENGINE_FORMAT = 1  # bump when the meaning of a result changes
 
@@ -37,10 +43,6 @@ class EvaluationResult:
     thresholds: dict[str, str]
     rules_digest: str
     problems: list[str] = field(default_factory=list)
-
-    @property
-    def focus_kernel(self) -> str | None:
-        return self.kernel
 
     def decision(self, rule_id: str) -> Decision | None:
         for decision in self.decisions:
@@ -85,8 +87,6 @@ class Engine:
     def rules_digest(self) -> str:
         """sha256 over the rule files' names and contents: the same rules give the same digest anywhere
         (unlike `digest`, the cache key, which also covers paths and the Python version)."""
-        from .rules import rule_files
-
         h = hashlib.sha256()
         for directory in self.rules_dirs:
             for path in sorted(rule_files(Path(directory))):
@@ -107,9 +107,10 @@ class Engine:
     # ---- loading --------------------------------------------------------------------------
 
     @classmethod
-    def load(cls, rules_dirs: Iterable[Path | str] | None = None, thresholds: Path | str | None = None,
+    def load(cls, rules_dirs: Iterable[Path | str] | None = None, thresholds: Path | str | Thresholds | None = None,
              use_cache: bool = True, extra_rules: Iterable[Path | str] = ()) -> Engine:
-        """Built-in rules (or `rules_dirs`) with the default (or given) thresholds file.
+        """Built-in rules (or `rules_dirs`) with the default (or given) thresholds: a file, or a
+        `Thresholds` already parsed (never cached: there is no file to key the cache on).
 
         Raises InputError naming the first problem when the rule set has errors (the full list
         comes from `skillbase rules validate`).
@@ -117,6 +118,11 @@ class Engine:
         from . import cache
 
         dirs = resolve_dirs(rules_dirs, extra_rules)
+        if isinstance(thresholds, Thresholds):
+            engine, problems = cls.build(dirs, thresholds)
+            _refuse_errors(problems)
+            engine.compile()
+            return engine
         thresholds_path = Path(thresholds) if thresholds is not None else default_thresholds_path(dirs)
         if thresholds is not None and not thresholds_path.is_file():
             raise InputError(f"{thresholds_path}: thresholds file not found", "pass an existing file to --thresholds")
@@ -124,28 +130,25 @@ class Engine:
         engine = cache.read(digest) if use_cache else None
         if engine is None:
             engine, problems = cls.build(dirs, thresholds_path, digest=digest)
-            errors = [p for p in problems if p.severity == "error"]
-            if errors:
-                more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
-                raise InputError(f"rule set has errors: {errors[0]}{more}", "run `skillbase rules validate` for the full list")
+            _refuse_errors(problems)
             if use_cache:
                 cache.write(digest, engine)
         engine.compile()
         return engine
 
     @classmethod
-    def build(cls, dirs: list[Path], thresholds_path: Path, digest: str = "") -> tuple[Engine, list[Problem]]:
+    def build(cls, dirs: list[Path], thresholds: Path | Thresholds, digest: str = "") -> tuple[Engine, list[Problem]]:
         """Parse everything, collecting problems; the engine holds the rules that loaded."""
         problems: list[Problem] = []
-        try:
-            thresholds = Thresholds.load(thresholds_path)
-        except InputError as error:
-            problems.append(Problem.from_input_error(error, str(thresholds_path)))
-            thresholds = Thresholds(str(thresholds_path), "", {}, {})
+        if not isinstance(thresholds, Thresholds):
+            path = thresholds
+            try:
+                thresholds = Thresholds.load(path)
+            except InputError as error:
+                problems.append(Problem.from_input_error(error, str(path)))
+                thresholds = Thresholds(str(path), "", {}, {})
         vocabulary_paths = [d / "vocabulary.yaml" for d in dirs if (d / "vocabulary.yaml").is_file()]
         if not vocabulary_paths:
-            from skillbase.config import builtin_rules_dir
-
             vocabulary_paths = [builtin_rules_dir() / "vocabulary.yaml"]
         vocabulary, vocab_problems = Vocabulary.load(vocabulary_paths, thresholds)
         problems.extend(vocab_problems)
@@ -173,7 +176,8 @@ class Engine:
 
     def compile(self) -> None:
         if not self._compiled:
-            expressions.compile_all(self.vocabulary.all_expressions() + [e for r in self.rules for e in r.expressions()])
+            rule_expressions = [e for r in self.rules for e in r.expressions()]
+            expressions.compile_all(self.vocabulary.all_expressions() + rule_expressions)
             self._compiled = True
 
     def rule(self, rule_id: str) -> Rule | None:
@@ -181,6 +185,10 @@ class Engine:
             if rule.id == rule_id:
                 return rule
         return None
+
+    def proposers_of(self, skill_id: str) -> list[Rule]:
+        """The proposal rules that propose `skill_id`, by rule id (`skills show` lists them)."""
+        return [rule for rule in self.propose_rules if rule.proposal_for(skill_id) is not None]
 
     def required_ncu_metrics(self) -> list[str]:
         """The minimal `ncu --metrics` list: ncu names behind everything any rule reads."""
@@ -192,9 +200,9 @@ class Engine:
 
     # ---- evaluation -----------------------------------------------------------------------
 
-    def evaluate(self, evidence: Any, kernel: str | None = None, overrides: dict[str, Any] | None = None,
-                 rules: list[Rule] | None = None) -> EvaluationResult:
-        """Evaluate every rule on `evidence` (an Evidence, a dict, or None with `overrides` only).
+    def evaluate(self, evidence: Evidence | dict[str, Any] | None, kernel: str | None = None,
+                 overrides: dict[str, Any] | None = None, rules: list[Rule] | None = None) -> EvaluationResult:
+        """Evaluate every rule on `evidence` (an Evidence, its JSON dict, or None with `overrides` only).
 
         `rules` replaces the proposal rules evaluated (cases use it to run one rule); derivation
         rules always run, since proposal rules read their facts.
@@ -224,8 +232,9 @@ class Engine:
                     if derivation.fact in derived_by:
                         previous = view[self.vocabulary.facts[derivation.fact]]
                         if previous != value:
-                            notes.append(f"`{derivation.fact}`: {rule.id} derives {value!r} but {derived_by[derivation.fact]} "
-                                         f"already derived {previous!r}; the first (in evaluation order) is kept")
+                            notes.append(f"`{derivation.fact}`: {rule.id} derives {value!r} but "
+                                         f"{derived_by[derivation.fact]} already derived {previous!r}; "
+                                         "the first (in evaluation order) is kept")
                         continue
                     if view.set_fact(derivation.fact, value):
                         derived_by[derivation.fact] = rule.id
@@ -249,7 +258,7 @@ class Engine:
             if value is not MISSING:
                 facts[fact] = value
         return EvaluationResult(
-            candidates=rank(proposals, _get(evidence, "history") if evidence is not None else None),
+            candidates=rank(proposals, view.evidence.history if view.evidence is not None else None),
             facts=facts, decisions=decisions, kernel=view.kernel_name, focus_reason=view.focus_reason,
             thresholds={"path": self.thresholds.path, "digest": self.thresholds.digest},
             rules_digest=self.digest, problems=view.problems + notes)
@@ -307,6 +316,14 @@ class Engine:
                 for name in expression.symbols if name not in thresholds]
 
 
+def _refuse_errors(problems: list[Problem]) -> None:
+    """A rule set with errors is not loaded: one line naming the first (`rules validate` lists them all)."""
+    errors = [p for p in problems if p.severity == "error"]
+    if errors:
+        more = f" (and {len(errors) - 1} more)" if len(errors) > 1 else ""
+        raise InputError(f"rule set has errors: {errors[0]}{more}", "run `skillbase rules validate` for the full list")
+
+
 def _node(rule: Rule, node: Node, view: View, leaves: list[LeafRecord], results: dict) -> bool | None:
     if node.op == "leaf":
         record = _leaf(rule, node, view)
@@ -327,8 +344,9 @@ def _leaf(rule: Rule, node: Node, view: View) -> LeafRecord:
         return LeafRecord(rule.id, node.path, expression.text, observed, None, source)
     try:
         value = expression.evaluate(observed)
-    except Exception as error:  # division by zero, overflow…: the leaf cannot be decided
-        return LeafRecord(rule.id, node.path, expression.text, observed, None, source, error=f"{type(error).__name__}: {error}")
+    except EVALUATION_ERRORS as error:  # division by zero, overflow…: the leaf cannot be decided
+        return LeafRecord(rule.id, node.path, expression.text, observed, None, source,
+                          error=f"{type(error).__name__}: {error}")
     if value is None:
         return LeafRecord(rule.id, node.path, expression.text, observed, None, source)
     return LeafRecord(rule.id, node.path, expression.text, observed, bool(value), source)
@@ -343,7 +361,7 @@ def _evaluate(expression: expressions.Expression, view: View, notes: list[str]) 
         values[name] = value
     try:
         return expression.evaluate(values)
-    except Exception as error:
+    except EVALUATION_ERRORS as error:
         notes.append(f"`{expression.text}`: {type(error).__name__}: {error}")
         return MISSING
 
@@ -384,11 +402,13 @@ def stratify(rules: list[Rule], vocabulary: Vocabulary) -> tuple[list[Rule], lis
     if stuck:
         cycle = _cycle(stuck, after)
         first = by_id[cycle[0]]
-        facts = sorted(set().union(*(reads[r] & by_id[r2].facts_written() for r, r2 in zip(cycle, cycle[1:] + cycle[:1]))))
+        pairs = zip(cycle, cycle[1:] + cycle[:1], strict=True)   # each rule and the next one round the cycle
+        facts = sorted(set().union(*(reads[r] & by_id[r2].facts_written() for r, r2 in pairs)))
         problems.append(Problem(first.file, first.line,
                                 "derivation rules form a cycle: " + " -> ".join(cycle + [cycle[0]]) +
                                 (f" (through {', '.join(facts)})" if facts else ""),
-                                "a derivation rule may not read, directly or through derived names, a fact it or a later rule derives"))
+                                "a derivation rule may not read, directly or through derived names, a fact it "
+                                "or a later rule derives"))
         order.extend(by_id[rid] for rid in stuck)  # keep them evaluable for tooling; load refuses the set
     return order, problems
 
@@ -412,8 +432,6 @@ def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path |
     """The rule folders to load: `rules_dirs` (default: the built-in rules), then the user's own
     folders from $SKILLBASE_RULES_PATH and `extra`, which add to them. A user rule may not reuse an
     id that is already taken (a duplicate-id error names both files)."""
-    from skillbase.config import builtin_rules_dir, env_paths
-
     base = [builtin_rules_dir()] if rules_dirs is None else [Path(d) for d in rules_dirs]
     env = env_paths(RULES_PATH_ENV)
     dirs: list[Path] = []
@@ -423,14 +441,7 @@ def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path |
     for directory in dirs:
         if not directory.is_dir():
             raise InputError(f"{directory}: rules directory not found",
-                             f"pass a folder holding derive/ and propose/ (check --rules-dir, --extra-rules, ${RULES_PATH_ENV})")
+                             "pass a folder holding derive/ and propose/ "
+                             f"(check --rules-dir, --extra-rules, ${RULES_PATH_ENV})")
     return dirs
 
-
-def file_digest(paths: Iterable[Path]) -> str:
-    h = hashlib.sha256()
-    for path in paths:
-        h.update(str(path).encode())
-        h.update(b"\0")
-        h.update(Path(path).read_bytes())
-    return h.hexdigest()

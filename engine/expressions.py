@@ -14,9 +14,11 @@ the translation against rule-engine on every built-in expression.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
+from skillbase.datafile.problems import did_you_mean
 from skillbase.errors import InputError
 
 # vocabulary type -> rule-engine DataType name
@@ -40,6 +42,21 @@ class ExpressionError(InputError):
 
 class Untranslatable(Exception):
     """An AST node with no Python translation; the expression falls back to rule-engine."""
+
+
+class EvaluationFailed(ValueError):
+    """rule-engine could not compute an expression for these values (its own error, re-raised as ours)."""
+
+
+# What evaluating an expression may raise for unlucky values (division by zero, overflow, `$max([])`,
+# comparing a string with a number, a rule-engine evaluation error): the value is then unknown.
+EVALUATION_ERRORS = (ArithmeticError, ValueError, TypeError)
+UNDECLARED_HINT = "every name must be declared in rules/vocabulary.yaml"
+
+
+def unknown_name_hint(name: str, names) -> str:
+    """The hint for a name the vocabulary does not declare: the closest declared names, else where to declare it."""
+    return did_you_mean(name, names, n=3) or UNDECLARED_HINT
 
 
 @dataclass
@@ -89,7 +106,7 @@ def compile_all(expressions: list[Expression]) -> None:
         return
     source = "(" + ",\n".join(f"lambda v: {e.python}" for e in todo) + ",)"
     functions = eval(compile(source, "<rule expressions>", "eval"), _GLOBALS)  # noqa: S307 - our own translation
-    for expression, fn in zip(todo, functions):
+    for expression, fn in zip(todo, functions, strict=True):
         expression._fn = fn
 
 
@@ -113,10 +130,15 @@ _GLOBALS = {"__builtins__": {}, "bool": bool, "_max": _max, "_min": _min, "_abs"
 
 
 def _rule_engine_evaluator(text: str, types: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
+    import rule_engine
+
     rule = _rule_engine_parse(text, types)
 
     def evaluate(values: dict[str, Any]) -> Any:
-        result = rule.evaluate(values)
+        try:
+            result = rule.evaluate(values)
+        except rule_engine.errors.EngineError as error:
+            raise EvaluationFailed(f"{text}: {error.message}") from None
         # rule-engine computes with Decimal; the rest of the engine speaks float
         return float(result) if type(result).__name__ == "Decimal" else result
 
@@ -147,24 +169,28 @@ def parse(text: str, types: dict[str, str], expect: str | None = None) -> Expres
         rule = _rule_engine_parse(text, types)
     except rule_engine.errors.SymbolResolutionError as error:
         name = error.symbol_name
-        raise ExpressionError(f"unknown name `{name}` in `{text}`", _did_you_mean(name, types), symbol=name) from None
+        raise ExpressionError(f"unknown name `{name}` in `{text}`", unknown_name_hint(name, types),
+                              symbol=name) from None
     except rule_engine.errors.RuleSyntaxError as error:
         token = getattr(error, "token", None)
         near = f" near `{token.value}`" if token is not None and getattr(token, "value", None) else ""
-        raise ExpressionError(f"syntax error{near} in `{text}`", "rule-engine syntax: and/or/not, == != < <= > >=, a ? b : c, x in [..], $max([..])") from None
+        syntax = "rule-engine syntax: and/or/not, == != < <= > >=, a ? b : c, x in [..], $max([..])"
+        raise ExpressionError(f"syntax error{near} in `{text}`", syntax) from None
     except rule_engine.errors.EvaluationError as error:
         # rule-engine reports type errors found while reducing the typed AST as EvaluationError
         raise ExpressionError(f"{error.message} in `{text}`", _type_hint(text, types)) from None
     except rule_engine.errors.EngineError as error:
-        raise ExpressionError(f"{getattr(error, 'message', error)} in `{text}`") from None
+        raise ExpressionError(f"{error.message} in `{text}`") from None
     root = rule.statement.expression
     symbols: set[str] = set()
     _collect_symbols(root, symbols)
     result_type = getattr(getattr(root, "result_type", None), "name", "UNDEFINED")
-    if expect is not None and result_type not in ("UNDEFINED", "NULL") and expect not in _RESULT_TYPES.get(result_type, ()):
+    known = result_type not in ("UNDEFINED", "NULL")
+    if expect is not None and known and expect not in _RESULT_TYPES.get(result_type, ()):
         raise ExpressionError(
             f"`{text}` is {result_type.lower()}, expected {expect}",
-            "a condition must compare something (e.g. `x > 3`)" if expect == "bool" else f"make the expression yield a {expect}",
+            "a condition must compare something (e.g. `x > 3`)" if expect == "bool"
+            else f"make the expression yield a {expect}",
         )
     try:
         python = _translate(root)
@@ -174,15 +200,6 @@ def parse(text: str, types: dict[str, str], expect: str | None = None) -> Expres
                             comparison=_comparison(root))
     expression._types = {name: types[name] for name in expression.symbols if name in types}
     return expression
-
-
-def _did_you_mean(name: str, names) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(name, list(names), n=3, cutoff=0.6)
-    if close:
-        return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?"
-    return "every name must be declared in rules/vocabulary.yaml"
 
 
 def _type_hint(text: str, types: dict[str, str]) -> str:

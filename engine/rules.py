@@ -13,11 +13,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from skillbase.datafile.problems import Problem, did_you_mean
+from skillbase.datafile.schemas import check
+from skillbase.datafile.yamldoc import YamlDoc, join, load_yaml
 from skillbase.errors import InputError
 
 from . import expressions
-from skillbase.datafile.problems import Problem
-from skillbase.datafile.yamldoc import YamlDoc, join, load_yaml
 
 
 @dataclass
@@ -91,6 +92,10 @@ class Rule:
             names.update(expression.symbols)
         return names
 
+    def proposal_for(self, skill_id: str) -> Proposal | None:
+        """What this rule proposes for `skill_id` (None when it does not propose it)."""
+        return next((p for p in self.proposes if p.skill == skill_id), None)
+
     def facts_written(self) -> set[str]:
         return {d.fact for d in self.derives}
 
@@ -113,8 +118,6 @@ def rule_files(directory: Path) -> list[Path]:
 
 def load_rule(path: Path, types: dict[str, str], facts: dict[str, str]) -> tuple[Rule | None, list[Problem]]:
     """Load one rule file; returns (rule or None, problems). `facts` maps fact -> vocabulary name."""
-    from skillbase.datafile.schemas import check
-
     try:
         doc = load_yaml(path)
     except InputError as error:
@@ -125,7 +128,8 @@ def load_rule(path: Path, types: dict[str, str], facts: dict[str, str]) -> tuple
     data = doc.data
     file = str(path)
     if data["id"] != path.stem:
-        problems.append(Problem(file, doc.line("id"), f"rule id `{data['id']}` differs from its file name `{path.stem}`",
+        problems.append(Problem(file, doc.line("id"),
+                                f"rule id `{data['id']}` differs from its file name `{path.stem}`",
                                 f"rename the file to {data['id']}.yaml or set id: {path.stem}"))
     when = _condition(doc, data["when"], "when", types, problems)
     rule = Rule(id=data["id"], kind=data["kind"], summary=data["summary"], when=when, because=data["because"],
@@ -144,8 +148,8 @@ def load_rule(path: Path, types: dict[str, str], facts: dict[str, str]) -> tuple
         where = join("derives", fact)
         name = facts.get(fact)
         if name is None:
-            close = expressions._did_you_mean(fact, facts)
-            hint = close if close.startswith("did you") else f"declare it in the vocabulary: `{fact}: {{type: str, source: {{fact: {fact}}}, meaning: …}}`"
+            hint = (did_you_mean(fact, facts, n=3)
+                    or f"declare it in the vocabulary: `{fact}: {{type: str, source: {{fact: {fact}}}, meaning: …}}`")
             problems.append(Problem(file, doc.line(where), f"`{fact}` is not a fact in the vocabulary", hint))
             continue
         type_ = types[name]
@@ -199,7 +203,7 @@ def _template_names(doc: YamlDoc, template: str, types: dict[str, str], problems
                                         "name the value: {mem_pct:.0f}"))
             elif name not in types:
                 problems.append(Problem(str(doc.path), doc.line("because"), f"`because` reads unknown name `{name}`",
-                                        expressions._did_you_mean(name, types)))
+                                        expressions.unknown_name_hint(name, types)))
             elif name not in names:
                 names.append(name)
     except ValueError as error:

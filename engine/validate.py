@@ -2,18 +2,25 @@
 
 Loading (engine/evaluate.py `Engine.build`) already reports YAML syntax, schema, unknown names
 (with a did-you-mean), type errors, bad ncu metric names, derived-name and derivation-rule cycles
-and duplicate ids. This module adds what needs the whole picture: unknown skill ids, conditions
-that can never be true, and rules without a case that fires and a case that stays quiet.
+and duplicate ids. This module adds what needs the whole picture: unknown skill ids (the caller
+passes the ids it knows: the engine does not read the skill corpus), conditions that can never be
+true, and rules without a case that fires and a case that stays quiet.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from skillbase.datafile.problems import Problem, sort_key
+from skillbase.datafile.problems import Problem, did_you_mean, sort_key
+from skillbase.errors import InputError
+
+from .cases import FixtureLoader, load_cases
+from .evaluate import Engine, resolve_dirs
+from .expressions import unknown_name_hint
 from .rules import Node, Rule
+from .vocabulary import default_thresholds_path
 
 
 @dataclass
@@ -21,7 +28,7 @@ class Report:
     problems: list[Problem]
     rules: int
     vocabulary: int
-    engine: Any
+    engine: Engine
 
     @property
     def errors(self) -> list[Problem]:
@@ -33,70 +40,40 @@ class Report:
 
 
 def validate(rules_dirs: list[Path] | None = None, thresholds: Path | None = None,
-             skill_ids: set[str] | None = None, extra_rules: list[Path] = ()) -> Report:
-    from .cases import FixtureLoader, load_cases
-    from .evaluate import Engine, resolve_dirs
-    from .vocabulary import default_thresholds_path
-
+             skill_ids: Iterable[str] | None = None, extra_rules: Iterable[Path] = ()) -> Report:
+    """Every problem of the rule set. `skill_ids` are the skills a rule may propose (the caller
+    knows the corpus: the engine does not); None skips that check."""
     dirs = resolve_dirs(rules_dirs, extra_rules)
     engine, problems = Engine.build(dirs, Path(thresholds) if thresholds else default_thresholds_path(dirs))
-    known_skills, skills_severity = (skill_ids, "error") if skill_ids is not None else known_skill_ids()
+    known_skills = set(skill_ids) if skill_ids is not None else None
     fixtures = FixtureLoader(dirs)
     for rule in engine.rules:
         problems.extend(unsatisfiable(rule))
         if known_skills is not None:
-            problems.extend(unknown_skills(rule, known_skills, skills_severity))
+            problems.extend(unknown_skills(rule, known_skills))
         cases, case_problems = load_cases(rule)
         problems.extend(case_problems)
         for case in cases:
             if case.fixture:
                 try:
                     fixtures.path(case.fixture)
-                except Exception as error:
-                    problems.append(Problem(case.file, case.line, f"case `{case.name}`: {getattr(error, 'message', error)}",
-                                            getattr(error, "hint", None)))
+                except InputError as error:
+                    problems.append(Problem(case.file, case.line, f"case `{case.name}`: {error.message}", error.hint))
             for name in case.values:
                 if name not in engine.vocabulary:
-                    from .expressions import _did_you_mean
-
                     problems.append(Problem(case.file, case.line, f"case `{case.name}` sets unknown name `{name}`",
-                                            _did_you_mean(name, engine.vocabulary.entries)))
+                                            unknown_name_hint(name, engine.vocabulary.entries)))
     unique = sorted(set(problems), key=sort_key)
     return Report(unique, len(engine.rules), len(engine.vocabulary.entries), engine)
 
 
-def known_skill_ids() -> tuple[set[str] | None, str]:
-    """Skill ids and how sure we are: skillbase.corpus.load when it is there (unknown ids are errors),
-    else the built-in skills/<category>/<id>/ folders (warnings: the corpus may be half written)."""
-    try:
-        from skillbase.corpus.load import skill_ids
-    except ImportError:
-        skill_ids = None
-    if skill_ids is not None:
-        try:
-            return set(skill_ids()), "error"
-        except Exception:
-            pass
-    try:
-        from skillbase.config import builtin_skills_dir
-
-        root = builtin_skills_dir()
-    except Exception:
-        return None, "warning"
-    ids = {p.parent.name for p in root.glob("*/*/skill.yaml")}
-    return ids or None, "warning"
-
-
-def unknown_skills(rule: Rule, known: set[str], severity: str = "error") -> list[Problem]:
-    from .expressions import _did_you_mean
-
+def unknown_skills(rule: Rule, known: set[str]) -> list[Problem]:
     out = []
     for proposal in rule.proposes:
         if proposal.skill not in known:
-            hint = _did_you_mean(proposal.skill, known)
             out.append(Problem(rule.file, proposal.line, f"unknown skill `{proposal.skill}`",
-                               hint if hint.startswith("did you") else "skill ids are listed by `skillbase skills list`",
-                               severity=severity))
+                               did_you_mean(proposal.skill, known, n=3)
+                               or "skill ids are listed by `skillbase skills list`"))
     return out
 
 
@@ -111,7 +88,8 @@ def unsatisfiable(rule: Rule) -> list[Problem]:
         texts = {" ".join(leaf.expression.text.split()) for leaf in positives}
         for leaf in negatives:
             if " ".join(leaf.expression.text.split()) in texts:
-                problems.append(Problem(rule.file, node.line, f"`{node.path}` holds `{leaf.expression.text}` and its negation",
+                problems.append(Problem(rule.file, node.line,
+                                        f"`{node.path}` holds `{leaf.expression.text}` and its negation",
                                         "the rule can never fire; drop one of them"))
         clash = _interval_clash(positives)
         if clash:
@@ -153,7 +131,8 @@ def _interval_clash(leaves: list[Node]) -> str | None:
             key, literal = (comparison.name, comparison.other), 0.0
         else:
             key, literal = (comparison.name,), comparison.literal
-        b = bounds.setdefault(key, {"low": None, "low_in": True, "high": None, "high_in": True, "eq": [], "ne": [], "texts": []})
+        b = bounds.setdefault(key, {"low": None, "low_in": True, "high": None, "high_in": True,
+                                    "eq": [], "ne": [], "texts": []})
         b["texts"].append(leaf.expression.text)
         op = comparison.op
         if op == "==":
@@ -169,12 +148,13 @@ def _interval_clash(leaves: list[Node]) -> str | None:
                 inclusive = op == "<="
                 if b["high"] is None or literal < b["high"] or (literal == b["high"] and not inclusive):
                     b["high"], b["high_in"] = literal, inclusive
-    for key, b in bounds.items():
+    for b in bounds.values():
         texts = " and ".join(f"`{t}`" for t in b["texts"])
         if len(set(map(repr, b["eq"]))) > 1:
             return texts
         low, high = b["low"], b["high"]
-        if low is not None and high is not None and (low > high or (low == high and not (b["low_in"] and b["high_in"]))):
+        touching_open = low == high and not (b["low_in"] and b["high_in"])
+        if low is not None and high is not None and (low > high or touching_open):
             return texts
         for value in b["eq"]:
             if value in b["ne"]:

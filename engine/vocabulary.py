@@ -3,30 +3,41 @@
 `Vocabulary.load()` validates `rules/vocabulary.yaml` (schema, types, ncu metric names, derived
 expressions and their cycles) and collects every problem instead of stopping at the first.
 `Vocabulary.view(evidence, thresholds)` resolves the values of all names for the focus kernel
-of one Evidence document: a value the evidence lacks is `MISSING` (a sentinel distinct from None
+of one `Evidence`: a value the evidence lacks is `MISSING` (a sentinel distinct from None
 and False); a derived name is computed on first use from the names it reads and is `MISSING`
 when any of them is.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any
 
+from skillbase.datafile.problems import Problem, did_you_mean
+from skillbase.datafile.schemas import check
+from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
-from skillbase.datafile.problems import Problem
 
-SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "fact", "threshold")
+from . import expressions
+from .expressions import EVALUATION_ERRORS, unknown_name_hint
+
+if TYPE_CHECKING:   # the evidence package's face imports the harness: too slow for a cached `advise`
+    from skillbase.evidence.model import Evidence, KernelRecord
+
+SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "fact",
+           "threshold")
 TYPES = ("float", "int", "bool", "str")
 # unit__counter.rollup[.submetric…], e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed,
-# launch__grid_size, derived__memory_l2_theoretical_sectors_global_excessive
 # launch__grid_size, derived__memory_l2_theoretical_sectors_global_excessive; plus the
 # SourceCounters family that ncu names without a unit prefix (memory_l2_theoretical_sectors_global,
 # memory_l1_wavefronts_shared_ideal, inst_executed, thread_inst_executed…).
-NCU_METRIC = re.compile(r"^([a-z][a-z0-9_]*__[a-z0-9_]+|(memory|inst|thread_inst|smsp_pcsamp)_[a-z0-9_]+)(\.[a-z0-9_]+)*$")
+NCU_METRIC = re.compile(r"^([a-z][a-z0-9_]*__[a-z0-9_]+|(memory|inst|thread_inst|smsp_pcsamp)_[a-z0-9_]+)"
+                        r"(\.[a-z0-9_]+)*$")
 
 
 class _Missing:
@@ -65,7 +76,7 @@ class Entry:
     meaning: str
     file: str
     line: int
-    expression: Any = None  # engine.expressions.Expression for derived names
+    expression: expressions.Expression | None = None  # derived names only
 
     @property
     def where(self) -> str:
@@ -84,21 +95,27 @@ class Thresholds:
 
     @classmethod
     def load(cls, path: Path | str) -> Thresholds:
-        from skillbase.datafile.yamldoc import load_yaml
-
         path = Path(path)
         try:
             raw = path.read_bytes()
         except FileNotFoundError:
             raise InputError(f"{path}: thresholds file not found", "pass an existing file to --thresholds") from None
-        doc = load_yaml(path, raw.decode("utf-8", errors="replace"))
-        problems = _schema_problems(doc, "thresholds")
+        digest = "sha256:" + hashlib.sha256(raw).hexdigest()
+        return cls.parse(raw.decode("utf-8", errors="replace"), path, digest=digest)
+
+    @classmethod
+    def parse(cls, text: str, path: Path | str, digest: str | None = None) -> Thresholds:
+        """Thresholds from the text of a thresholds file (`path` names it in messages and results);
+        e.g. calibrated thresholds compared before anything is written."""
+        doc = load_yaml(path, text)
+        problems = check(doc, "thresholds")
         if problems:
             raise InputError(str(problems[0]), "see skillbase/schemas/thresholds.schema.json")
         values = {name: spec["value"] for name, spec in (doc.data or {}).items()}
         provenance = {name: spec.get("provenance", "") for name, spec in (doc.data or {}).items()}
         lines = {name: doc.line(name) for name in values}
-        return cls(str(path), "sha256:" + hashlib.sha256(raw).hexdigest(), values, provenance, lines)
+        digest = digest or "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+        return cls(str(path), digest, values, provenance, lines)
 
     def type_of(self, name: str) -> str:
         value = self.values[name]
@@ -139,9 +156,6 @@ class Vocabulary:
     @classmethod
     def load(cls, paths: Iterable[Path], thresholds: Thresholds | None) -> tuple[Vocabulary, list[Problem]]:
         """Load and merge vocabulary files; returns the vocabulary and every problem found."""
-        from . import expressions
-        from skillbase.datafile.yamldoc import load_yaml
-
         problems: list[Problem] = []
         entries: dict[str, Entry] = {}
         files: list[str] = []
@@ -152,7 +166,7 @@ class Vocabulary:
                 problems.append(Problem.from_input_error(error, str(path)))
                 continue
             files.append(str(path))
-            schema_problems = _schema_problems(doc, "vocabulary")
+            schema_problems = check(doc, "vocabulary")
             problems.extend(schema_problems)
             if not isinstance(doc.data, dict):
                 continue
@@ -171,18 +185,22 @@ class Vocabulary:
                 if source == "ncu" and not NCU_METRIC.match(str(ref)):
                     problems.append(Problem(str(path), doc.line(f"{name}.source"),
                                             f"`{ref}` is not an ncu metric name (for `{name}`)",
-                                            "ncu names look like unit__counter.rollup, e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed"))
+                                            "ncu names look like unit__counter.rollup, "
+                                            "e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed"))
         if thresholds is not None:
             # every threshold is readable as threshold_<name>, declared or not
             for tname in thresholds.values:
                 name = f"threshold_{tname}"
                 if name not in entries:
                     entries[name] = Entry(name, thresholds.type_of(tname), "none", "threshold", tname,
-                                          thresholds.provenance.get(tname, ""), thresholds.path, thresholds.lines.get(tname, 1))
+                                          thresholds.provenance.get(tname, ""), thresholds.path,
+                                          thresholds.lines.get(tname, 1))
             for entry in entries.values():
                 if entry.source == "threshold" and entry.ref not in thresholds.values:
-                    problems.append(Problem(entry.file, entry.line, f"threshold `{entry.ref}` (for `{entry.name}`) is not in {thresholds.path}",
-                                            expressions._did_you_mean(entry.ref, thresholds.values)))
+                    problems.append(Problem(entry.file, entry.line,
+                                            f"threshold `{entry.ref}` (for `{entry.name}`) is not in {thresholds.path}",
+                                            did_you_mean(entry.ref, thresholds.values, n=3)
+                                            or f"add `{entry.ref}` to {thresholds.path}"))
         types = {name: entry.type for name, entry in entries.items()}
         for entry in entries.values():
             if entry.source != "derived":
@@ -194,8 +212,10 @@ class Vocabulary:
         order, cycle = _derived_order(entries)
         if cycle:
             first = entries[cycle[0]]
-            problems.append(Problem(first.file, first.line, "derived names form a cycle: " + " -> ".join(cycle + [cycle[0]]),
-                                    "a derived expression may not read itself, directly or through other derived names"))
+            problems.append(Problem(first.file, first.line,
+                                    "derived names form a cycle: " + " -> ".join(cycle + [cycle[0]]),
+                                    "a derived expression may not read itself, directly or through other "
+                                    "derived names"))
         return cls(entries, order, files), problems
 
     def ncu_metrics(self, names: Iterable[str] | None = None) -> list[str]:
@@ -221,10 +241,10 @@ class Vocabulary:
         """The facts (`fact:` names) that `names` depend on, through derived expressions too."""
         return {self.entries[n].ref for n in self.closure(names) if self.entries[n].source == "fact"}
 
-    def all_expressions(self) -> list[Any]:
+    def all_expressions(self) -> list[expressions.Expression]:
         return [e.expression for e in self.entries.values() if e.expression is not None]
 
-    def view(self, evidence: Any, thresholds: Thresholds | None, kernel: str | None = None,
+    def view(self, evidence: Evidence | dict[str, Any] | None, thresholds: Thresholds | None, kernel: str | None = None,
              overrides: dict[str, Any] | None = None) -> View:
         return View(self, evidence, thresholds, kernel=kernel, overrides=overrides)
 
@@ -263,79 +283,80 @@ def _derived_order(entries: dict[str, Entry]) -> tuple[list[str], list[str]]:
 # Resolving values for one evidence document
 
 
-def _get(obj: Any, key: str) -> Any:
-    """Read `key` from a dict or an attribute of a model object (Evidence, KernelRecord)."""
-    if obj is None:
-        return None
-    if isinstance(obj, dict):
-        return obj.get(key)
-    if isinstance(obj, (list, tuple)):
+def _child(block: Any, key: str) -> Any:
+    """`key` of a JSON block of the evidence (static features, ptxas, launch, device…): a dict key
+    or a list index."""
+    if isinstance(block, dict):
+        return block.get(key)
+    if isinstance(block, (list, tuple)):
         try:
-            return obj[int(key)]
+            return block[int(key)]
         except (ValueError, IndexError):
             return None
-    return getattr(obj, key, None)
-
-
-def _dotted(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        obj = _get(obj, part)
-        if obj is None:
-            return None
-    return obj
-
-
-def _by_kernel(table: Any, kernel: str | None) -> Any:
-    """Per-kernel blocks (static.kernels, ptxas) are keyed by the demangled name without parameters."""
-    if not table or not isinstance(table, dict):
-        return None
-    if kernel is not None:
-        if kernel in table:
-            return table[kernel]
-        base = re.split(r"[(<]", kernel, maxsplit=1)[0].strip()
-        base = base.split("::")[-1].split()[-1] if base else base
-        if base in table:
-            return table[base]
-    if len(table) == 1:
-        return next(iter(table.values()))
     return None
 
 
-def focus_kernel(evidence: Any, kernel: str | None = None) -> tuple[Any, str]:
-    """The kernel record the rules look at, and why it was chosen."""
-    kernels = list(_get(evidence, "kernels") or [])
-    if not kernels:
+def _dotted(block: Any, path: str) -> Any:
+    for part in path.split("."):
+        block = _child(block, part)
+        if block is None:
+            return None
+    return block
+
+
+def typed_evidence(document: dict[str, Any]) -> Evidence:
+    """An evidence document (parsed JSON) as `Evidence`, read as it is: not schema-checked, because
+    the engine tolerates what the schema refuses (a value of the wrong type is MISSING, with a note)."""
+    from skillbase.evidence.model import Evidence, KernelRecord
+
+    blocks = {name: document.get(name) for name in ("static", "ptxas", "timing", "roofline", "history")}
+    return Evidence(producer=dict(document.get("producer") or {}), device=dict(document.get("device") or {}),
+                    kernels=[KernelRecord.from_dict(k) for k in document.get("kernels") or []],
+                    focus_kernel=document.get("focus_kernel"), focus_reason=document.get("focus_reason"), **blocks)
+
+
+def focus_kernel(evidence: Evidence, kernel: str | None = None) -> tuple[Evidence, KernelRecord, str]:
+    """The evidence focused on the kernel the rules look at, that kernel's record, and why it was chosen.
+
+    The evidence's own focus (`focus_kernel`, chosen by `Evidence.select_kernel`) is used as it is;
+    `kernel` (a substring or regex of a profiled kernel's name) overrides it. The returned evidence
+    is a copy whose `focus_kernel` is the chosen kernel, so its `focus_static()` and
+    `focus_ptxas()` read that kernel's blocks.
+    """
+    if not evidence.kernels:
         # Static-only evidence (no profile): the source names the focus; every metric is missing,
         # so only rules over static features and ptxas can fire, and the trace says so.
-        named = _get(evidence, "focus_kernel")
-        if named is not None and _get(evidence, "static"):
-            reason = _get(evidence, "focus_reason") or "chosen from the source (no profile)"
-            return {"name": named, "metrics": {}, "launches": 0}, f"{reason}; every metric is missing"
+        if evidence.focus_kernel is not None and evidence.static:
+            from skillbase.evidence.model import KernelRecord
+
+            reason = evidence.focus_reason or "chosen from the source (no profile)"
+            return evidence, KernelRecord(name=evidence.focus_kernel, launches=0), f"{reason}; every metric is missing"
         raise InputError("the evidence holds no kernels", "profile a run that launches at least one kernel")
-    names = [_get(k, "name") for k in kernels]
     if kernel is not None:
         try:
             pattern = re.compile(kernel)
         except re.error:
             pattern = re.compile(re.escape(kernel))
-        matches = [k for k in kernels if kernel in (_get(k, "name") or "") or pattern.search(_get(k, "name") or "")]
+        matches = [k for k in evidence.kernels if kernel in k.name or pattern.search(k.name)]
         if not matches:
-            raise InputError(f"no kernel matches `{kernel}`", "kernels present: " + ", ".join(map(str, names)))
+            raise InputError(f"no kernel matches `{kernel}`",
+                             "kernels present: " + ", ".join(k.name for k in evidence.kernels))
         chosen = max(matches, key=_total_ns)
-        return chosen, f"selected with --kernel {kernel}" + (f" ({len(matches)} matched; the longest)" if len(matches) > 1 else "")
-    named = _get(evidence, "focus_kernel")
+        reason = f"selected with --kernel {kernel}"
+        if len(matches) > 1:
+            reason += f" ({len(matches)} matched; the longest)"
+        return dataclasses.replace(evidence, focus_kernel=chosen.name), chosen, reason
+    named = evidence.focus()
     if named is not None:
-        for k in kernels:
-            if _get(k, "name") == named:
-                return k, _get(evidence, "focus_reason") or "named by the evidence"
-    chosen = max(kernels, key=_total_ns)
-    total = sum(_total_ns(k) for k in kernels) or 1.0
-    return chosen, f"{100 * _total_ns(chosen) / total:.0f}% of GPU time ({len(kernels)} kernel(s))"
+        return evidence, named, evidence.focus_reason or "named by the evidence"
+    chosen = max(evidence.kernels, key=_total_ns)
+    total = sum(_total_ns(k) for k in evidence.kernels) or 1.0
+    reason = f"{100 * _total_ns(chosen) / total:.0f}% of GPU time ({len(evidence.kernels)} kernel(s))"
+    return dataclasses.replace(evidence, focus_kernel=chosen.name), chosen, reason
 
 
-def _total_ns(kernel: Any) -> float:
-    duration = _get(kernel, "duration_ns") or 0.0
-    return float(duration) * float(_get(kernel, "launches") or 1)
+def _total_ns(kernel: KernelRecord) -> float:
+    return float(kernel.duration_ns or 0.0) * float(kernel.launches or 1)
 
 
 def coerce(value: Any, type_: str) -> Any:
@@ -367,32 +388,30 @@ class View:
     `set_fact`; `overrides` (cases) pin names, facts included, and win over everything else.
     """
 
-    def __init__(self, vocabulary: Vocabulary, evidence: Any, thresholds: Thresholds | None,
-                 kernel: str | None = None, overrides: dict[str, Any] | None = None):
+    def __init__(self, vocabulary: Vocabulary, evidence: Evidence | dict[str, Any] | None,
+                 thresholds: Thresholds | None, kernel: str | None = None, overrides: dict[str, Any] | None = None):
         self.vocabulary = vocabulary
         self.problems: list[str] = []
         self._values: dict[str, Any] = {}
         self.pinned: set[str] = set()
-        self.evidence = evidence
+        self.evidence: Evidence | None = None
+        self.kernel: KernelRecord | None = None
+        self.focus_reason, self.kernel_name = "no evidence (values only)", None
+        if isinstance(evidence, dict):   # a parsed document (cases' values, tests): typed once, here
+            evidence = typed_evidence(evidence)
         if evidence is not None:
-            self.kernel, self.focus_reason = focus_kernel(evidence, kernel)
-            self.kernel_name = _get(self.kernel, "name")
-        else:
-            self.kernel, self.focus_reason, self.kernel_name = None, "no evidence (values only)", None
-        self._metrics = _get(self.kernel, "metrics") or {}
+            self.evidence, self.kernel, self.focus_reason = focus_kernel(evidence, kernel)
+            self.kernel_name = self.kernel.name
         self._thresholds = thresholds.values if thresholds is not None else {}
         for name, value in (overrides or {}).items():
             entry = vocabulary.entries.get(name)
             if entry is None:
-                from .expressions import _did_you_mean
-
-                raise InputError(f"unknown vocabulary name `{name}`", _did_you_mean(name, vocabulary.entries))
+                raise InputError(f"unknown vocabulary name `{name}`", unknown_name_hint(name, vocabulary.entries))
             try:
                 self._values[name] = coerce(value, entry.type)
             except TypeError as error:
                 raise InputError(f"`{name}` ({entry.type}): {error}") from None
             self.pinned.add(name)
-        self._values_only = evidence is None
 
     def __getitem__(self, name: str) -> Any:
         try:
@@ -423,35 +442,40 @@ class View:
             raw = self._thresholds.get(entry.ref)
         elif source == "fact":
             return MISSING  # set_fact stores facts directly; unset means no rule derived it
-        elif self._values_only:
+        elif self.evidence is None or self.kernel is None:   # values only (cases without a fixture)
             return MISSING
-        elif source == "ncu":
-            raw = self._metrics.get(entry.ref)
-        elif source == "static":
-            static = _get(self.evidence, "static")
-            if entry.ref.startswith("file."):
-                raw = _dotted(_get(static, "file"), entry.ref[5:])
-            else:
-                # `kernel.x.y` (or plain `x.y`) reads static.kernels[<focus kernel>].x.y
-                ref = entry.ref[7:] if entry.ref.startswith("kernel.") else entry.ref
-                raw = _dotted(_by_kernel(_get(static, "kernels"), self.kernel_name), ref)
-        elif source == "ptxas":
-            raw = _dotted(_by_kernel(_get(self.evidence, "ptxas"), self.kernel_name), entry.ref)
-        elif source == "launch":
-            raw = _dotted(_get(self.kernel, "launch"), entry.ref)
-            if raw is None:  # kernel-level fields (launches, time_share, duration_ns)
-                raw = _dotted(self.kernel, entry.ref)
-        elif source == "history":
-            raw = _dotted(_get(self.evidence, "history"), entry.ref)
-            if isinstance(raw, (list, dict)) and entry.type == "int":
-                raw = len(raw)  # e.g. {history: failed} typed int counts the failed attempts
-        else:  # device, timing, roofline
-            raw = _dotted(_get(self.evidence, source), entry.ref)
+        else:
+            raw = self._raw(entry)
         try:
             return coerce(raw, entry.type)
         except TypeError as error:
             self.problems.append(f"`{name}` ({entry.source}: {entry.ref}): {error}; treated as missing")
             return MISSING
+
+    def _raw(self, entry: Entry) -> Any:
+        """The value of a non-derived name as the evidence holds it (None when it does not)."""
+        evidence, kernel, source, ref = self.evidence, self.kernel, entry.source, entry.ref
+        if source == "ncu":
+            return kernel.metrics.get(ref)
+        if source == "static":
+            if ref.startswith("file."):
+                return _dotted((evidence.static or {}).get("file"), ref[5:])
+            # `kernel.x.y` (or plain `x.y`) reads static.kernels[<focus kernel>].x.y
+            return _dotted(evidence.focus_static(), ref[7:] if ref.startswith("kernel.") else ref)
+        if source == "ptxas":
+            return _dotted(evidence.focus_ptxas(), ref)
+        if source == "launch":
+            raw = _dotted(kernel.launch, ref)
+            if raw is None:   # the kernel record's own fields, when the launch block lacks them
+                raw = {"launches": kernel.launches, "time_share": kernel.time_share,
+                       "duration_ns": kernel.duration_ns}.get(ref)
+            return raw
+        if source == "history":
+            raw = _dotted(evidence.history, ref)
+            # e.g. {history: failed} typed int counts the failed attempts
+            return len(raw) if isinstance(raw, (list, dict)) and entry.type == "int" else raw
+        blocks = {"device": evidence.device, "timing": evidence.timing, "roofline": evidence.roofline}
+        return _dotted(blocks[source], ref)
 
     def _derive(self, entry: Entry) -> Any:
         expression = entry.expression
@@ -465,10 +489,7 @@ class View:
             values[symbol] = value
         try:
             result = expression.evaluate(values)
-        except (ArithmeticError, ValueError, TypeError) as error:
-            self.problems.append(f"`{entry.name}` = {expression.text}: {error}; treated as missing")
-            return MISSING
-        except Exception as error:  # rule-engine fallback raises its own EvaluationError types
+        except EVALUATION_ERRORS as error:
             self.problems.append(f"`{entry.name}` = {expression.text}: {error}; treated as missing")
             return MISSING
         try:
@@ -479,9 +500,3 @@ class View:
 
     def snapshot(self, names: Iterable[str]) -> dict[str, Any]:
         return {name: self[name] for name in names}
-
-
-def _schema_problems(doc, schema_name: str) -> list[Problem]:
-    from skillbase.datafile.schemas import check
-
-    return check(doc, schema_name)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("skillbase.commands.report:report", "Write a run's Markdown and HTML report."),
     "bench": ("skillbase.commands.bench:bench", "Run and score the MSKernelBench-style suite."),
     "calibrate": ("skillbase.commands.calibrate:calibrate", "Derive classification thresholds from profiles (Otsu)."),
+    "examples": ("skillbase.commands.examples:examples", "List the bundled example kernels and copy one out."),
 }
 
 

@@ -27,20 +27,22 @@ class Variable:
 
 
 VARIABLES: tuple[Variable, ...] = (
-    Variable("SKILLBASE_STORE", "the run store folder (`--store` overrides it)", "`<data>/` (`~/.local/share/skillbase`)"),
+    Variable("SKILLBASE_STORE", "the run store folder (`--store` overrides it)",
+             "`<data>/` (`~/.local/share/skillbase`)"),
     Variable("SKILLBASE_CACHE", "the cache folder: builds, candidates, profiles, parsed rules, search index",
              "`~/.cache/skillbase` ($XDG_CACHE_HOME honoured)"),
     Variable("SKILLBASE_NO_CACHE", "`1` bypasses the parsed-rule cache (every `advise` re-parses the rules)", "unset"),
     Variable("SKILLBASE_RULES_PATH", "extra rule folders, `:`-separated (`--extra-rules` adds to them)", "none"),
     Variable("SKILLBASE_SKILL_PATH", "extra skill folders, `:`-separated (`--skills-dir` adds to them)", "none"),
-    Variable("SKILLBASE_BENCH_DIR", "the bench suite folder (`--dir` overrides it)", "the suite shipped in the package"),
+    Variable("SKILLBASE_BENCH_DIR", "the bench suite folder (`--dir` overrides it)",
+             "the suite shipped in the package"),
     Variable("SKILLBASE_BENCH_RESULTS", "where bench results are written and read (`--results` overrides it)",
              "`<data>/results`"),
     Variable("SKILLBASE_VENDOR_INCLUDE", "extra `-I` folders for kernels that include vendor headers, `:`-separated",
              "the CUDA toolkit's"),
     Variable("SKILLBASE_VENDOR_LIB", "extra `-L` (and rpath) folders for kernels that link vendor libraries",
              "the CUDA toolkit's"),
-    Variable("SKILLBASE_MODEL", "the model for `--agent openai` (`--model` overrides it)", "gpt-4o-mini"),
+    Variable("SKILLBASE_MODEL", "the model for `--agent openai` (`--model` overrides it)", "gpt-4.1"),
     Variable("SKILLBASE_LLM_TIMEOUT", "seconds per LLM request", "180"),
     Variable("SKILLBASE_LLM_RETRIES", "retries of a failed LLM request", "3"),
 )

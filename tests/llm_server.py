@@ -68,7 +68,8 @@ class ScriptedLLM:
                 if step.raw is not None:
                     payload = step.raw
                 elif step.status != 200:
-                    payload = json.dumps({"error": {"message": f"scripted {step.status}", "type": "server_error"}}).encode()
+                    error = {"message": f"scripted {step.status}", "type": "server_error"}
+                    payload = json.dumps({"error": error}).encode()
                 else:
                     prompt_chars = sum(len(m.get("content", "")) for m in body.get("messages", []))
                     payload = json.dumps({

@@ -174,15 +174,18 @@ def make_ruleset(root: Path, rules: dict[str, str] | None = None, vocabulary: st
 
 def evidence(metrics: dict | None = None, **extra) -> dict:
     """A minimal evidence document (the JSON shape of docs/architecture.md section 1)."""
-    doc = {"schema_version": 1, "producer": {"tool": "test", "source_kind": "manual"}, "device": {"name": "NVIDIA H200", "sm_count": 132},
-           "kernels": [{"name": "k", "launches": 1, "duration_ns": 1000.0, "launch": {"grid": [1, 1, 1], "block": [256, 1, 1]},
+    doc = {"schema_version": 1, "producer": {"tool": "test", "source_kind": "manual"},
+           "device": {"name": "NVIDIA H200", "sm_count": 132},
+           "kernels": [{"name": "k", "launches": 1, "duration_ns": 1000.0,
+                        "launch": {"grid": [1, 1, 1], "block": [256, 1, 1]},
                         "metrics": metrics or {}, "ncu_rules": []}],
            "focus_kernel": "k", "focus_reason": "the only kernel"}
     doc.update(extra)
     return doc
 
 
-M = {"dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed", "sm": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
+M = {"dram": "gpu__dram_throughput.avg.pct_of_peak_sustained_elapsed",
+     "sm": "sm__throughput.avg.pct_of_peak_sustained_elapsed",
      "ls": "smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio",
      "cpi": "smsp__average_warp_latency_per_inst_issued.ratio"}
 
@@ -196,13 +199,15 @@ CASES = {
         """,
     "derive/a.hot.cases.yaml": """\
         cases:
-          - {name: stalled, expect: fire, reason: Memory-bound facts come from the derive rule., values: {dram_pct: 90, sm_pct: 20, stall_ls: 5, cpi: 10}}
+          - {name: stalled, expect: fire, reason: Memory-bound facts come from the derive rule.,
+             values: {dram_pct: 90, sm_pct: 20, stall_ls: 5, cpi: 10}}
           - {name: compute, expect: quiet, reason: SM leads., values: {dram_pct: 20, sm_pct: 90}}
         """,
     "propose/x.coalesce.cases.yaml": """\
         cases:
           - {name: fixture, expect: fire, reason: The fixture is memory-bound and stalled., fixture: membound}
-          - {name: fixture-override, expect: quiet, reason: Same profile without the stalls., fixture: membound, values: {stall_ls: 0}}
+          - {name: fixture-override, expect: quiet, reason: Same profile without the stalls., fixture: membound,
+             values: {stall_ls: 0}}
         """,
     "propose/x.coalesce-weak.cases.yaml": """\
         cases:

@@ -4,8 +4,10 @@
 # Usage (on the device, from the repo root): source tools/device_setup.sh
 # Run Python from outside the checkout afterwards (or via the `skillbase` script): the checkout's
 # skillbase/ folder would shadow the installed package, whose skillbase.engine maps to engine/.
+# .whl/ also holds a setuptools >= 77 (the build's own requirement; the image's may be older), found
+# first on PYTHONPATH by the build without isolation.
 python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-  && python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/site . \
+  && PYTHONPATH=/tmp/site python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/site . \
   || { echo "device setup failed"; return 1 2>/dev/null || exit 1; }
 export PYTHONPATH=/tmp/site
 export PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH

@@ -18,8 +18,13 @@ export SKILLBASE_CACHE=/tmp/sbcache SKILLBASE_STORE=/tmp/results/store
 gpus=$(nvidia-smi -L | wc -l)
 { date -u +%FT%TZ; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader; } > /tmp/results/device.txt
 pack() { tar -C /tmp -czf "$OUT/results.tgz" results 2>/dev/null; }
-# bench run writes into the checkout's bench/results/<gpu>/: copy it into what comes back, then pack.
-save_bench() { mkdir -p /tmp/results/bench-results; cp -r "$repo/bench/results/." /tmp/results/bench-results/ 2>/dev/null; pack; }
+# bench run merges into the checkout's results/<gpu>/bench/ (--results "$repo/results", where the committed
+# results live): copy those folders into what comes back (as results/results/<gpu>/bench/), then pack.
+bench_results=$repo/results
+save_bench() {
+  ( cd "$repo" && for d in results/*/bench; do mkdir -p "/tmp/results/$d" && cp -r "$d/." "/tmp/results/$d/"; done ) 2>/dev/null
+  pack
+}
 run_step() {   # gpu name limit command...
   local gpu=$1 name=$2 limit=$3; shift 3
   echo "== [gpu $gpu] $name ($(date -u +%T), limit ${limit}s)"
@@ -41,21 +46,23 @@ verify() {   # gpu name ids...
 tests_chain() {
   local g=$1
   run_step "$g" pytest-gpu "${PYTEST_LIMIT:-170}" python3 -m pytest -m gpu -q -rA --timeout 90 -p no:cacheprovider \
-    --ignore "$repo/tests/test_skill_examples.py" "$repo/tests"
+    --ignore "$repo/tests/corpus/test_skill_examples.py" "$repo/tests"
   run_step "$g" optimize "${OPTIMIZE_LIMIT:-170}" skillbase optimize "$repo/examples/naive_sgemm/naive_sgemm.cu" \
     --agent none --rounds 1
   run_step "$g" explain 20 skillbase explain run_1
   run_step "$g" report 30 skillbase report run_1 -o /tmp/results/report
   [ -n "${VERIFY_AGAIN:-}" ] && verify "$g" skills-verify-again $VERIFY_AGAIN
 }
-bench_chain() {   # results land in the checkout's bench/results/<gpu>/, copied into /tmp/results after each step
+bench_chain() {   # results land in the checkout's results/<gpu>/bench/, copied into /tmp/results after each step
   local g=$1
   export SKILLBASE_BENCH_DIR=$repo/bench
-  run_step "$g" bench-vendor-fp32 "${BENCH_LIMIT:-260}" skillbase bench run --impl vendor --dtype fp32
+  run_step "$g" bench-vendor-fp32 "${BENCH_LIMIT:-260}" skillbase bench run --impl vendor --dtype fp32 \
+    --results "$bench_results"
   save_bench
-  run_step "$g" bench-vendor-bf16 60 skillbase bench run --impl vendor --dtype bf16
+  run_step "$g" bench-vendor-bf16 60 skillbase bench run --impl vendor --dtype bf16 --results "$bench_results"
   save_bench
-  run_step "$g" bench-baseline-fp32 "${BASELINE_LIMIT:-120}" skillbase bench run --impl baseline --dtype fp32
+  run_step "$g" bench-baseline-fp32 "${BASELINE_LIMIT:-120}" skillbase bench run --impl baseline --dtype fp32 \
+    --results "$bench_results"
   save_bench
 }
 g1=$(( gpus > 1 ? 1 : 0 ))
@@ -63,28 +70,31 @@ echo "$gpus GPU(s), plan $PLAN"
 case $PLAN in
   smoke) a() { VERIFY_LIMIT=150 verify 0 skills-verify-smoke alg.fewer_passes mem.vectorize; }
          b() { run_step "$g1" check-vector_add 60 skillbase check "$repo/examples/vector_add/vector_add.cu"
-               run_step "$g1" fidelity 90 python3 "$repo/benchmarks/fidelity.py" --out /tmp/results/fidelity.md; } ;;
+               run_step "$g1" fidelity 90 python3 "$repo/tools/measure/fidelity.py" --out /tmp/results/fidelity.md; } ;;
   verify) a() { verify 0 skills-verify-1 $first; }; b() { verify "$g1" skills-verify-2 $second; } ;;
   rest) a() { run_step 0 pytest-gpu-rest 150 python3 -m pytest -m gpu -q -rA --timeout 90 -p no:cacheprovider \
-               "$repo/tests/test_scratch_and_hooks.py"; }
+               "$repo/tests/harness/test_scratch_and_hooks.py"; }
         b() { export SKILLBASE_BENCH_DIR=$repo/bench
-              run_step "$g1" bench-baseline-fp32-rest 150 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
+              run_step "$g1" bench-baseline-fp32-rest 150 skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS" \
+                --results "$bench_results"
               save_bench; } ;;
   tests) a() { tests_chain 0; }; b() { bench_chain "$g1"; } ;;
   loop) a() { run_step 0 pytest-loop-gpu "${LOOP_LIMIT:-330}" python3 -m pytest -m gpu -q -rA --timeout 300 \
-                -p no:cacheprovider "$repo/tests/test_loop_gpu.py"
+                -p no:cacheprovider "$repo/tests/run/test_loop_gpu.py"
               run_step 0 pytest-gpu-all "${PYTEST_LIMIT:-240}" python3 -m pytest -m gpu -q -rA --timeout 90 \
-                -p no:cacheprovider --ignore "$repo/tests/test_skill_examples.py" \
-                --ignore "$repo/tests/test_loop_gpu.py" "$repo/tests"; }
+                -p no:cacheprovider --ignore "$repo/tests/corpus/test_skill_examples.py" \
+                --ignore "$repo/tests/run/test_loop_gpu.py" "$repo/tests"; }
         b() { export SKILLBASE_BENCH_DIR=$repo/bench
               [ -n "${BENCH_OPS:-}" ] && run_step "$g1" bench-baseline-fp32-rest 150 \
-                skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS"
-              run_step "$g1" bench-baseline-bf16 "${BF16_LIMIT:-400}" skillbase bench run --impl baseline --dtype bf16
+                skillbase bench run --impl baseline --dtype fp32 --ops "$BENCH_OPS" --results "$bench_results"
+              run_step "$g1" bench-baseline-bf16 "${BF16_LIMIT:-400}" skillbase bench run --impl baseline --dtype bf16 \
+                --results "$bench_results"
               save_bench; } ;;
   suite) a() { export SKILLBASE_BENCH_DIR=$repo/bench   # the whole suite on every GPU, timed step by step
                local all; all=$(seq -s, 0 $((gpus - 1)))
-               run_step "$all" suite-baseline "${SUITE_LIMIT:-420}" skillbase bench run --impl baseline --gpus "$all"
-               run_step "$all" suite-vendor 150 skillbase bench run --impl vendor --gpus "$all"
+               run_step "$all" suite-baseline "${SUITE_LIMIT:-420}" skillbase bench run --impl baseline --gpus "$all" \
+                 --results "$bench_results"
+               run_step "$all" suite-vendor 150 skillbase bench run --impl vendor --gpus "$all" --results "$bench_results"
                save_bench; }
          b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;

@@ -1,7 +1,7 @@
 """Dense linear algebra: a 64x64x16 shared-memory tiled GEMM (4x4 outputs per thread, FP32
 accumulation) serves matrix_mul, square_matrix_mul, matrix_power and the contraction."""
 
-from _gen import A, S, U, SCRATCH, op
+from _gen import SCRATCH, A, S, U, op
 
 
 def gemm_kernel(name: str, a_index: str, batched: bool = False) -> str:

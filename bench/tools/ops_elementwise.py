@@ -1,6 +1,6 @@
 """Elementwise operators and activations: one thread per element, FP32 math."""
 
-from _gen import A, S, U, N, op
+from _gen import A, S, U, op
 
 ONE_D = {"xs": {"n": 1 << 10}, "s": {"n": 1 << 14}, "m": {"n": 1 << 18}, "l": {"n": 1 << 22}, "xl": {"n": 1 << 24}}
 ONE_D_IRR = {"n": 100003}

@@ -1,7 +1,7 @@
 """LLM operators: row softmax and normalisations (one block per row or channel), RoPE, attention
 (one warp per query with an online softmax, no score matrix), attention-state merging."""
 
-from _gen import A, S, U, N, op
+from _gen import A, N, S, U, op
 
 ROWS = {"xs": {"R": 4, "C": 256}, "s": {"R": 16, "C": 1024}, "m": {"R": 128, "C": 4096},
         "l": {"R": 1024, "C": 4096}, "xl": {"R": 4096, "C": 8192}}

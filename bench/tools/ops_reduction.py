@@ -1,7 +1,7 @@
 """Reductions, losses, scan, top-k and sort. Scalar reductions are two-pass and deterministic:
 per-block partial sums into the `partial` scratch buffer, then one block sums the partials."""
 
-from _gen import A, S, U, RI, SCRATCH, op
+from _gen import RI, SCRATCH, A, S, U, op
 
 ONE_D = {"xs": {"n": 1 << 10}, "s": {"n": 1 << 14}, "m": {"n": 1 << 18}, "l": {"n": 1 << 22}, "xl": {"n": 1 << 24}}
 ONE_D_IRR = {"n": 100003}

@@ -1,6 +1,6 @@
 """Scientific routines: stencils, FFT, numerical integration, convolutions, pooling."""
 
-from _gen import A, S, U, SCRATCH, op
+from _gen import SCRATCH, A, S, U, op
 
 RED_TOL = {"fp32": {"rtol": 1e-3, "atol_scale": 1e-4}}
 

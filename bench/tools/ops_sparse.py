@@ -2,7 +2,7 @@
 non-zeros per row on average (exactly M*R non-zeros for CSR/CSC/COO; ELL has width R, ragged
 rows padded with column -1 and value 0). Indices are int32."""
 
-from _gen import A, S, U, SCRATCH, op
+from _gen import SCRATCH, A, S, U, op
 
 SPMV = {"xs": {"M": 256, "R": 4}, "s": {"M": 4096, "R": 8}, "m": {"M": 65536, "R": 16},
         "l": {"M": 262144, "R": 16}, "xl": {"M": 1048576, "R": 16}}
@@ -156,7 +156,7 @@ def spmm(fmt: str) -> None:
     name = f"spmm_{fmt}"
     P = MATRIX_PARAMS[fmt].replace("const int*", "const int* __restrict__").replace("const T*", "const T* __restrict__")
     grid = "dim3 block(32, 8), grid((Nc + 31) / 32, (M + 7) / 8);"
-    head = f"""
+    head = """
    // One thread per output element C[row, n]: a warp shares a row (broadcast index/value loads)
    // and reads 32 consecutive columns of B.
    """

@@ -4,7 +4,7 @@
   where a library wins and at which sizes (launch-bound sizes often lose to the library's overhead).
 - The share of the roofline floor each verified size reaches, per operator and implementation:
   how far the suite sits from the hardware. Sizes with no meaningful floor (timed warm in L2 and
-  memory-bound, see `bench.floor_us`) are left out, and the plot says how many.
+  memory-bound, see `results.floor_us`) are left out, and the plot says how many.
 """
 
 from __future__ import annotations

@@ -1,36 +1,28 @@
-"""The bench suite (bench/ops/<operator>/): discovery of operators and implementations, and scores.
+"""Bench results: one `SizeResult` per operator, dtype, implementation and preset; scores; storage.
 
-An operator folder holds `op.yaml` (metadata), a baseline task per dtype (`fp32.cu` + `fp32.task.yaml`,
-`bf16.cu` + `bf16.task.yaml`), optional vendor implementations of the same task (`vendor_fp32.cu` +
-`vendor_fp32.task.yaml`, whose spec names the libraries to link, the setup/teardown hooks and the
-baseline kernel as its reference; op.yaml names the library for display), and optional
-`best_<dtype>.cu` kernels found by optimization runs.
-
-Scores are computed over per-size results (one `SizeResult` per operator, dtype, implementation and
-preset). Only verified results carry a speedup; every other status is a failure and stays in every
-denominator: a failed task is never dropped. Everything here is pure Python and unit-tested on CPU.
+Scores are computed over per-size results. Only verified results carry a speedup; every other
+status is a failure and stays in every denominator: a failed task is never dropped. Results are
+stored per GPU model in `<results>/<gpu-slug>/bench/results.json` (the results root is
+`--results`, else `skillbase.config.bench_results_root()`: never inside the installed package);
+`skillbase.bench.report.save_results` writes them with the README.md beside them.
+Everything here is pure Python and unit-tested on CPU.
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import json
 import math
-import os
 import re
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
-import yaml
-
+from skillbase import config
+from skillbase.bench.suite import DTYPES
 from skillbase.errors import InputError
 
-__all__ = ["Implementation", "Operator", "SizeResult", "discover", "select", "bench_dir", "bucket_of",
-           "weight_of", "scores", "gpu_slug", "save_results", "load_results", "merge_results",
-           "render_markdown", "render_html", "BUCKETS", "GPU_PEAKS", "floor_us", "roofline_pct", "impl_kind"]
-
-DTYPES = ("fp32", "bf16")
-KINDS = ("baseline", "vendor", "best")
+__all__ = ["BUCKETS", "GPU_PEAKS", "STATUSES", "VERIFIED", "SizeResult", "bucket_of", "floor_us", "gpu_slug",
+           "impl_kind", "load_results", "load_stored", "merge_results", "results_dir", "roofline_pct",
+           "scores", "weight_of"]
 
 # Buckets by the task's data size (work model bytes): launch-bound, L2-resident, DRAM-bound.
 LAUNCH_BOUND_BYTES = 1 << 20
@@ -46,139 +38,16 @@ DEFAULT_P = (0.0, 1.0, 1.5, 2.0)
 
 # Peak rates for the roofline floor when the harness reports none (datasheet values, dense).
 GPU_PEAKS = {
-    "nvidia-h200": {"dram_bytes_per_s": 4.8e12, "fp32_flops_per_s": 67e12, "bf16_tensor_flops_per_s": 989e12},
-    "nvidia-h100-80gb-hbm3": {"dram_bytes_per_s": 3.35e12, "fp32_flops_per_s": 67e12, "bf16_tensor_flops_per_s": 989e12},
-    "nvidia-geforce-rtx-4090": {"dram_bytes_per_s": 1.008e12, "fp32_flops_per_s": 82.6e12, "bf16_tensor_flops_per_s": 165e12},
+    "nvidia-h200": {"dram_bytes_per_s": 4.8e12, "fp32_flops_per_s": 67e12,
+                    "bf16_tensor_flops_per_s": 989e12},
+    "nvidia-h100-80gb-hbm3": {"dram_bytes_per_s": 3.35e12, "fp32_flops_per_s": 67e12,
+                              "bf16_tensor_flops_per_s": 989e12},
+    "nvidia-geforce-rtx-4090": {"dram_bytes_per_s": 1.008e12, "fp32_flops_per_s": 82.6e12,
+                                "bf16_tensor_flops_per_s": 165e12},
 }
 # Operators whose BF16 variant may use tensor cores: their compute floor uses the BF16 tensor peak.
 TENSOR_CORE_OPS = frozenset({"matrix_mul", "square_matrix_mul", "matrix_power", "high_order_contraction",
                              "softmax_attention", "triangle_attention", "conv_2d", "matrix_vector_mul"})
-
-
-def bench_dir() -> Path:
-    """The suite's folder: $SKILLBASE_BENCH_DIR, else the suite shipped in the package."""
-    from skillbase.config import bench_dir as configured
-
-    return configured()
-
-
-# -- discovery -------------------------------------------------------------------------------------
-
-@dataclass(frozen=True)
-class Implementation:
-    op: str
-    name: str                    # fp32 | bf16 | vendor_fp32 | best_bf16 ...
-    kind: str                    # baseline | vendor | best
-    dtype: str                   # fp32 | bf16
-    cu_path: Path
-    spec_path: Path              # the task spec that verifies and times it (its own, else the baseline's)
-    baseline_path: Path          # the baseline kernel of the same op and dtype (speedups are against it)
-    library: str | None = None   # vendor: cublas | cusparse | cufft | cub ... (op.yaml, for display)
-    # From the implementation's task spec (the harness reads them from there too):
-    link: tuple[str, ...] = ()   # libraries linked (spec `link:`)
-    setup: str | None = None     # spec `hooks.setup`: extern "C" int setup(<the launcher's scalar args>), each size, untimed
-    teardown: str | None = None  # spec `hooks.teardown`: extern "C" void teardown(void), when the session closes
-
-    @property
-    def task_id(self) -> str:
-        return f"{self.op}/{self.dtype}"
-
-
-@dataclass
-class Operator:
-    name: str
-    category: str
-    summary: str
-    path: Path
-    bf16: bool
-    bf16_reason: str | None
-    implementations: list[Implementation] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return {"name": self.name, "category": self.category, "summary": self.summary, "bf16": self.bf16,
-                "bf16_reason": self.bf16_reason,
-                "implementations": [{"name": i.name, "kind": i.kind, "dtype": i.dtype, "library": i.library,
-                                     "path": str(i.cu_path)} for i in self.implementations]}
-
-
-def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
-    if not isinstance(data, dict):
-        raise InputError(f"{path}: expected a mapping")
-    return data
-
-
-def discover(root: Path | None = None) -> list[Operator]:
-    """Every operator under `root/ops` (sorted by name) with its implementations."""
-    root = Path(root) if root else bench_dir()
-    ops_dir = root / "ops"
-    if not ops_dir.is_dir():
-        raise InputError(f"{ops_dir}: no bench operators here", hint="set SKILLBASE_BENCH_DIR to the suite's folder")
-    operators = []
-    for folder in sorted(p for p in ops_dir.iterdir() if (p / "op.yaml").is_file()):
-        meta = _read_yaml(folder / "op.yaml")
-        bf16 = bool(meta.get("bf16", True))
-        op = Operator(name=meta.get("name", folder.name), category=meta.get("category", "other"),
-                      summary=meta.get("summary", ""), path=folder, bf16=bf16, bf16_reason=meta.get("bf16_reason"))
-        vendors = meta.get("vendor") or {}
-        for dtype in DTYPES:
-            base_cu = folder / f"{dtype}.cu"
-            if not base_cu.is_file():
-                continue
-            base_spec = folder / f"{dtype}.task.yaml"
-            op.implementations.append(Implementation(op.name, dtype, "baseline", dtype, base_cu, base_spec, base_cu))
-            vendor_name = f"vendor_{dtype}"
-            vendor_cu = folder / f"{vendor_name}.cu"
-            if vendor_cu.is_file():
-                info = vendors.get(vendor_name) or {}
-                spec = folder / f"{vendor_name}.task.yaml"
-                if not spec.is_file():
-                    raise InputError(f"{vendor_cu}: no task spec {spec.name} beside it",
-                                     hint="a vendor implementation is its own task (link, hooks, allow, the "
-                                          "baseline as reference): run bench/tools/generate.py")
-                raw = _read_yaml(spec)
-                hooks = raw.get("hooks") or {}
-                op.implementations.append(Implementation(
-                    op.name, vendor_name, "vendor", dtype, vendor_cu, spec, base_cu,
-                    library=info.get("library"), link=tuple(raw.get("link") or ()), setup=hooks.get("setup"),
-                    teardown=hooks.get("teardown")))
-            best_cu = folder / f"best_{dtype}.cu"
-            if best_cu.is_file():
-                op.implementations.append(Implementation(op.name, f"best_{dtype}", "best", dtype, best_cu, base_spec, base_cu))
-        operators.append(op)
-    return operators
-
-
-def select(operators: list[Operator], names=None, dtype: str | None = None, impl: str = "baseline") -> list[Implementation]:
-    """The implementations to run: `impl` baseline | vendor | best (best falls back to the baseline)."""
-    if impl not in KINDS:
-        raise InputError(f"--impl {impl}: expected one of {', '.join(KINDS)}")
-    by_name = {o.name: o for o in operators}
-    if names:
-        unknown = [n for n in names if n not in by_name]
-        if unknown:
-            import difflib
-
-            close = difflib.get_close_matches(unknown[0], list(by_name), n=1)
-            raise InputError(f"unknown operator {unknown[0]}", hint=f"did you mean {close[0]}?" if close else "see `skillbase bench list`")
-        chosen = [by_name[n] for n in names]
-    else:
-        chosen = operators
-    out = []
-    for o in chosen:
-        for d in DTYPES:
-            if dtype and d != dtype:
-                continue
-            impls = [i for i in o.implementations if i.dtype == d]
-            if impl == "best":
-                pick = [i for i in impls if i.kind == "best"] or [i for i in impls if i.kind == "baseline"]
-            else:
-                pick = [i for i in impls if i.kind == impl]
-            out.extend(pick[:1])
-    return out
 
 
 # -- results and scores ----------------------------------------------------------------------------
@@ -225,7 +94,7 @@ class SizeResult:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> "SizeResult":
+    def from_dict(cls, data: dict) -> SizeResult:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in data.items() if k in known})
 
@@ -303,11 +172,12 @@ def scores(results: list[SizeResult], p_values=DEFAULT_P, gpu: str | None = None
     out["failed"] = total - out["verified"]
     weights = [weight_of(r.flops, r.bytes) for r in results]
     speedups = [r.speedup or 0.0 for r in results]
-    out["weighted_speedup"] = (sum(w * s for w, s in zip(weights, speedups)) / sum(weights)) if total else None
+    weighted = sum(w * s for w, s in zip(weights, speedups, strict=True))
+    out["weighted_speedup"] = weighted / sum(weights) if total else None
     verified_speedups = [r.speedup for r in results if r.speedup is not None]
     out["geomean_speedup"] = _geomean(verified_speedups)
-    out["fast_p"] = {_p_key(p): (sum(1 for r in results if r.speedup is not None and r.speedup > p) / total) if total else None
-                     for p in p_values}
+    out["fast_p"] = {_p_key(p): (sum(1 for r in results if r.speedup is not None and r.speedup > p) / total)
+                     if total else None for p in p_values}
     out["roofline_pct"] = _roofline_pct(results, gpu)
     buckets = {}
     for name in BUCKETS:
@@ -343,15 +213,16 @@ def _roofline_pct(results: list[SizeResult], gpu: str | None) -> float | None:
 # -- storage ---------------------------------------------------------------------------------------
 
 def gpu_slug(name: str) -> str:
-    """'NVIDIA H200' -> 'nvidia-h200': the folder under bench/results/ for one GPU model."""
+    """'NVIDIA H200' -> 'nvidia-h200': the folder of one GPU model under the results root."""
     slug = re.sub(r"[^a-z0-9]+", "-", name.strip().lower()).strip("-")
     if not slug:
         raise InputError(f"GPU name {name!r} gives an empty folder name")
     return slug
 
 
-def results_dir(gpu: str, root: Path | None = None) -> Path:
-    return (Path(root) if root else bench_dir()) / "results" / gpu_slug(gpu)
+def results_dir(gpu: str, root: str | Path | None = None) -> Path:
+    """`<root>/<gpu-slug>/bench/`: results.json and README.md of one GPU model."""
+    return config.bench_results_root(root) / gpu_slug(gpu) / "bench"
 
 
 def load_results(path: Path) -> tuple[dict, list[SizeResult]]:
@@ -366,6 +237,26 @@ def load_results(path: Path) -> tuple[dict, list[SizeResult]]:
     return data.get("meta", {}), [SizeResult.from_dict(r) for r in data.get("results", [])]
 
 
+def load_stored(root: str | Path | None = None, gpu: str | None = None) -> dict[str, tuple[dict, list[SizeResult]]]:
+    """{gpu-slug: (metadata, results)} of every GPU under the results root (only `gpu` when given);
+    InputError, saying how to get some, when there are none."""
+    root = config.bench_results_root(root)
+    if gpu:
+        paths = [results_dir(gpu, root) / "results.json"]
+    else:
+        paths = sorted(p / "bench" / "results.json" for p in root.glob("*") if (p / "bench" / "results.json").is_file())
+    if not paths or not all(p.is_file() for p in paths):
+        raise InputError(f"no bench results under {root}" + (f" for {gpu}" if gpu else ""),
+                         hint="run `skillbase bench run` on a GPU machine first (or pass --results DIR)")
+    stored = {}
+    for path in paths:
+        slug = path.parent.parent.name
+        meta, results = load_results(path)
+        meta.setdefault("gpu", slug)
+        stored[slug] = (meta, results)
+    return stored
+
+
 def merge_results(old: list[SizeResult], new: list[SizeResult]) -> list[SizeResult]:
     """New results replace old ones with the same (op, dtype, impl, preset); the rest are kept."""
     merged = {r.key: r for r in old}
@@ -373,105 +264,6 @@ def merge_results(old: list[SizeResult], new: list[SizeResult]) -> list[SizeResu
     return [merged[k] for k in sorted(merged)]
 
 
-def save_results(gpu: str, new: list[SizeResult], meta: dict | None = None, root: Path | None = None) -> Path:
-    """Merge `new` into bench/results/<gpu-slug>/results.json and rewrite its README.md."""
-    folder = results_dir(gpu, root)
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / "results.json"
-    old_meta, old = load_results(path)
-    results = merge_results(old, new)
-    meta = {**old_meta, **(meta or {}), "gpu": gpu, "updated": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    path.write_text(json.dumps({"meta": meta, "results": [r.to_dict() for r in results]}, indent=1) + "\n")
-    (folder / "README.md").write_text(render_markdown(meta, results))
-    return path
-
-
-# -- reports ---------------------------------------------------------------------------------------
-
-def _fmt(v, digits=2, suffix="") -> str:
-    if v is None:
-        return "–"
-    return f"{v:.{digits}f}{suffix}"
-
-
 def impl_kind(result: SizeResult) -> str:
     """baseline | vendor | best: `fp32` / `bf16` are the baselines, `vendor_fp32` a vendor kernel..."""
     return "baseline" if result.impl in DTYPES else result.impl.split("_")[0]
-
-
-def _groups(results: list[SizeResult]) -> dict[tuple[str, str], list[SizeResult]]:
-    groups: dict[tuple[str, str], list[SizeResult]] = {}
-    for r in results:
-        groups.setdefault((impl_kind(r), r.dtype), []).append(r)
-    return groups
-
-
-def summary_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
-    rows = []
-    for (kind, dtype), group in sorted(_groups(results).items()):
-        s = scores(group, gpu=gpu)
-        b = s["buckets"]
-        rows.append([kind, dtype, str(s["tasks"]), str(s["verified"]), _fmt(s["weighted_speedup"]),
-                     _fmt(s["geomean_speedup"]), _fmt(s["fast_p"].get("1")), _fmt(s["fast_p"].get("1.5")),
-                     _fmt(b["launch-bound"]["geomean_speedup"]), _fmt(b["l2-resident"]["geomean_speedup"]),
-                     _fmt(b["dram-bound"]["geomean_speedup"]), _fmt(s["roofline_pct"], 1, "%")])
-    return rows
-
-
-SUMMARY_HEADER = ["impl", "dtype", "tasks", "verified", "weighted speedup", "geomean", "fast_1", "fast_1.5",
-                  "launch-bound", "L2-resident", "DRAM-bound", "% of roofline"]
-DETAIL_HEADER = ["operator", "dtype", "impl", "size", "bucket", "status", "runtime µs", "baseline µs", "spread",
-                 "speedup", "% roofline"]
-
-
-def detail_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
-    rows = []
-    for r in sorted(results, key=lambda r: r.key):
-        pct = roofline_pct(r, gpu)
-        rows.append([r.op, r.dtype, r.impl, r.preset, bucket_of(r.bytes), r.status, _fmt(r.runtime_us, 1),
-                     _fmt(r.baseline_us, 1), _fmt(100 * r.spread if r.spread is not None else None, 1, "%"),
-                     _fmt(r.speedup, 2, "x"), _fmt(pct, 1, "%")])
-    return rows
-
-
-def render_markdown(meta: dict, results: list[SizeResult]) -> str:
-    gpu = gpu_slug(meta["gpu"]) if meta.get("gpu") else None
-    lines = [f"# Bench results: {meta.get('gpu', 'unknown GPU')}", ""]
-    if meta.get("updated"):
-        lines += [f"Updated {meta['updated']}" + (f", skillbase {meta['skillbase']}" if meta.get("skillbase") else "")
-                  + (f", git {meta['git']}" if meta.get("git") else "") + ".", ""]
-    lines += ["Speedups are against the baseline kernel of the same operator and dtype; only verified results "
-              "carry one, and failures stay in every denominator (see docs/bench.md).", ""]
-    lines += _md_table(SUMMARY_HEADER, summary_rows(results, gpu)) + [""]
-    lines += ["## Per size", ""] + _md_table(DETAIL_HEADER, detail_rows(results, gpu)) + [""]
-    return "\n".join(lines)
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
-
-
-def render_html(meta: dict, results: list[SizeResult]) -> str:
-    import html
-
-    gpu = gpu_slug(meta["gpu"]) if meta.get("gpu") else None
-
-    def table(header, rows):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    from skillbase.bench.plots import roofline_share_svg, speedup_svg
-
-    title = html.escape(f"Bench results: {meta.get('gpu', 'unknown GPU')}")
-    plots = "".join(f"<figure>{svg}</figure>" for svg in (speedup_svg(results), roofline_share_svg(results, gpu))
-                    if svg)
-    style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
-             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f4f4f4}"
-             "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head>"
-            f"<body><h1>{title}</h1><p>{html.escape(str(meta.get('updated', '')))}</p>"
-            f"{table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
-            f"{table(DETAIL_HEADER, detail_rows(results, gpu))}</body></html>\n")

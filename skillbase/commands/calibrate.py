@@ -6,18 +6,18 @@ with thresholds, and prints the calibrated cut next to ncu's default for each. `
 writes a thresholds file (the format of rules/thresholds/ncu-defaults.yaml, with provenance);
 `--compare` also reports the kernels whose class changes and, with `--expect TABLE`, how often
 `advise` ranks the expected skill in its top 3 under each file. See docs/calibration.md.
+Parses options, calls `skillbase.calibrate.pipeline.calibrate_and_compare`, renders.
 """
 
 from __future__ import annotations
 
 import json
-import tempfile
-from pathlib import Path
 from typing import Any
 
 import click
 
 from skillbase.commands.options import json_option
+from skillbase.commands.render import fmt_value
 from skillbase.errors import InputError
 
 
@@ -27,12 +27,17 @@ from skillbase.errors import InputError
               help="Write the calibrated thresholds file here ('-' prints it).")
 @click.option("--min", "min_kernels", type=click.IntRange(1), default=30, show_default=True,
               help="Refuse populations with fewer kernels. Lowering it is for experiments only.")
-@click.option("--mixed", is_flag=True, help="Pool profiles from different GPUs, ncu versions or clock-control settings.")
-@click.option("--drop-incomplete", is_flag=True, help="Leave out kernels that lack a calibrated quantity instead of refusing.")
-@click.option("--focus-only", is_flag=True, help="One kernel per report (the one advise looks at) instead of every kernel.")
+@click.option("--mixed", is_flag=True,
+              help="Pool profiles from different GPUs, ncu versions or clock-control settings.")
+@click.option("--drop-incomplete", is_flag=True,
+              help="Leave out kernels that lack a calibrated quantity instead of refusing.")
+@click.option("--focus-only", is_flag=True,
+              help="One kernel per report (the one advise looks at) instead of every kernel.")
 @click.option("--only", default=None, metavar="NAMES",
-              help="Calibrate only these thresholds or quantities (comma-separated, e.g. sol_low,sol_high); the rest keep ncu's values.")
-@click.option("--compare", is_flag=True, help="Also evaluate the population under both files: class changes and advise hit rates.")
+              help="Calibrate only these thresholds or quantities (comma-separated, e.g. sol_low,sol_high); "
+                   "the rest keep ncu's values.")
+@click.option("--compare", is_flag=True,
+              help="Also evaluate the population under both files: class changes and advise hit rates.")
 @click.option("--expect", "expect_path", type=click.Path(dir_okay=False), default=None,
               help="Expected skill per profile (Markdown table name|…|skill or YAML name: skill); implies --compare.")
 @click.option("--against", type=click.Path(dir_okay=False), default=None,
@@ -40,96 +45,36 @@ from skillbase.errors import InputError
 @click.option("--thresholds", "use_path", type=click.Path(dir_okay=False), default=None,
               help="Compare this existing thresholds file instead of calibrating a new one (implies --compare).")
 @click.option("--ncu-version", default=None, help="The ncu version, for profiles that do not record it.")
-@click.option("--clock-control", default=None, help="ncu's --clock-control setting, for profiles that do not record it.")
+@click.option("--clock-control", default=None,
+              help="ncu's --clock-control setting, for profiles that do not record it.")
 @click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Use this rules folder instead of the built-in one.")
 @json_option
 def calibrate(profiles, out, min_kernels, mixed, drop_incomplete, focus_only, only, compare, expect_path, against,
               use_path, ncu_version, clock_control, rules_dirs, as_json):
     """Calibrate rule thresholds with Otsu's method over saved profiles (at least 30 kernels)."""
-    from skillbase.calibrate import calibration as cal
-    from skillbase.engine import Engine
+    from skillbase.calibrate.pipeline import calibrate_and_compare
 
-    if not profiles:
-        raise InputError("give the profiles to calibrate on (files or folders)",
-                         "e.g. `skillbase calibrate profiles/ --out rules/thresholds/h200.yaml`")
     if use_path and out:
         raise InputError("--thresholds compares an existing file; it cannot be combined with --out")
-    names = None
-    if only:
-        names = [n.strip() for n in only.split(",") if n.strip()]
-        known = {q.name for q in cal.QUANTITIES} | set(cal.calibrated_threshold_names())
-        unknown = [n for n in names if n not in known]
-        if unknown:
-            raise InputError(f"--only: unknown threshold or quantity {', '.join(unknown)}",
-                             "calibrated thresholds: " + ", ".join(cal.calibrated_threshold_names()))
-    expectations = cal.load_expectations(expect_path) if expect_path else None
-    compare = compare or bool(expect_path) or bool(use_path)
-    base = Engine.load(list(rules_dirs) or None, against)
-    population = cal.load_population(profiles, base, focus_only=focus_only, ncu_version=ncu_version,
-                                     clock_control=clock_control)
-    population = cal.check_population(population, min_kernels=min_kernels, mixed=mixed,
-                                      drop_incomplete=drop_incomplete, only=names, calibrating=not use_path)
-    calibration = None if use_path else cal.calibrate(population, base.thresholds, only=names)
-    data: dict[str, Any] = {}
-    if calibration is not None:
-        data["calibration"] = calibration.to_json()
-        text = cal.render_thresholds(calibration, base.thresholds.path)
-        if out == "-":
-            click.echo(text, nl=False)
-            return
-        if out:
-            cal.write_thresholds(calibration, out, base.thresholds.path)
-            data["written"] = str(out)
-    if compare:
-        if use_path:
-            target = Engine.load(list(rules_dirs) or None, use_path)
-            data["compare"] = cal.compare(population, base, target, expectations)
-        else:
-            with tempfile.TemporaryDirectory(prefix="skillbase-calibrate-") as tmp:
-                path = Path(out) if out else Path(tmp) / "calibrated.yaml"
-                if not out:
-                    path.write_text(text, encoding="utf-8")
-                target = Engine.load(list(rules_dirs) or None, path, use_cache=False)
-                data["compare"] = cal.compare(population, base, target, expectations)
-                if expectations and data["compare"]["advise"]["expected_kernels"]:
-                    data["compare"]["ablation"] = _ablation(cal, population, base, calibration, expectations,
-                                                            list(rules_dirs) or None, Path(tmp))
+    print_only = out == "-"    # the file goes to stdout: nothing written, nothing compared
+    run = calibrate_and_compare(
+        profiles, out=None if print_only else out, thresholds=use_path, against=against, expect=expect_path,
+        compare_files=(compare or bool(expect_path) or bool(use_path)) and not print_only,
+        only=only.split(",") if only else None, min_kernels=min_kernels, mixed=mixed,
+        drop_incomplete=drop_incomplete, focus_only=focus_only, ncu_version=ncu_version,
+        clock_control=clock_control, rules_dirs=rules_dirs)
+    if print_only:
+        click.echo(run.thresholds_text, nl=False)
+        return
+    data = run.to_json()
     if as_json:
         click.echo(json.dumps(data, indent=1, default=str))
         return
-    render(data, population, out)
-
-
-def _ablation(cal: Any, population: Any, base: Any, calibration: Any, expectations: dict, rules_dirs: Any,
-              tmp: Path) -> list[dict[str, Any]]:
-    """advise hit rates with one quantity's thresholds calibrated at a time (the rest ncu's)."""
-    from skillbase.engine import Engine
-
-    rows = []
-    for result in calibration.results:
-        if not result.calibrated:
-            continue
-        one = cal.calibrate(population, base.thresholds, only=[result.quantity.name], date=calibration.date)
-        path = tmp / f"only-{result.quantity.name}.yaml"
-        path.write_text(cal.render_thresholds(one, base.thresholds.path), encoding="utf-8")
-        comp = cal.compare(population, base, Engine.load(rules_dirs, path, use_cache=False), expectations)
-        adv = comp["advise"]
-        k = adv["top"]
-        rows.append({"quantity": result.quantity.name, "thresholds": result.calibrated,
-                     f"top{k}": adv["calibrated"][f"top{k}"], "top1": adv["calibrated"]["top1"],
-                     f"top{k}_default": adv["default"][f"top{k}"], "top1_default": adv["default"]["top1"],
-                     "changed_class": comp["changed_class"], "keep": comp["keep"]})
-    return rows
+    render(data, run.population, out)
 
 
 # ---- human output -----------------------------------------------------------------------------
-
-
-def _f(value: Any) -> str:
-    from skillbase.commands.advise import _fmt   # one way to print an observed value everywhere
-
-    return _fmt(value)
 
 
 def render(data: dict[str, Any], population: Any, out: str | None) -> None:
@@ -144,7 +89,8 @@ def render(data: dict[str, Any], population: Any, out: str | None) -> None:
         p = cal["provenance"]
         console.print(Text.assemble(("population ", "bold"), f"{p['kernels']} kernels from {p['reports']} reports  ",
                                     (f"{p['population_digest'][:19]}  ", "dim"),
-                                    f"gpu {p['gpu']}, ncu {p['ncu_version']}, clock control {p['clock_control']}, {p['date']}"))
+                                    f"gpu {p['gpu']}, ncu {p['ncu_version']}, clock control {p['clock_control']}, "
+                                    f"{p['date']}"))
     else:
         console.print(Text.assemble(("population ", "bold"), f"{len(population.members)} kernels"))
     for note in population.notes:
@@ -152,33 +98,35 @@ def render(data: dict[str, Any], population: Any, out: str | None) -> None:
     if population.duplicates:
         first = population.duplicates[0]
         more = f" and {len(population.duplicates) - 1} more" if len(population.duplicates) > 1 else ""
-        console.print(Text(f"note: {len(population.duplicates)} duplicate measurement(s) counted once, e.g. {first}{more}",
-                           style="yellow"))
+        console.print(Text(f"note: {len(population.duplicates)} duplicate measurement(s) counted once, "
+                           f"e.g. {first}{more}", style="yellow"))
     if cal:
         table = Table(title="thresholds: calibrated vs ncu", title_justify="left")
         for column, justify in (("threshold", "left"), ("quantity", "left"), ("method", "left"), ("n", "right"),
-                                ("ncu", "right"), ("calibrated", "right"), ("class sizes", "left"), ("η", "right"), ("note", "left")):
+                                ("ncu", "right"), ("calibrated", "right"), ("class sizes", "left"), ("η", "right"),
+                                ("note", "left")):
             table.add_column(column, justify=justify, overflow="fold")
         for q in cal["quantities"]:
             otsu = q["otsu"] or {}
             sizes = "/".join(map(str, otsu.get("class_sizes", []))) or "—"
             eta = f"{otsu['separability']:.2f}" if otsu else "—"
             if not q["thresholds"]:
-                cuts = ", ".join(_f(t) for t in otsu.get("thresholds", [])) or "—"
+                cuts = ", ".join(fmt_value(t) for t in otsu.get("thresholds", [])) or "—"
                 table.add_row("(none)", q["quantity"], q["method"], str(q["n"]), "—", cuts, sizes, eta,
                               q["note"] or "reported only")
                 continue
             for name in q["thresholds"]:
-                table.add_row(name, q["quantity"], q["method"], str(q["n"]), _f(q["ncu_default"].get(name)),
-                              _f(q["calibrated"].get(name)), sizes, eta, q["note"])
+                table.add_row(name, q["quantity"], q["method"], str(q["n"]), fmt_value(q["ncu_default"].get(name)),
+                              fmt_value(q["calibrated"].get(name)), sizes, eta, q["note"])
         console.print(table)
-        console.print(Text("η = between-class / total variance (Otsu's separability, 1 = perfectly separated classes)", style="dim"))
+        console.print(Text("η = between-class / total variance (Otsu's separability, 1 = perfectly separated "
+                           "classes)", style="dim"))
     comp = data.get("compare")
     if comp:
         console.print(Text.assemble(("compare ", "bold"), f"A {comp['a']['path']}  vs  B {comp['b']['path']}"))
         counts = ", ".join(f"{k} {v}" for k, v in comp["changed_counts"].items())
-        console.print(f"{comp['changed_class']} of {comp['kernels']} kernels change class (bottleneck or CUDAMaster class); "
-                      f"changes per fact: {counts}")
+        console.print(f"{comp['changed_class']} of {comp['kernels']} kernels change class (bottleneck or CUDAMaster "
+                      f"class); changes per fact: {counts}")
         if comp["changed"]:
             table = Table(title_justify="left")
             table.add_column("kernel", overflow="fold")
@@ -187,7 +135,7 @@ def render(data: dict[str, Any], population: Any, out: str | None) -> None:
             table.add_column("B")
             for change in comp["changed"]:
                 for fact, (a, b) in change["changes"].items():
-                    table.add_row(change["id"], fact, _f(a), _f(b))
+                    table.add_row(change["id"], fact, fmt_value(a), fmt_value(b))
             console.print(table)
         adv = comp["advise"]
         if adv["expected_kernels"]:
@@ -196,8 +144,9 @@ def render(data: dict[str, Any], population: Any, out: str | None) -> None:
             for column in ("kernel", "expected", "rank A", "rank B", f"top {k} A", f"top {k} B"):
                 table.add_column(column, overflow="fold")
             for row in adv["kernels"]:
-                table.add_row(row["id"], ", ".join(row["expected"]), _f(row["rank_default"]), _f(row["rank_calibrated"]),
-                              ", ".join(row["top_default"]), ", ".join(row["top_calibrated"]))
+                table.add_row(row["id"], ", ".join(row["expected"]), fmt_value(row["rank_default"]),
+                              fmt_value(row["rank_calibrated"]), ", ".join(row["top_default"]),
+                              ", ".join(row["top_calibrated"]))
             console.print(table)
             n = adv["expected_kernels"]
             console.print(f"top-{k} hits: A {adv['default'][f'top{k}']}/{n}, B {adv['calibrated'][f'top{k}']}/{n}; "
@@ -212,9 +161,10 @@ def render(data: dict[str, Any], population: Any, out: str | None) -> None:
                 table.add_column(column, overflow="fold")
             n = adv["expected_kernels"]
             for row in comp["ablation"]:
-                table.add_row(row["quantity"], ", ".join(f"{t}={_f(v)}" for t, v in row["thresholds"].items()),
+                table.add_row(row["quantity"], ", ".join(f"{t}={fmt_value(v)}" for t, v in row["thresholds"].items()),
                               str(row["changed_class"]), f"{row[f'top{k}']}/{n} (ncu {row[f'top{k}_default']})",
-                              f"{row['top1']}/{n} (ncu {row['top1_default']})", "yes" if row["keep"] == "calibrated" else "no")
+                              f"{row['top1']}/{n} (ncu {row['top1_default']})",
+                              "yes" if row["keep"] == "calibrated" else "no")
             console.print(table)
         style = "bold green" if comp["keep"] == "calibrated" else "bold yellow"
         console.print(Text.assemble(("verdict ", "bold"), (comp["keep"], style), f"  {comp['reason']}"))

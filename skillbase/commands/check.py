@@ -68,7 +68,8 @@ def render(result, console) -> None:
                 if label == "candidate" and t.speedup is not None:
                     note = (f"{t.speedup:.3f}x ({t.verdict}) " + note).strip()
                 table.add_row(t.size, label, f"{s.median_us:.2f}", f"{s.rel_spread:.1%}", f"{s.min_us:.2f}",
-                              f"{s.n}x{k.batch}", _rate(k.achieved_bytes_per_s, 1e9), _rate(k.achieved_flops_per_s, 1e9),
+                              f"{s.n}x{k.batch}", _rate(k.achieved_bytes_per_s, 1e9),
+                              _rate(k.achieved_flops_per_s, 1e9),
                               _g(k.floor_us), f"{k.pct_of_floor:.0f}%" if k.pct_of_floor else "-", note)
         console.print(table)
     if result.peaks:

@@ -7,13 +7,17 @@ from pathlib import Path
 import click
 
 from skillbase.errors import InputError
+from skillbase.evidence.model import Evidence
 
 
 @click.command("evidence")
 @click.argument("report", type=click.Path(path_type=Path))
-@click.option("--source", "source", type=click.Path(path_type=Path), help="Kernel source (.cu): adds static features and ptxas.")
-@click.option("--ptxas", "ptxas_log", type=click.Path(path_type=Path), help="An `nvcc -Xptxas -v` log to use instead of compiling.")
-@click.option("--details", "details", type=click.Path(path_type=Path), help="The `--page details` CSV of the same report: adds ncu's rule results to a raw CSV.")
+@click.option("--source", "source", type=click.Path(path_type=Path),
+              help="Kernel source (.cu): adds static features and ptxas.")
+@click.option("--ptxas", "ptxas_log", type=click.Path(path_type=Path),
+              help="An `nvcc -Xptxas -v` log to use instead of compiling.")
+@click.option("--details", "details", type=click.Path(path_type=Path),
+              help="The `--page details` CSV of the same report: adds ncu's rule results to a raw CSV.")
 @click.option("--kernel", "kernel", help="Focus kernel: substring or regex of its name (default: the dominant one).")
 @click.option("--arch", default="sm_90", show_default=True, help="Architecture for the compile-only ptxas report.")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
@@ -22,7 +26,7 @@ from skillbase.errors import InputError
 def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details: Path | None, kernel: str | None,
              arch: str, output: Path | None, force: bool, summary: bool) -> None:
     """Convert REPORT (.ncu-rep, raw-page .csv, evidence .json, or a bare .cu) into an evidence JSON."""
-    from skillbase.evidence import build_evidence, load_ncu_csv
+    from skillbase.evidence import build_evidence
 
     if output is not None and output.exists() and not force:
         raise InputError(f"{output} exists; not overwriting it", hint="pass --force to replace it")
@@ -36,13 +40,9 @@ def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details:
             raise InputError(f"{ptxas_log}: no such ptxas log")
         ptxas_text = ptxas_log.read_text(errors="replace")
     if report.suffix.lower() in (".cu", ".cuh") and source is None:
-        # a bare source: static features and ptxas only, no profile
-        result = build_evidence(source=report, ptxas_text=ptxas_text, kernel=kernel, arch=arch)
-    elif details is not None:
-        loaded = load_ncu_csv(report, kernel, details=details)
-        result = build_evidence(evidence=loaded, source=source, ptxas_text=ptxas_text, arch=arch)
-    else:
-        result = build_evidence(report=report, source=source, ptxas_text=ptxas_text, kernel=kernel, arch=arch)
+        source, report = report, None   # a bare source: static features and ptxas only, no profile
+    result = build_evidence(report=report, source=source, ptxas_text=ptxas_text, kernel=kernel, arch=arch,
+                            details=details)
     text = result.to_json()
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)
@@ -53,7 +53,7 @@ def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details:
         click.echo(text)
 
 
-def render_summary(result) -> str:
+def render_summary(result: Evidence) -> str:
     """A few lines a person reads: device, kernels with time share, focus and the notable resources."""
     lines = []
     device = result.device
@@ -66,12 +66,12 @@ def render_summary(result) -> str:
         lines.append(f"kernel {mark} {record.name}: {record.launches} launch(es), {duration}, {share} of GPU time, "
                      f"{len(record.metrics)} metrics, {len(record.ncu_rules)} ncu rule results")
     lines.append(f"focus    {result.focus_kernel} ({result.focus_reason})")
-    if result.ptxas and result.focus_kernel in result.ptxas:
-        p = result.ptxas[result.focus_kernel]
+    p = result.focus_ptxas()
+    if p:
         lines.append(f"ptxas    {p.get('registers')} registers, {p.get('shared_bytes')} B smem, "
                      f"{p.get('spill_store_bytes')} B spill stores, {p.get('stack_frame_bytes')} B stack")
-    if result.static and result.focus_kernel in result.static["kernels"]:
-        k = result.static["kernels"][result.focus_kernel]
+    k = result.focus_static()
+    if k:
         g = k["global_access"]
         lines.append(f"source   line {k['line']}: {g['coalesced']} coalesced / {g['strided']} strided / "
                      f"{g['broadcast']} broadcast global accesses, {k['shared']['static_bytes']} B static smem")

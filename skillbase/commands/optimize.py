@@ -7,7 +7,8 @@ from pathlib import Path
 import click
 
 from skillbase import ui
-from skillbase.commands.options import json_option, store_option, extra_rules_option
+from skillbase.commands.options import extra_rules_option, json_option, store_option
+from skillbase.run.types import AGENTS, Settings
 
 
 def _agent_default() -> str:
@@ -22,10 +23,10 @@ def _agent_default() -> str:
 @click.option("--rounds", type=click.IntRange(1, 100), default=10, show_default=True, help="Rounds of optimization.")
 @click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
               help="At most this many debugger repairs per attempt.")
-@click.option("--agent", type=click.Choice(["openai", "external", "none"]), default=None,
+@click.option("--agent", type=click.Choice(AGENTS), default=None,
               help="Who applies skills: an LLM (default when OPENAI_API_KEY is set), a person/another agent "
                    "(external), or mechanical skills only (none).")
-@click.option("--model", default=None, envvar="SKILLBASE_MODEL", help="Model name for --agent openai.")
+@click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--preset", default=None, help="Size preset to profile and time (default: the spec's scored presets).")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=None, help="Stop after this many seconds.")
 @click.option("--token-budget", type=click.IntRange(min=1), default=None, help="Stop after this many LLM tokens.")
@@ -34,10 +35,9 @@ def _agent_default() -> str:
               help="A saved .ncu-rep of KERNEL as it is now: used as the first round's evidence instead of profiling.")
 @json_option
 @store_option
-def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu, saved_report, as_json,
-             store_path):
+def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu,
+             saved_report, as_json, store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
-    from skillbase.run.loop import Settings
     from skillbase.run.session import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
@@ -83,5 +83,6 @@ def _print_summary(summary: dict, as_json: bool) -> None:
     console.print(table)
     if summary.get("speedup"):
         console.print(f"best verified speedup over the baseline: {summary['speedup']:.2f}x "
-                      f"({summary['baseline_us']:.1f} µs -> {summary['best_us']:.1f} µs); best kernel: {summary['best_path']}")
+                      f"({summary['baseline_us']:.1f} µs -> {summary['best_us']:.1f} µs); "
+                      f"best kernel: {summary['best_path']}")
     console.print(f"explain it: skillbase explain {summary['run']}")

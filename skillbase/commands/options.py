@@ -1,4 +1,5 @@
-"""Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`."""
+"""Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`,
+`--extra-rules`, `--skills-dir`."""
 
 from __future__ import annotations
 
@@ -14,3 +15,7 @@ extra_rules_option = click.option(
     "--extra-rules", "extra_rules", multiple=True, type=click.Path(file_okay=False, exists=True),
     help="Your own rules folder (derive/, propose/ with cases), added to the built-in rules; repeatable. "
          "Also $SKILLBASE_RULES_PATH. Rule ids must not collide with built-in ones.")
+
+skills_dir_option = click.option(
+    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False),
+    help="Extra skill folder (<category>/<id>/skill.yaml inside); repeatable. Also $SKILLBASE_SKILL_PATH.")

@@ -1,4 +1,4 @@
-"""`skillbase profile K.cu`: ncu report + evidence JSON, then the engine's advice when available."""
+"""`skillbase profile K.cu`: ncu report + evidence JSON (`skillbase.profiling`), then the engine's advice."""
 
 from __future__ import annotations
 

@@ -1,13 +1,16 @@
-"""`skillbase rules`: validate the rule set, run every rule's cases, list the ncu metrics it needs."""
+"""`skillbase rules`: validate the rule set, run every rule's cases, list the ncu metrics it needs,
+and scaffold a new rule with its cases file."""
 
 from __future__ import annotations
 
 import json
+import os
 import sys
+from pathlib import Path
 
 import click
 
-from skillbase.commands.options import json_option, extra_rules_option
+from skillbase.commands.options import extra_rules_option, json_option, skills_dir_option
 
 rules_dir_option = click.option(
     "--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -29,9 +32,11 @@ def rules() -> None:
 @json_option
 def validate_command(extra_rules, rules_dirs, thresholds, as_json):
     """Check every rule, the vocabulary and the cases; one line per problem, non-zero exit on errors."""
+    from skillbase.corpus.load import skill_ids
     from skillbase.engine.validate import validate
 
-    report = validate(list(rules_dirs) or None, thresholds, extra_rules=extra_rules)
+    # the skills a rule may propose: the built-in corpus and the folders of $SKILLBASE_SKILL_PATH
+    report = validate(list(rules_dirs) or None, thresholds, skill_ids=skill_ids(), extra_rules=extra_rules)
     if as_json:
         click.echo(json.dumps({"rules": report.rules, "vocabulary": report.vocabulary,
                                "errors": len(report.errors), "warnings": len(report.warnings),
@@ -56,8 +61,6 @@ def validate_command(extra_rules, rules_dirs, thresholds, as_json):
 @json_option
 def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_json):
     """Run every rule's cases: a table of pass/fail with reasons, non-zero exit on any failure."""
-    from pathlib import Path
-
     from skillbase.engine.cases import run_all
     from skillbase.engine.evaluate import Engine, resolve_dirs
     from skillbase.engine.vocabulary import default_thresholds_path
@@ -67,8 +70,6 @@ def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_
     engine, load_problems = Engine.build(dirs, Path(thresholds) if thresholds else default_thresholds_path(dirs))
     load_errors = [p for p in load_problems if p.severity == "error"]
     results, case_problems = run_all(engine, list(rule_ids) or None)
-    if rule_ids:
-        case_problems = [p for p in case_problems]
     failures = [r for r in results if not r.passed]
     if as_json:
         click.echo(json.dumps({"passed": len(results) - len(failures), "failed": len(failures),
@@ -79,7 +80,8 @@ def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_
         _print_results(results if not failed_only else failures, load_errors, case_problems)
         click.echo(f"{len(results) - len(failures)} passed, {len(failures)} failed"
                    + (f"; {len(case_problems)} case-file problem(s)" if case_problems else "")
-                   + (f"; {len(load_errors)} rule-set error(s) (see `skillbase rules validate`)" if load_errors else ""))
+                   + (f"; {len(load_errors)} rule-set error(s) (see `skillbase rules validate`)"
+                      if load_errors else ""))
     if failures or case_problems or load_errors:
         sys.exit(1)
 
@@ -120,7 +122,30 @@ def metrics_command(extra_rules, fmt, rules_dirs, thresholds):
     click.echo(",".join(names) if fmt == "csv" else "\n".join(names))
 
 
-# `rules new` scaffolds a rule and its cases file (shared with `skills new`).
-from skillbase.commands.search_cmds import new_rule as _new_rule  # noqa: E402
+@rules.command("new")
+@click.argument("rule_id")
+@click.option("--kind", type=click.Choice(["propose", "derive"]), default="propose", show_default=True)
+@click.option("--skill", default=None, help="The skill a propose rule proposes (default: the id's prefix, if a skill).")
+@click.option("--rules-dir", "rules_dir", type=click.Path(file_okay=False), default=None,
+              help="Your rules folder (gets <kind>/<id>.yaml); default: the built-in rules of a source checkout.")
+@skills_dir_option
+@json_option
+def new_rule(rule_id: str, kind: str, skill: str | None, rules_dir: str | None, skills_dirs: tuple[str, ...],
+             as_json: bool) -> None:
+    """Scaffold rules/<kind>/<id>.yaml and its cases file, checked against the schemas."""
+    from skillbase.config import builtin_rules_dir, env_paths
+    from skillbase.corpus.load import ENV_SKILL_PATH, skill_ids
+    from skillbase.corpus.scaffold import new_rule as scaffold
+    from skillbase.corpus.scaffold import rule_target
 
-rules.add_command(_new_rule)
+    target = rule_target(rules_dir)
+    path, cases = scaffold(rule_id, kind, target, skill=skill, skill_ids=skill_ids(skills_dirs))
+    if as_json:
+        click.echo(json.dumps({"rule": str(path), "cases": str(cases)}, indent=2))
+        return
+    click.echo(f"created {path}\ncreated {cases}")
+    flag = "" if target.resolve() == builtin_rules_dir().resolve() else f" --rules-dir {target}"
+    # the rule validator finds user skills through $SKILLBASE_SKILL_PATH
+    env = f"{ENV_SKILL_PATH}={os.pathsep.join([*env_paths(ENV_SKILL_PATH), *skills_dirs])} " if skills_dirs else ""
+    click.echo(f"next: write `when` and the cases, then `{env}skillbase rules validate{flag}` and "
+               f"`{env}skillbase rules test{flag} --rule {rule_id}` (docs/writing-rules.md)")

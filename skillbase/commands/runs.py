@@ -9,29 +9,26 @@ import click
 
 from skillbase import ui
 from skillbase.commands.options import json_option, store_option
+from skillbase.run.types import RunStatus
 
 
 @click.command("runs")
 @click.option("--task", default=None, help="Only runs whose task name or path contains this text.")
 @click.option("--skill", default=None, help="Only runs that tried this skill id.")
-@click.option("--status", "outcome", default=None,
-              type=click.Choice(["running", "paused", "finished", "failed", "interrupted"]), help="Only runs in this state.")
+@click.option("--status", default=None, type=click.Choice([s.value for s in RunStatus]),
+              help="Only runs in this state.")
 @click.option("--limit", type=click.IntRange(1), default=50, show_default=True)
 @json_option
 @store_option
-def runs(task, skill, outcome, limit, as_json, store_path):
+def runs(task, skill, status, limit, as_json, store_path):
     """List optimization runs, newest first."""
     from skillbase.run.store import RunStore
 
     store = RunStore.open(store_path)
-    if outcome in ("running", "interrupted"):
-        # A killed run is stored as running; its shown status says interrupted.
-        rows = [r for r in store.list_runs(task=task, skill=skill, outcome=None, limit=10 ** 6)
-                if store.shown_status(r) == outcome][:limit]
-    else:
-        rows = store.list_runs(task=task, skill=skill, outcome=outcome, limit=limit)
+    rows = store.list_runs(task=task, skill=skill, status=RunStatus(status) if status else None, limit=limit)
     if as_json:
-        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path, "status": store.shown_status(r),
+        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path,
+                                "status": store.shown_status(r),
                                 "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us,
                                 "speedup": r.speedup, "created": r.created_at} for r in rows], indent=2))
         return

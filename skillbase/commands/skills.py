@@ -1,21 +1,24 @@
-"""`skillbase skills`: list, show and validate the skill corpus (a thin layer over `skillbase.corpus.load`).
+"""`skillbase skills`: list, show, validate, verify, search and scaffold skills (over `skillbase.corpus`).
 
 `skills show ID` renders a skill under its fixed headings (like `ruff rule X`) and names the
 rules that propose it; `skills list --json` is the machine-readable catalogue; `skills validate`
-is what CI runs (schema, naming, duplicates, canonical coverage, examples).
+is what CI runs (schema, naming, duplicates, canonical coverage, examples); `skills search` needs
+the optional extra (`pip install 'skillbase[search]'`); `skills new` scaffolds a skill folder.
 """
 
 from __future__ import annotations
 
 import json
-import textwrap
+import os
+import sys
+import time
+from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from skillbase import ui
-from skillbase.commands.options import json_option
-
+from skillbase.commands.options import json_option, skills_dir_option
 from skillbase.errors import SkillbaseError
 
 STATUSES = ("experimental", "stable", "deprecated")
@@ -26,31 +29,19 @@ class ValidationFailed(SkillbaseError):
 
     exit_code = 1
 
-# (key, heading) in the order every skill is rendered.
-HEADINGS = (
-    ("summary", "Summary"), ("what_it_does", "What it does"), ("why_it_helps", "Why it helps"),
-    ("when_to_apply", "When to apply"), ("when_not_to_apply", "When not to apply"), ("how", "How"),
-    ("parameters", "Parameters"), ("anti_patterns", "Anti-patterns"), ("known_problems", "Known problems"),
-    ("expected_gain", "Expected gain"), ("risks", "Risks"), ("references", "References"),
-    ("automation", "Automation"), ("related", "Related"), ("changelog", "Changelog"),
-)
-
-skills_dir_option = click.option(
-    "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False),
-    help="Extra skill folder (<category>/<id>/skill.yaml inside); repeatable. Also $SKILLBASE_SKILL_PATH.")
-
 
 @click.group("skills")
 @skills_dir_option
 @click.pass_context
 def skills(ctx: click.Context, skills_dirs: tuple[str, ...]) -> None:
-    """List, show and validate skills (the long-term memory)."""
+    """List, show, validate, verify, search and scaffold skills (the long-term memory)."""
     ctx.ensure_object(dict)
     ctx.obj["skills_dirs"] = skills_dirs
 
 
-def _dirs(ctx: click.Context) -> tuple[str, ...]:
-    return tuple((ctx.obj or {}).get("skills_dirs", ()))
+def _dirs(ctx: click.Context, *more: str) -> tuple[str, ...]:
+    """--skills-dir given to the group (kept in ctx.obj), then those given to the command."""
+    return tuple((ctx.obj or {}).get("skills_dirs", ())) + more
 
 
 @skills.command("list")
@@ -60,33 +51,27 @@ def _dirs(ctx: click.Context) -> tuple[str, ...]:
 @click.pass_context
 def list_skills(ctx: click.Context, category: str | None, status: str | None, as_json: bool) -> None:
     """The catalogue: id, category, status, auto-apply, example, origin."""
-    from skillbase.corpus.load import load_corpus, suggest
-    from skillbase.errors import InputError
+    from skillbase.corpus.load import load_corpus
 
     corpus = load_corpus(_dirs(ctx), strict=False)
-    if category is not None:
-        categories = {s.category for s in corpus}
-        if category not in categories:
-            close = suggest(category, categories)
-            raise InputError(f"no skills in category '{category}'" + (f"; did you mean '{close}'?" if close else ""),
-                             hint=f"categories: {', '.join(sorted(categories))}")
-    rows = [s for s in corpus if (category is None or s.category == category)
-            and (status is None or s.status == status)]
+    rows = corpus.select(category, status)
     if as_json:
         click.echo(json.dumps([s.to_json() for s in rows], indent=2))
     else:
         table = [("id", "category", "status", "auto-apply", "example", "origin")]
         for s in rows:
-            auto = "yes" if s.auto_apply else "no (advice)"
-            if s.mechanical:
-                auto += f", {s.mechanical['kind']}"
+            auto = ("yes" if s.auto_apply else "no (advice)") + (f", {s.mechanical['kind']}" if s.mechanical else "")
             table.append((s.id, s.category, s.status, auto, "yes" if s.has_example else "no", s.origin))
         widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
         for index, row in enumerate(table):
-            click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+            click.echo("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
             if index == 0:
                 click.echo("  ".join("-" * w for w in widths))
         click.echo(f"\n{len(rows)} skill(s)")
+    _warn_skipped(corpus)
+
+
+def _warn_skipped(corpus) -> None:
     for problem in corpus.problems:
         if problem.severity == "error":
             click.echo(f"warning: skipped {problem}", err=True)
@@ -98,16 +83,13 @@ def list_skills(ctx: click.Context, category: str | None, status: str | None, as
 @click.pass_context
 def show(ctx: click.Context, skill_id: str, as_json: bool) -> None:
     """One skill under its fixed headings, and the rules that propose it."""
+    from skillbase.corpus import show as shown
     from skillbase.corpus.load import load_corpus
+    from skillbase.engine import Engine
 
-    corpus = load_corpus(_dirs(ctx), strict=False)
-    skill = corpus.require(skill_id)
-    rules = proposing_rules(skill.id)
-    if as_json:
-        click.echo(json.dumps({**skill.data, "origin": skill.origin, "path": str(skill.path),
-                               "has_example": skill.has_example, "proposed_by": rules}, indent=2))
-        return
-    click.echo(render(skill, rules))
+    skill = load_corpus(_dirs(ctx), strict=False).require(skill_id)
+    rules = shown.proposed_by(Engine.load(), skill.id)
+    click.echo(json.dumps(shown.to_json(skill, rules), indent=2) if as_json else shown.render(skill, rules))
 
 
 @skills.command("validate")
@@ -139,8 +121,6 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
                                hint="each line above names the file and the fix")
 
 
-# -- rendering --------------------------------------------------------------------------------------
-
 @skills.command("verify")
 @click.argument("skill_ids", nargs=-1)
 @click.option("--preset", default=None, help="Time this preset only (default: each example's scored presets).")
@@ -155,173 +135,95 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
 def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, keep_profiles, as_json) -> None:
     """On a GPU: check each example's after.cu matches before.cu and is faster, and that advise on
     before.cu ranks the skill in its top 3."""
-    import os
-    import sys
-    import time
-
     from skillbase.corpus.load import load_corpus
+    from skillbase.corpus.verify import to_markdown, verify_examples
     from skillbase.engine import Engine
     from skillbase.harness.runtime import require_gpu
-    from skillbase.corpus.verify import example_folders, prebuild, to_markdown, verify_example, write_results
 
     require_gpu()
     corpus = load_corpus(_dirs(ctx))
-    folders = example_folders(corpus, tuple(skill_ids))
-    engine = None if no_profile else Engine.load()
     console = ui.console(stderr=True)
-    prebuild(folders, jobs or os.cpu_count() or 1, say=lambda m: console.print(f"[dim]{m}[/dim]"))
     command = ("skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)).strip()
-    results = []
     started = time.monotonic()
+    results = verify_examples(
+        corpus, tuple(skill_ids), None if no_profile else Engine.load(), preset=preset,
+        jobs=jobs or os.cpu_count() or 1, keep_profiles=Path(keep_profiles) if keep_profiles else None,
+        out=Path(out_path) if out_path else None, command=command,
+        on_build=lambda m: console.print(f"[dim]{m}[/dim]"), on_step=console.print,
+        # elapsed seconds on every line: where a long verify spends its time
+        on_detail=lambda m: console.print(f"  [dim]{time.monotonic() - started:7.1f}s {m}[/dim]"))
+    click.echo(json.dumps([asdict(r) for r in results], indent=2) if as_json else to_markdown(results, command))
 
-    def say(message: str) -> None:   # elapsed seconds on every line: where a long verify spends its time
-        console.print(f"  [dim]{time.monotonic() - started:7.1f}s {message}[/dim]")
 
-    for index, (skill_id, folder) in enumerate(folders, 1):
-        console.print(f"[{index}/{len(folders)}] {skill_id}")
-        try:
-            results.append(verify_example(skill_id, folder, engine, preset=preset, profile=not no_profile,
-                                          say=say,
-                                          keep_profile=Path(keep_profiles) if keep_profiles else None))
-        except SkillbaseError as error:   # one broken example must not stop the others
-            from skillbase.corpus.verify import ExampleResult
-            results.append(ExampleResult(skill=skill_id, before_us=None, after_us=None, speedup=None, spread=None,
-                                         verdict="failed: error", rank=None, top3=[], reason=error.message,
-                                         date="", gpu=None))
-        console.print(f"  -> {results[-1].verdict}: {results[-1].reason}; rank {results[-1].rank}")
-        if out_path:   # after every example, so an interrupted session keeps what it measured
-            write_results(results, Path(out_path), command)
+@skills.command("search")
+@click.argument("query", nargs=-1, required=True)
+@click.option("--k", "k", type=click.IntRange(1, 500), default=5, show_default=True, help="How many skills to show.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the cached index even if the corpus did not change.")
+@skills_dir_option
+@json_option
+@click.pass_context
+def search(ctx: click.Context, query: tuple[str, ...], k: int, rebuild: bool, skills_dirs: tuple[str, ...],
+           as_json: bool) -> None:
+    """Find skills by meaning: sentence embeddings (all-MiniLM-L6-v2) in a faiss index, plus exact
+    words. The index is cached and rebuilt when the corpus changes. Needs skillbase[search]."""
+    from skillbase.corpus import search as semantic
+    from skillbase.corpus.load import load_corpus
+
+    semantic.require_extra()     # before loading anything: without the extra, one line naming it
+    corpus = load_corpus(_dirs(ctx, *skills_dirs), strict=False)
+    found = semantic.search(corpus, " ".join(query), k, rebuild=rebuild)
     if as_json:
-        from dataclasses import asdict
-        click.echo(json.dumps([asdict(r) for r in results], indent=2))
+        click.echo(json.dumps(found.to_json(), indent=2))
     else:
-        click.echo(to_markdown(results, command.strip()))
+        if found.index.built:
+            click.echo(f"(index built for {len(corpus)} skills in {found.seconds:.1f}s; cached)", err=True)
+        width = max((len(h.skill_id) for h in found.hits), default=2)
+        for rank, hit in enumerate(found.hits, 1):
+            origin = "" if hit.origin == "built-in" else f"  [{hit.origin}]"
+            click.echo(f"{rank:>2}. {hit.score:5.2f}  {hit.skill_id.ljust(width)}  {hit.title}{origin}")
+    _warn_skipped(corpus)
 
 
-def proposing_rules(skill_id: str, rules_dirs: tuple[Path, ...] = ()) -> list[dict]:
-    """Proposal rules naming `skill_id`: [{rule, score, summary, path}], read straight from the YAML
-    (no vocabulary type-checking needed just to list them)."""
-    import yaml
+@skills.command("new")
+@click.argument("skill_id")
+@click.option("--category", default=None,
+              help="The id's prefix (mem, smem, cmp, ... or your own); default: the prefix.")
+@click.option("--title", default=None, help="A short imperative title (also used for the near-duplicate check).")
+@click.option("--summary", default=None, help="One sentence (also used for the near-duplicate check).")
+@click.option("--no-similar", is_flag=True, help="Skip the near-duplicate check.")
+@skills_dir_option
+@json_option
+@click.pass_context
+def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: str | None, summary: str | None,
+              no_similar: bool, skills_dirs: tuple[str, ...], as_json: bool) -> None:
+    """Scaffold skills/<category>/<id>/skill.yaml from the schema, and warn about near duplicates.
 
-    from skillbase.config import builtin_rules_dir
+    The new skill goes to the one --skills-dir given (here or to `skills`), else the one folder in
+    $SKILLBASE_SKILL_PATH, else the built-in corpus of a source checkout."""
+    from skillbase.config import builtin_skills_dir
+    from skillbase.corpus.load import load_corpus
+    from skillbase.corpus.scaffold import new_skill as scaffold
+    from skillbase.corpus.scaffold import skill_target, todo_problems
 
-    found = []
-    for folder in (builtin_rules_dir() / "propose", *rules_dirs):
-        for path in sorted(Path(folder).glob("*.yaml")):
-            if path.name.endswith(".cases.yaml"):
-                continue
-            try:
-                data = yaml.load(path.read_text(encoding="utf-8"), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-            except (OSError, yaml.YAMLError):
-                continue
-            if not isinstance(data, dict):
-                continue
-            for proposal in data.get("proposes") or []:
-                if isinstance(proposal, dict) and proposal.get("skill") == skill_id:
-                    found.append({"rule": data.get("id", path.stem), "score": proposal.get("score"),
-                                  "summary": " ".join(str(data.get("summary", "")).split()), "path": str(path)})
-    return found
-
-
-def _fill(text: str, first: str, rest: str) -> str:
-    # never split URLs, metric names or hyphenated terms
-    return textwrap.fill(" ".join(str(text).split()), width=100, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=False, break_on_hyphens=False)
-
-
-def _wrap(text: str, indent: str = "  ") -> str:
-    return _fill(text, indent, indent)
-
-
-def _bullets(items, indent: str = "  ") -> list[str]:
-    return [_fill(i, f"{indent}- ", f"{indent}  ") for i in items]
-
-
-def render(skill, rules: list[dict]) -> str:
-    """The skill as text, one heading per section in the fixed order (Ruff's `rule` style)."""
-    d = skill.data
-    mech = (skill.mechanical or {}).get("kind", "none")
-    out = [f"{skill.id}: {skill.title}",
-           f"category {skill.category} · status {skill.status} · version {skill.version} · "
-           f"auto-apply {'yes' if skill.auto_apply else 'no'} · mechanical {mech} · origin {skill.origin}",
-           str(skill.path)]
-    for key, heading in HEADINGS:
-        value = d.get(key)
-        if value in (None, [], {}) and key in ("related", "changelog"):
-            continue
-        out += ["", f"## {heading}"]
-        if key in ("summary", "what_it_does", "why_it_helps"):
-            out.append(_wrap(value))
-        elif key == "when_to_apply":
-            out.append("  Evidence:")
-            for e in value.get("evidence", []):
-                line = f"{e['metric']} {e['condition']} [{e['provenance']}]"
-                if e.get("note"):
-                    line += f": {e['note']}"
-                out += _bullets([line], "    ")
-            if value.get("static_signs"):
-                out.append("  Static signs:")
-                out += _bullets(value["static_signs"], "    ")
-        elif key == "how":
-            for number, step in enumerate(value, 1):
-                out.append(_fill(step["step"], f"  {number}. ", "     "))
-                if step.get("code"):
-                    out.append(textwrap.indent(step["code"].rstrip("\n"), "       | "))
-        elif key == "parameters":
-            if not value:
-                out.append("  (none)")
-            for p in value:
-                extra = []
-                if p.get("values") is not None:
-                    extra.append("values " + ", ".join(map(str, p["values"])))
-                if p.get("default") is not None:
-                    extra.append(f"default {p['default']}")
-                out += _bullets([f"{p['name']}: {p['meaning']}" + (f" ({'; '.join(extra)})" if extra else "")])
-        elif key == "expected_gain":
-            out.append(_wrap(f"{value['typical']} [{value['provenance']}]"))
-            if value.get("formula"):
-                out.append(f"  formula: {value['formula']}")
-            if value.get("note"):
-                out.append(_wrap(value["note"]))
-        elif key == "risks":
-            out += _bullets([f"{k}: {v}" for k, v in value.items()])
-        elif key == "references":
-            out += _bullets([f"{r['title']}" + (f" <{r['url']}>" if r.get("url") else f" ({r['where']})")
-                             for r in value])
-        elif key == "automation":
-            out.append(f"  auto_apply: {'yes' if value['auto_apply'] else 'no'}; mechanical: {mech}")
-            m = value.get("mechanical") or {}
-            for t in m.get("tunables", []):
-                out += _bullets([f"tunable {t['name']}" + (f" in {t['values']}" if t.get("values") else "")
-                                 + (f": {t['how']}" if t.get("how") else "")], "    ")
-            if m.get("flags"):
-                out.append(f"    flags: {' '.join(m['flags'])}")
-            out.append(_wrap(value["note"]))
-        elif key == "related":
-            out.append("  " + ", ".join(value))
-        elif key == "changelog":
-            out += _bullets([f"v{c['version']}" + (f" ({c['date']})" if c.get("date") else "") + f": {c['change']}"
-                             for c in value])
-        elif isinstance(value, list):
-            out += _bullets(value) if value else ["  (none)"]
-        else:
-            out.append(_wrap(value))
-    out += ["", "## Proposed by"]
-    if rules:
-        out += _bullets([f"{r['rule']} (score {r['score']}): {r['summary']}" for r in rules])
-    else:
-        out.append("  (no rule proposes this skill yet)")
-    out += ["", "## Examples"]
-    if skill.examples_dir.is_dir():
-        out.append("  " + ", ".join(sorted(p.name for p in skill.examples_dir.iterdir() if p.is_file()))
-                   + f"  ({skill.examples_dir})")
-    else:
-        out.append("  (none yet)")
-    return "\n".join(out)
-
-
-# `skills search` and `skills new` (semantic search and scaffolding) live with their library code.
-from skillbase.commands.search_cmds import new_skill as _new_skill, search as _search  # noqa: E402
-
-skills.add_command(_search)
-skills.add_command(_new_skill)
+    target = skill_target(skills_dirs, _dirs(ctx))
+    corpus = load_corpus([*_dirs(ctx, *skills_dirs), *([target] if target.is_dir() else [])], strict=False)
+    made = scaffold(corpus, skill_id, category, target, title=title, summary=summary, check_similar=not no_similar)
+    todos = todo_problems(made.path)
+    if as_json:
+        click.echo(json.dumps({"path": str(made.path), "near_duplicates": [h.to_json() for h in made.near],
+                               "method": made.method, "threshold": made.threshold,
+                               "todo_lines": [line for line, _ in todos]}, indent=2))
+        return
+    click.echo(f"created {made.path}")
+    for hit in made.near:
+        click.echo(f"warning: near duplicate of {hit.skill_id} ({made.method} similarity {hit.score:.2f} >= "
+                   f"{made.threshold:.2f}): {hit.title} [{hit.path}]", err=True)
+    if made.near:
+        click.echo("  extend that skill instead, or say in what_it_does how yours differs and list it in related",
+                   err=True)
+    if made.method == "lexical" and not no_similar:
+        click.echo("note: near duplicates were checked by name only; pip install 'skillbase[search]' checks meaning",
+                   err=True)
+    flag = "" if target.resolve() == builtin_skills_dir().resolve() else f" --skills-dir {target}"
+    click.echo(f"next: fill the {len(todos)} TODO line(s), then `skillbase skills{flag} validate` "
+               "(docs/writing-skills.md)")

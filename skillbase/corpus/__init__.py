@@ -1,1 +1,2 @@
-"""The skill corpus: the model, loading and validation, search, examples, scaffolding, verification."""
+"""The skill corpus: model (Skill, Corpus, HEADINGS), load, validate, show, search, examples,
+scaffold, verify."""

@@ -14,10 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
 
+from skillbase.config import builtin_rules_dir, builtin_skills_dir, env_paths, schemas_dir
+from skillbase.corpus import search
+from skillbase.corpus.model import BUILTIN_ORIGIN, CANONICAL_IDS, Corpus, did_you_mean_suffix
 from skillbase.errors import InputError
 
 SKILL_ID = re.compile(r"^[a-z][a-z0-9]*\.[a-z0-9][a-z0-9_]*$")
@@ -31,8 +34,6 @@ TODO = "TODO"
 def schema_ref(schema_name: str, for_file: Path) -> str:
     """The `$schema=` value for a file about to be written at `for_file`: a path relative to it when
     the file and the published schema share a project folder (a source checkout), else absolute."""
-    from skillbase.config import schemas_dir
-
     schema = (schemas_dir() / schema_name).resolve()
     here = for_file.parent.resolve()
     try:
@@ -52,6 +53,37 @@ def source_checkout_dir(folder: Path) -> bool:
     """True when a built-in folder sits in a writable source checkout (not in site-packages)."""
     parent = folder.resolve().parent
     return (parent / "pyproject.toml").is_file() and os.access(folder, os.W_OK)
+
+
+def skill_target(explicit: Iterable[str], group: Iterable[str] = ()) -> Path:
+    """The folder a new skill goes to: the one `--skills-dir` given to `skills new` (else to
+    `skills`), else the one folder in $SKILLBASE_SKILL_PATH, else the built-in corpus of a source
+    checkout. Several folders at one level, or an installed (read-only) corpus, is an InputError."""
+    from skillbase.corpus.load import ENV_SKILL_PATH
+
+    levels = ((tuple(explicit), "--skills-dir"), (tuple(group), "skills --skills-dir"),
+              (tuple(env_paths(ENV_SKILL_PATH)), f"${ENV_SKILL_PATH}"))
+    for candidates, where in levels:
+        if len(candidates) == 1:
+            return Path(candidates[0]).expanduser()
+        if len(candidates) > 1:
+            raise InputError(f"several skill folders in {where}: say which one gets the new skill",
+                             hint="pass exactly one --skills-dir to `skills new`")
+    builtin = builtin_skills_dir()
+    if source_checkout_dir(builtin):
+        return builtin
+    raise InputError("where should the new skill go? the built-in corpus is installed read-only",
+                     hint="pass --skills-dir ./my-skills (and keep it in $SKILLBASE_SKILL_PATH)")
+
+
+def rule_target(rules_dir: str | Path | None) -> Path:
+    """The rules folder a new rule goes to: `rules_dir`, else the built-in rules of a source checkout."""
+    if rules_dir is not None:
+        return Path(rules_dir).expanduser()
+    if not source_checkout_dir(builtin_rules_dir()):
+        raise InputError("where should the new rule go? the built-in rules are installed read-only",
+                         hint="pass --rules-dir ./my-rules")
+    return builtin_rules_dir()
 
 
 # -- skills ----------------------------------------------------------------------------------------
@@ -117,12 +149,12 @@ related: []
 @dataclass
 class NewSkill:
     path: Path
-    near: list            # [search.Hit] of near duplicates
+    near: list[search.Hit]   # near duplicates
     method: str           # semantic | lexical | skipped
     threshold: float | None
 
 
-def new_skill(corpus, skill_id: str, category: str | None, root: Path, *, title: str | None = None,
+def new_skill(corpus: Corpus, skill_id: str, category: str | None, root: Path, *, title: str | None = None,
               summary: str | None = None, check_similar: bool = True) -> NewSkill:
     """Write `root/<category>/<id>/skill.yaml`; refuse an id that exists anywhere in `corpus`."""
     if not SKILL_ID.match(skill_id):
@@ -137,11 +169,9 @@ def new_skill(corpus, skill_id: str, category: str | None, root: Path, *, title:
                          hint=f"use --category {prefix}, or rename the skill to {category}.{skill_id.split('.', 1)[1]}")
     existing = corpus.get(skill_id)
     if existing is not None:
-        where = "a built-in skill" if existing.origin == "built-in" else f"a skill in {existing.origin}"
+        where = "a built-in skill" if existing.origin == BUILTIN_ORIGIN else f"a skill in {existing.origin}"
         raise InputError(f"skill id '{skill_id}' already exists: {where} ({existing.display_path})",
                          hint="ids are unique across the built-in corpus and every skill folder: pick another id")
-    from skillbase.corpus.load import CANONICAL_IDS
-
     if skill_id in CANONICAL_IDS:
         raise InputError(f"'{skill_id}' is a canonical id (reserved for the built-in corpus)",
                          hint="pick another id")
@@ -151,8 +181,6 @@ def new_skill(corpus, skill_id: str, category: str | None, root: Path, *, title:
         raise InputError(f"{path} already exists", hint="edit it, or pick another id")
     near, method, threshold = [], "skipped", None
     if check_similar:
-        from skillbase.corpus import search
-
         near, method = search.near_duplicates(corpus, skill_id, title or "", summary or "")
         threshold = search.NEAR_DUPLICATE_THRESHOLD if method == "semantic" else search.LEXICAL_THRESHOLD
     folder.mkdir(parents=True, exist_ok=True)
@@ -210,8 +238,6 @@ cases:
 
 
 def builtin_rule_ids() -> dict[str, Path]:
-    from skillbase.config import builtin_rules_dir
-
     out = {}
     for sub in ("derive", "propose"):
         for path in (builtin_rules_dir() / sub).glob("*.yaml"):
@@ -245,10 +271,7 @@ def new_rule(rule_id: str, kind: str, rules_dir: Path, *, skill: str | None = No
                 raise InputError(f"which skill does '{rule_id}' propose?",
                                  hint="pass --skill ID, or start the rule id with the skill id (mem.coalesce.strided)")
         if known and skill not in known:
-            from skillbase.corpus.load import suggest
-
-            close = suggest(skill, known)
-            raise InputError(f"unknown skill '{skill}'" + (f"; did you mean '{close}'?" if close else ""),
+            raise InputError(f"unknown skill '{skill}'" + did_you_mean_suffix(skill, known),
                              hint="create it first (`skillbase skills new`), or add its folder with --skills-dir")
     elif skill is not None:
         raise InputError("--skill is for propose rules", hint="a derive rule sets facts; drop --skill")

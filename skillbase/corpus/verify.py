@@ -14,14 +14,18 @@ from __future__ import annotations
 import datetime
 import json
 import shutil
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Callable
+from typing import TYPE_CHECKING
 
-from skillbase.corpus.load import EXAMPLE_FILES
-from skillbase.errors import InputError, SkillbaseError
 from skillbase.config import cache_root
+from skillbase.corpus.model import EXAMPLE_FILES, Corpus
+from skillbase.errors import InputError, SkillbaseError
+
+if TYPE_CHECKING:
+    from skillbase.engine import Engine
 
 PROFILE_TIMEOUT_S = 240.0
 
@@ -41,18 +45,19 @@ class ExampleResult:
     gpu: str | None
 
 
-def example_folders(corpus, ids: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
+def example_folders(corpus: Corpus, ids: tuple[str, ...] = ()) -> list[tuple[str, Path]]:
+    """(skill id, examples folder) of every complete example, or of the skills `ids` names."""
     wanted = set(ids)
-    unknown = wanted - set(corpus.ids()) if hasattr(corpus, "ids") else set()
+    unknown = wanted - corpus.ids()
     if unknown:
-        raise InputError(f"unknown skill id(s): {', '.join(sorted(unknown))}", hint="`skillbase skills list` shows them")
+        raise InputError(f"unknown skill id(s): {', '.join(sorted(unknown))}",
+                         hint="`skillbase skills list` shows them")
     found = []
-    for skill_id in sorted(corpus.ids() if hasattr(corpus, "ids") else corpus.skills):
-        if wanted and skill_id not in wanted:
+    for skill in corpus:
+        if wanted and skill.id not in wanted:
             continue
-        folder = Path(corpus.get(skill_id).folder) / "examples"
-        if all((folder / name).exists() for name in EXAMPLE_FILES):
-            found.append((skill_id, folder))
+        if all((skill.examples_dir / name).exists() for name in EXAMPLE_FILES):
+            found.append((skill.id, skill.examples_dir))
     if wanted and not found:
         raise InputError("none of the named skills has a complete example (before.cu, after.cu, task.yaml)")
     return found
@@ -66,7 +71,6 @@ def work_dir(skill_id: str) -> Path:
 def prebuild(folders: list[tuple[str, Path]], jobs: int, say: Callable[[str], None] = lambda m: None) -> None:
     """Build every staged before/after in parallel first: nvcc dominates, the GPU work is serial."""
     from skillbase.harness.build import build
-    from skillbase.errors import SkillbaseError
 
     paths = [p for skill_id, folder in folders for p in _stage(folder, work_dir(skill_id))]
 
@@ -93,10 +97,12 @@ def _stage(folder: Path, work: Path) -> tuple[Path, Path]:
     return work / "before.cu", work / "after.cu"
 
 
-def verify_example(skill_id: str, folder: Path, engine, preset: str | None = None, profile: bool = True,
-                   say: Callable[[str], None] = lambda m: None, keep_profile: Path | None = None) -> ExampleResult:
-    from skillbase.harness.compare import _summary
-    from skillbase.harness.runtime import Options, evaluate, gpu_name
+def verify_example(skill_id: str, folder: Path, engine: Engine | None, preset: str | None = None,
+                   profile: bool = True, say: Callable[[str], None] = lambda m: None,
+                   keep_profile: Path | None = None) -> ExampleResult:
+    """Verify and time one example; with `profile` (the engine given) also rank the skill on before.cu."""
+    from skillbase.harness.env import gpu_name
+    from skillbase.harness.runtime import Options, evaluate
 
     date = datetime.date.today().isoformat()
     gpu = gpu_name()
@@ -104,7 +110,7 @@ def verify_example(skill_id: str, folder: Path, engine, preset: str | None = Non
     before, after = _stage(folder, work)
     say(f"{skill_id}: verifying after.cu against before.cu and timing both")
     result = evaluate(before, candidate=after, baseline=before, options=Options(preset=preset), progress=say)
-    after_us, before_us, speedup, spread, verdicts = _summary(result)
+    after_us, before_us, speedup, spread, verdicts = result.summary()
     if result.status != "ok":
         verdict, reason = ("incorrect" if result.status == "incorrect" else f"failed: {result.status}"), result.reason
     elif speedup is not None and "faster" in verdicts and "slower" not in verdicts:
@@ -135,6 +141,32 @@ def verify_example(skill_id: str, folder: Path, engine, preset: str | None = Non
             top3 = ranked[:3]
     return ExampleResult(skill=skill_id, before_us=before_us, after_us=after_us, speedup=speedup, spread=spread,
                          verdict=verdict, rank=rank, top3=top3, reason=reason, date=date, gpu=gpu)
+
+
+def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None, *, preset: str | None = None,
+                    jobs: int = 1, keep_profiles: Path | None = None, out: Path | None = None, command: str = "",
+                    on_build: Callable[[str], None] = lambda m: None, on_step: Callable[[str], None] = lambda m: None,
+                    on_detail: Callable[[str], None] = lambda m: None) -> list[ExampleResult]:
+    """`skills verify`: build every example in parallel, then verify, time and (with an engine)
+    rank each one in turn. One broken example does not stop the others; with `out` the table is
+    rewritten after every example, so an interrupted session keeps what it measured. `on_step`
+    hears one line per example and its verdict, `on_detail` the steps inside it."""
+    folders = example_folders(corpus, ids)
+    prebuild(folders, jobs, say=on_build)
+    results = []
+    for index, (skill_id, folder) in enumerate(folders, 1):
+        on_step(f"[{index}/{len(folders)}] {skill_id}")
+        try:
+            result = verify_example(skill_id, folder, engine, preset=preset, profile=engine is not None,
+                                    say=on_detail, keep_profile=keep_profiles)
+        except SkillbaseError as error:   # one broken example must not stop the others
+            result = ExampleResult(skill=skill_id, before_us=None, after_us=None, speedup=None, spread=None,
+                                   verdict="failed: error", rank=None, top3=[], reason=error.message, date="", gpu=None)
+        results.append(result)
+        on_step(f"  -> {result.verdict}: {result.reason}; rank {result.rank}")
+        if out is not None:
+            write_results(results, out, command)
+    return results
 
 
 def to_markdown(results: list[ExampleResult], command: str) -> str:

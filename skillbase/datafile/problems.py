@@ -14,7 +14,7 @@ from skillbase.errors import InputError
 @dataclass(frozen=True)
 class Problem:
     file: str
-    line: int
+    line: int | None  # None: the problem is about the file (or folder) as a whole
     message: str
     hint: str | None = None
     severity: str = "error"  # error | warning
@@ -23,8 +23,15 @@ class Problem:
 
     def __str__(self) -> str:
         hint = f" ({self.hint})" if self.hint else ""
+        return f"{self.where}: {self.message}{hint}"
+
+    @property
+    def where(self) -> str:
+        """`file:line[:column]`, or the file alone when no line is known."""
+        if self.line is None:
+            return self.file
         column = f":{self.column}" if self.column else ""
-        return f"{self.file}:{self.line}{column}: {self.message}{hint}"
+        return f"{self.file}:{self.line}{column}"
 
     def to_json(self) -> dict:
         return {"file": self.file, "line": self.line, "message": self.message, "hint": self.hint,
@@ -42,7 +49,7 @@ class Problem:
 
 
 def sort_key(problem: Problem) -> tuple:
-    return (problem.file, problem.line, problem.message)
+    return (problem.file, problem.line or 0, problem.message)
 
 
 def suggestions(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> list[str]:
@@ -50,7 +57,10 @@ def suggestions(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0
     return difflib.get_close_matches(str(word), [str(c) for c in choices], n=n, cutoff=cutoff)
 
 
-def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6) -> str | None:
-    """"did you mean `a` or `b`?" for the closest choices, or None when nothing is close."""
+def did_you_mean(word: str, choices: Iterable[str], n: int = 1, cutoff: float = 0.6, quote: str = "`") -> str | None:
+    """"did you mean `a` or `b`?" for the closest choices, or None when nothing is close.
+
+    `quote` is the mark around each choice: backticks in rule-set messages, `'` where the
+    surrounding message quotes names that way (skills, task specs)."""
     close = suggestions(word, choices, n=n, cutoff=cutoff)
-    return "did you mean " + " or ".join(f"`{c}`" for c in close) + "?" if close else None
+    return "did you mean " + " or ".join(f"{quote}{c}{quote}" for c in close) + "?" if close else None

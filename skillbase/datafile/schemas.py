@@ -1,39 +1,56 @@
-"""JSON Schema checks for rule-set YAML, reported as `file:line: message (fix hint)` problems.
+"""The one JSON Schema validator: every data file (rules, vocabulary, thresholds, cases, skills,
+task specs, evidence) is checked against `skillbase/schemas/<name>.schema.json` through here.
 
-The schemas live in `skillbase/schemas/*.schema.json` (published with the package); jsonschema
-is imported only here, and only when files are (re)validated, never on a cached `advise`.
+    validator("skill").iter_errors(data)     # the compiled Draft 2020-12 validator, built once
+    check(doc, "rule")                        # every violation as a `file:line: message (fix hint)` Problem
+
+The schemas are published with the package. jsonschema is imported only when a file is
+(re)validated, never on a cached `advise`.
 """
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
+from typing import Any
 
-from skillbase.datafile.problems import Problem
+from skillbase.datafile.problems import Problem, did_you_mean
 from skillbase.datafile.yamldoc import YamlDoc, join
 
 
 @functools.cache
-def _validator(name: str):
-    import jsonschema
+def schema(name: str) -> dict[str, Any]:
+    """The parsed `<name>.schema.json` (skill, rule, vocabulary, thresholds, cases, task, evidence)."""
     from skillbase.config import schemas_dir
 
-    schema = json.loads((schemas_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
-    return jsonschema.Draft202012Validator(schema)
+    return json.loads((schemas_dir() / f"{name}.schema.json").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def validator(name: str):
+    """The compiled validator of schema `name` (a jsonschema Draft202012Validator)."""
+    import jsonschema
+
+    return jsonschema.Draft202012Validator(schema(name))
+
+
+def dotted(parts) -> str:
+    """A jsonschema error path (`error.absolute_path`) in the trace notation: `how[0].step`."""
+    path = ""
+    for part in parts:
+        path = join(path, part)
+    return path
 
 
 def check(doc: YamlDoc, name: str) -> list[Problem]:
     """Every schema violation in `doc` against schema `name`, one problem each."""
     problems = []
-    errors = sorted(_validator(name).iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
+    errors = sorted(validator(name).iter_errors(doc.data), key=lambda e: [str(p) for p in e.absolute_path])
     seen = set()
     for error in errors:
         # `oneOf`/`anyOf` failures are reported once, at their most specific sub-error
         error = _best(error)
-        path = ""
-        for part in error.absolute_path:
-            path = join(path, part)
+        path = dotted(error.absolute_path)
         key = (path, error.message)
         if key in seen:
             continue
@@ -63,19 +80,19 @@ def _message(error) -> str:
 
 def _hint(error) -> str | None:
     """The fix, in the schema's own words when it gives one (`x-hint`), else from the failed keyword."""
-    schema = error.schema if isinstance(error.schema, dict) else {}
-    if "x-hint" in schema:
-        return schema["x-hint"]
+    schema_part = error.schema if isinstance(error.schema, dict) else {}
+    if "x-hint" in schema_part:
+        return schema_part["x-hint"]
     if error.validator == "additionalProperties" and isinstance(error.instance, dict):
-        allowed = list(schema.get("properties", {}))
-        extra = [k for k in error.instance if k not in allowed]
-        for key in extra:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
+        allowed = list(schema_part.get("properties", {}))
+        for key in (k for k in error.instance if k not in allowed):
+            close = did_you_mean(key, allowed)
             if close:
-                return f"did you mean `{close[0]}`?"
+                return close
         return "allowed keys: " + ", ".join(allowed) if allowed else None
     if error.validator == "required":
-        return f"add `{error.validator_value[0] if len(error.validator_value) == 1 else ', '.join(error.validator_value)}`"
+        missing = error.validator_value
+        return f"add `{missing[0] if len(missing) == 1 else ', '.join(missing)}`"
     if error.validator == "enum":
         return "one of: " + ", ".join(map(str, error.validator_value))
     if error.validator == "type":

@@ -15,6 +15,19 @@ import yaml
 from skillbase.errors import InputError
 
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+SYNTAX_HINT = "fix the YAML syntax (indentation, quotes, colons)"
+
+
+class YamlSyntaxError(InputError):
+    """A file that is not valid YAML: the message is `file:line:col: problem`; `line`, `column`
+    (1-based, None when the parser gives no position) and `problem` let callers word it their way."""
+
+    def __init__(self, path: Path, problem: str, line: int | None = None, column: int | None = None):
+        if line is None:
+            super().__init__(f"{path}: invalid YAML ({problem})", SYNTAX_HINT)
+        else:
+            super().__init__(f"{path}:{line}:{column}: {problem}", SYNTAX_HINT)
+        self.path, self.problem, self.line, self.column = path, problem, line, column
 
 
 class YamlDoc:
@@ -49,7 +62,7 @@ def join(path: str, key: str | int) -> str:
 
 
 def load_yaml(path: Path | str, text: str | None = None) -> YamlDoc:
-    """Parse one YAML document; syntax errors become a one-line `file:line:col: problem` InputError."""
+    """Parse one YAML document; syntax errors become a one-line `file:line:col: problem` YamlSyntaxError."""
     path = Path(path)
     if text is None:
         try:
@@ -64,11 +77,12 @@ def load_yaml(path: Path | str, text: str | None = None) -> YamlDoc:
         data = loader.construct_document(node) if node is not None else None
     except yaml.MarkedYAMLError as error:
         mark = error.problem_mark or error.context_mark
-        where = f"{path}:{mark.line + 1}:{mark.column + 1}" if mark else str(path)
         problem = error.problem or error.context or "invalid YAML"
-        raise InputError(f"{where}: {problem}", "fix the YAML syntax (indentation, quotes, colons)") from None
+        if mark is None:
+            raise YamlSyntaxError(path, problem) from None
+        raise YamlSyntaxError(path, problem, mark.line + 1, mark.column + 1) from None
     except yaml.YAMLError as error:
-        raise InputError(f"{path}: invalid YAML ({str(error).splitlines()[0]})") from None
+        raise YamlSyntaxError(path, str(error).splitlines()[0]) from None
     finally:
         loader.dispose()
     lines: dict[str, int] = {}

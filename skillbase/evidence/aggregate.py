@@ -11,7 +11,7 @@ from typing import Any
 
 from skillbase import __version__
 from skillbase.evidence.model import Evidence, KernelRecord
-from skillbase.evidence.names import base_name, without_params
+from skillbase.cuda.names import base_name, without_params
 
 DURATION = "gpu__time_duration.sum"
 

@@ -3,23 +3,28 @@
 `Evidence` holds device facts, one `KernelRecord` per distinct kernel (launches grouped), the
 focus kernel and why it was chosen, and the optional static / ptxas / timing / roofline / history
 blocks. `to_json()` / `from_json()` round-trip through the JSON Schema in
-`skillbase/schemas/evidence.schema.json`; an invalid document is an `InputError`, one line.
+`skillbase/schemas/evidence.schema.json` (checked by `skillbase.datafile.schemas`); an invalid
+document is an `InputError`, one line.
+
+The focus kernel is chosen here and nowhere else: `Evidence.select_kernel` (the profiled kernel a
+name designates, else the dominant one; without a profile, `focus_static_kernel` over the source's
+kernels). Readers take `focus_kernel` / `focus()` / `focus_static()` / `focus_ptxas()` and never
+choose again.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from skillbase import __version__
+from skillbase.datafile import schemas
 from skillbase.errors import InputError
+from skillbase.cuda.names import base_name
 
 SCHEMA_VERSION = 1
-SCHEMA_FILE = Path(__file__).resolve().parent.parent / "schemas" / "evidence.schema.json"
 
 
 @dataclass
@@ -39,8 +44,6 @@ class KernelRecord:
     @property
     def base_name(self) -> str:
         """Function name without namespace, template arguments or parameters (matches source)."""
-        from skillbase.evidence.names import base_name
-
         return base_name(self.demangled or self.name)
 
     def to_dict(self) -> dict[str, Any]:
@@ -102,12 +105,25 @@ class Evidence:
         for k in self.kernels:
             k.time_share = (k.duration_ns or 0.0) / total if total > 0 else (1.0 / len(self.kernels))
 
+    def focus_static(self) -> dict[str, Any] | None:
+        """The focus kernel's static features (`static.kernels[...]`), or None."""
+        return _by_kernel((self.static or {}).get("kernels"), self.focus_kernel)
+
+    def focus_ptxas(self) -> dict[str, Any] | None:
+        """The focus kernel's ptxas resources (`ptxas[...]`), or None."""
+        return _by_kernel(self.ptxas, self.focus_kernel)
+
     def select_kernel(self, name: str | None = None) -> KernelRecord | None:
         """Set the focus: the kernel NAME designates (exact, substring or regex), else the dominant one.
 
-        Raises InputError listing the kernels present when NAME matches nothing.
+        Without profiled kernels the source's static features decide (`focus_static_kernel`) and
+        the result is None (no record). Raises InputError listing the kernels present when NAME
+        matches nothing.
         """
         if not self.kernels:
+            if self.static and self.static.get("kernels"):
+                self.focus_kernel, self.focus_reason = focus_static_kernel(self.static, name)
+                return None
             if name:
                 raise InputError(f"no profiled kernel to select {name!r} from")
             return None
@@ -196,6 +212,42 @@ def _pct(share: float | None) -> str:
     return f"{value:.0f}%"
 
 
+def focus_static_kernel(static: dict[str, Any], kernel: str | None = None) -> tuple[str, str]:
+    """(focus kernel, why) among a source's kernels when there is no profile: the one KERNEL names
+    (exact, substring, then regex; the first in the file), the only one, the first one a launcher
+    starts, else the first in the file. Raises InputError when KERNEL matches none of them."""
+    names = list(static["kernels"])
+    if kernel:
+        matches = [n for n in names if n == kernel] or [n for n in names if kernel in n]
+        if not matches:
+            try:
+                matches = [n for n in names if re.search(kernel, n)]
+            except re.error:
+                matches = []
+        if not matches:
+            raise InputError(f"no kernel matches {kernel!r}; kernels in the source: {', '.join(names)}")
+        return matches[0], f"selected by --kernel {kernel!r} (static analysis only)"
+    if len(names) == 1:
+        return names[0], "the only kernel in the source (no profile)"
+    launched = [launch["kernel"] for launcher in (static.get("launchers") or {}).values()
+                for launch in launcher["launches"] if launch["kernel"] in names]
+    chosen = launched[0] if launched else names[0]
+    how = "first kernel its launcher starts" if launched else "first kernel in the file"
+    return chosen, f"{how}, 1 of {len(names)} (no profile)"
+
+
+def _by_kernel(table: dict[str, Any] | None, name: str | None) -> Any:
+    """A per-kernel block (static kernels, ptxas) for kernel NAME: by name, by base name, else the only one."""
+    if not table:
+        return None
+    if name is not None:
+        if name in table:
+            return table[name]
+        if base_name(name) in table:
+            return table[base_name(name)]
+    return next(iter(table.values())) if len(table) == 1 else None
+
+
 def _matching(kernels: list[KernelRecord], pattern: str) -> list[KernelRecord]:
     names = lambda k: [n for n in (k.name, k.demangled, k.mangled, k.base_name) if n]  # noqa: E731
     exact = [k for k in kernels if pattern in names(k)]
@@ -211,18 +263,9 @@ def _matching(kernels: list[KernelRecord], pattern: str) -> list[KernelRecord]:
     return [k for k in kernels if any(regex.search(n) for n in names(k))]
 
 
-@functools.cache
-def _validator():
-    import jsonschema
-
-    schema = json.loads(SCHEMA_FILE.read_text())
-    cls = jsonschema.validators.validator_for(schema)
-    return cls(schema)
-
-
 def validate(data: dict[str, Any], where: str = "evidence") -> None:
     """Check a document against the evidence schema; the first problem becomes a one-line InputError."""
-    errors = sorted(_validator().iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
+    errors = sorted(schemas.validator("evidence").iter_errors(data), key=lambda e: list(map(str, e.absolute_path)))
     if errors:
         error = errors[0]
         path = "/".join(str(p) for p in error.absolute_path) or "(top level)"

@@ -104,8 +104,9 @@ def _dims(text: str) -> list[int] | None:
 def _launch(path: Path, header: list[str], units: list[str], row: list[str], line: int) -> Launch:
     metrics: dict[str, float] = {}
     strings: dict[str, str] = {}
-    cells = dict(zip(header, row))
-    for column, unit, cell in zip(header, units + [""] * (len(header) - len(units)), row):
+    # a short row (a truncated export) leaves the missing cells out; extra cells have no column
+    cells = dict(zip(header, row, strict=False))
+    for column, unit, cell in zip(header, units + [""] * (len(header) - len(units)), row, strict=False):
         if column in _IDENTITY:
             continue
         value = parse_number(cell)
@@ -153,5 +154,5 @@ def _attach_rules(details: Path, raw_header: list[str], raw_rows, launches: list
     if by_id and not set(by_id) & set(raw_ids):
         raise InputError(f"{details}: its launch IDs match none of the raw CSV's; export both from one report",
                          hint=DETAILS_COMMAND)
-    for launch_id, launch in zip(raw_ids, launches):
+    for launch_id, launch in zip(raw_ids, launches, strict=True):
         launch.rules = by_id.get(launch_id, [])

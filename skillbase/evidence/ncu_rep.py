@@ -13,7 +13,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.errors import InputError
 from skillbase.evidence.aggregate import RULE_TYPES, SPEEDUP_TYPES, Launch, build, compact_rule
 from skillbase.evidence.model import Evidence
 
@@ -26,11 +26,8 @@ def load_ncu_report(path: str | Path, kernel: str | None = None) -> Evidence:
     """Evidence from an `.ncu-rep`: one record per kernel, focus on KERNEL or the dominant one."""
     path = Path(path)
     _check_file(path)
-    try:
-        import ncu_report
-    except ImportError:
-        raise EnvironmentProblem("reading .ncu-rep files needs the Python package ncu-report",
-                                 hint="pip install ncu-report") from None
+    import ncu_report  # a dependency, imported here so that commands that read no report start fast
+
     try:
         context = ncu_report.load_report(str(path))
         launches = [_read_action(action)
@@ -38,7 +35,7 @@ def load_ncu_report(path: str | Path, kernel: str | None = None) -> Evidence:
                     for action in _actions(context.range_by_idx(r))]
     except InputError as error:
         raise InputError(f"{path}: {error.message}", hint="re-export or re-capture the report with ncu") from None
-    except Exception as error:  # the binding raises assorted types on damaged files
+    except Exception as error:  # noqa: BLE001 - the C++ binding raises assorted types on a damaged file: one line
         raise InputError(f"{path}: corrupt Nsight Compute report ({type(error).__name__}: {_short(error)})",
                          hint="re-capture it with `ncu -o NAME ...`") from None
     if not launches:

@@ -1,6 +1,6 @@
 """Build a kernel file into a shared library with nvcc, parse ptxas's resource report, cache the result.
 
-    result = build("sgemm.cu")                      # arch from the GPU (nvidia-smi), else sm_90
+    result = build("sgemm.cu")                      # arch from the GPU (harness.env), else sm_90
     result = build("sgemm.cu", compile_only=True)   # CI: no GPU needed, no loadable library promised
 
 Command: `nvcc -shared -Xcompiler -fPIC -O3 -lineinfo -Xptxas -v -arch=sm_XX [extra] -o libK.so K.cu`
@@ -27,7 +27,6 @@ an rpath for builds that link a library; they are in the key too.
 
 from __future__ import annotations
 
-import functools
 import hashlib
 import json
 import os
@@ -38,10 +37,14 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillbase.config import cache_root, env_paths
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.harness import env
+from skillbase.harness.static_check import banned_identifier
+from skillbase.task.spec import LINKABLE
 
-__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "detect_arch", "normalize_arch",
-           "base_flags", "ALLOWED_FLAG_PREFIXES", "nvcc_path", "link_flags"]
+__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags",
+           "ALLOWED_FLAG_PREFIXES", "link_flags", "first_error", "check_extra_flags"]
 
 DEFAULT_ARCH = "sm_90"   # the H200 the project targets; used when no GPU can be asked
 BUILD_TIMEOUT_S = 600
@@ -84,31 +87,7 @@ class BuildResult:
 
 def default_cache_dir() -> Path:
     """`$SKILLBASE_CACHE/build`, else `~/.cache/skillbase/build`."""
-    from skillbase.config import cache_root
-
     return cache_root() / "build"
-
-
-def nvcc_path() -> str:
-    """nvcc on PATH, else under $CUDA_HOME or /usr/local/cuda; EnvironmentProblem when absent."""
-    found = shutil.which("nvcc")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return str(Path(root) / "bin" / "nvcc")
-    raise EnvironmentProblem("nvcc not found (not on PATH, $CUDA_HOME or /usr/local/cuda)",
-                             hint="install the CUDA toolkit and put its bin/ on PATH, e.g. export PATH=/usr/local/cuda/bin:$PATH")
-
-
-@functools.cache
-def _nvcc_version(nvcc: str) -> str:
-    try:
-        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, timeout=60)
-    except (OSError, subprocess.TimeoutExpired) as error:
-        raise EnvironmentProblem(f"cannot run {nvcc} --version ({error})",
-                                 hint="check the CUDA toolkit installation") from None
-    return out.stdout.strip()
 
 
 def normalize_arch(arch: str) -> str:
@@ -119,25 +98,6 @@ def normalize_arch(arch: str) -> str:
     if match := re.fullmatch(r"(\d+)\.(\d)", text):
         return f"sm_{match.group(1)}{match.group(2)}"
     raise InputError(f"arch '{arch}' is not a CUDA architecture", hint="use e.g. sm_90 (H100/H200), sm_80 (A100)")
-
-
-@functools.cache
-def detect_arch() -> str | None:
-    """The first GPU's compute capability as 'sm_XX' (nvidia-smi), or None without a GPU."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=compute_cap", "--format=csv,noheader"],
-                             capture_output=True, text=True, timeout=20)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = out.stdout.strip().splitlines()
-    if out.returncode != 0 or not lines:
-        return None
-    try:
-        return normalize_arch(lines[0].strip())
-    except InputError:
-        return None
 
 
 def check_extra_flags(flags) -> tuple[str, ...]:
@@ -177,9 +137,8 @@ def _check_macro(flag: str) -> None:
     # expand to a call (parentheses, spaces) or name a banned API would hide code from the static check.
     match = _MACRO.match(flag)
     if not match:
-        raise InputError(f"compile flag '{flag}' is not a plain macro (NAME or NAME=value without spaces or parentheses)")
-    from skillbase.harness.static_check import banned_identifier
-
+        raise InputError(f"compile flag '{flag}' is not a plain macro "
+                         "(NAME or NAME=value without spaces or parentheses)")
     for word in (match.group(1), match.group(2) or ""):
         rule = banned_identifier(word)
         if rule is not None:
@@ -191,8 +150,6 @@ def link_flags(link=()) -> tuple[list[str], list[str]]:
     format's list), plus the vendor folders from $SKILLBASE_VENDOR_INCLUDE (-I) and
     $SKILLBASE_VENDOR_LIB (-L and an rpath) when something is linked. The link flags go after the
     sources: a linker that drops unneeded libraries (--as-needed) would otherwise drop them."""
-    from skillbase.task.spec import LINKABLE
-
     names = []
     for name in link or ():
         name = str(name)
@@ -211,8 +168,6 @@ def link_flags(link=()) -> tuple[list[str], list[str]]:
 
 
 def _env_paths(variable: str) -> list[str]:
-    from skillbase.config import env_paths
-
     return [str(Path(p).resolve()) for p in env_paths(variable)]
 
 
@@ -249,7 +204,8 @@ def _cache_key(source: Path, flags: list[str], nvcc_version: str) -> str:
     return digest.hexdigest()
 
 
-_NVCC_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*)\((?P<line>\d+)\): (?:catastrophic )?error(?: #\S+)?: (?P<msg>.*)$")
+_NVCC_ERROR = re.compile(r"^(?P<file>[^\s:()][^:()]*)\((?P<line>\d+)\): (?:catastrophic )?error(?: #\S+)?: "
+                         r"(?P<msg>.*)$")
 _GCC_ERROR = re.compile(r"^(?P<file>[^\s:][^:]*):(?P<line>\d+):(?:\d+:)? (?:fatal )?error: (?P<msg>.*)$")
 
 
@@ -266,12 +222,6 @@ def first_error(log: str, source_name: str) -> str:
         if re.match(r"^(ptxas|nvlink|ld|nvcc)\b.*\b(error|fatal)\b", line, re.I) or "error" in line.lower():
             return f"{source_name}: " + re.sub(r"\s+", " ", line)
     return f"{source_name}: nvcc failed (see the build log)"
-
-
-def _parse_ptxas(log: str) -> dict:
-    from skillbase.evidence.ptxas import parse_ptxas
-
-    return parse_ptxas(log)
 
 
 # Linked into every shared library: nvcc links the CUDA runtime statically into each library, so only
@@ -292,10 +242,10 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
     source = Path(cu_path)
     if not source.is_file():
         raise InputError(f"{source}: no such file")
-    nvcc = nvcc_path()
-    version = _nvcc_version(nvcc)
+    nvcc = env.nvcc_path()
+    version = env.nvcc_version_text(nvcc)
     # Explicit arch wins; else the GPU's; else sm_90, which is what CI (no GPU) compiles for.
-    chosen = normalize_arch(arch) if arch else (detect_arch() or DEFAULT_ARCH)
+    chosen = normalize_arch(arch) if arch else (env.gpu_arch() or DEFAULT_ARCH)
     includes, libs = link_flags(link)
     flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags)) + includes
     key = _cache_key(source, (flags + libs) if compile_only else flags + libs + [PROBE_VERSION], version)
@@ -325,7 +275,8 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
             raise BuildError(f"{source.name}: nvcc did not finish within {timeout_s} s", log="", command=run,
                              hint="a template or unroll explosion? simplify the kernel") from None
         except OSError as error:
-            raise EnvironmentProblem(f"cannot run {nvcc} ({error})", hint="check the CUDA toolkit installation") from None
+            raise EnvironmentProblem(f"cannot run {nvcc} ({error})",
+                                     hint="check the CUDA toolkit installation") from None
         log = (proc.stdout or "") + (proc.stderr or "")
         if proc.returncode != 0 or not target.is_file():
             raise BuildError(first_error(log, source.name), log=log, command=run)
@@ -344,5 +295,9 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
 
 
 def _result(artifact: Path, compile_only: bool, log: str, cached: bool, arch: str, command, key) -> BuildResult:
-    return BuildResult(library=None if compile_only else artifact, ptxas=_parse_ptxas(log), log=log, cached=cached,
+    # Imported here, not at the top: skillbase.evidence's package face imports evidence.build, which
+    # builds with this module, so a top-level import would be circular.
+    from skillbase.cuda.ptxas import parse_ptxas
+
+    return BuildResult(library=None if compile_only else artifact, ptxas=parse_ptxas(log), log=log, cached=cached,
                        arch=arch, command=list(command), key=key, object=artifact if compile_only else None)

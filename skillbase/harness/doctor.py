@@ -17,6 +17,11 @@ import tempfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from skillbase.errors import EnvironmentProblem, SkillbaseError
+from skillbase.harness import env
+from skillbase.harness.device import CUPY_HINT
+from skillbase.harness.profile import ncu_path, profile_kernel
+
 
 @dataclass
 class Check:
@@ -45,39 +50,27 @@ def _run(command: list[str], timeout: float = 30.0) -> tuple[int, str]:
 
 def check_gpu() -> tuple[Check, Check, Check]:
     """GPU, driver and compute capability from nvidia-smi."""
-    if shutil.which("nvidia-smi") is None:
-        fix = "install the NVIDIA driver (it provides nvidia-smi), or run on a GPU machine"
-        return (Check("gpu", "missing", "nvidia-smi not found", fix), Check("driver", "missing", "unknown", fix),
-                Check("compute capability", "missing", "unknown", fix))
-    code, text = _run(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,memory.total",
-                       "--format=csv,noheader"])
-    lines = [l for l in text.splitlines() if l.strip()]
-    if code != 0 or not lines:
-        fix = "check the driver: `nvidia-smi` must list the GPU"
-        detail = _first(text) or f"nvidia-smi exited {code}"
-        return (Check("gpu", "missing", detail, fix), Check("driver", "missing", "unknown", fix),
-                Check("compute capability", "missing", "unknown", fix))
-    parts = [p.strip() for p in lines[0].split(",")]
-    name, driver, cc = (parts + ["?", "?", "?"])[:3]
-    memory = parts[3] if len(parts) > 3 else ""
-    more = f" (+{len(lines) - 1} more)" if len(lines) > 1 else ""
-    return (Check("gpu", "ok", f"{name}{more}, {memory}".rstrip(", ")), Check("driver", "ok", driver),
+    gpus, why = env.nvidia_smi_gpus()
+    if not gpus:
+        if shutil.which("nvidia-smi") is None:
+            fix = "install the NVIDIA driver (it provides nvidia-smi), or run on a GPU machine"
+        else:
+            fix = "check the driver: `nvidia-smi` must list the GPU"
+        return (Check("gpu", "missing", why or "nvidia-smi lists no GPU", fix),
+                Check("driver", "missing", "unknown", fix), Check("compute capability", "missing", "unknown", fix))
+    first = gpus[0]
+    more = f" (+{len(gpus) - 1} more)" if len(gpus) > 1 else ""
+    cc = first.compute_cap
+    return (Check("gpu", "ok", f"{first.name}{more}, {first.memory_total}".rstrip(", ")),
+            Check("driver", "ok", first.driver_version),
             Check("compute capability", "ok", f"{cc} (sm_{cc.replace('.', '')})"))
 
 
 def check_nvcc() -> Check:
-    from skillbase.errors import EnvironmentProblem
-
     try:
-        from skillbase.harness.build import nvcc_path
-
-        nvcc = nvcc_path()
+        nvcc = env.nvcc_path()
     except EnvironmentProblem as error:
         return Check("nvcc", "missing", error.message, error.hint or "install the CUDA toolkit")
-    except ImportError:
-        nvcc = shutil.which("nvcc")
-        if nvcc is None:
-            return Check("nvcc", "missing", "not on PATH", "install the CUDA toolkit and put its bin/ on PATH")
     code, text = _run([nvcc, "--version"])
     match = re.search(r"release ([\d.]+)", text)
     return Check("nvcc", "ok" if code == 0 else "missing", f"{match.group(1) if match else _first(text)} ({nvcc})",
@@ -85,9 +78,6 @@ def check_nvcc() -> Check:
 
 
 def check_ncu(required: bool) -> Check:
-    from skillbase.errors import EnvironmentProblem
-    from skillbase.harness.profile import ncu_path
-
     try:
         ncu = ncu_path()
     except EnvironmentProblem as error:
@@ -99,11 +89,10 @@ def check_ncu(required: bool) -> Check:
 
 
 def check_sanitizer() -> Check:
-    tool = shutil.which("compute-sanitizer") or next(
-        (str(p) for p in (Path("/usr/local/cuda/bin/compute-sanitizer"),) if p.is_file()), None)
+    tool = env.cuda_tool("compute-sanitizer")
     if tool is None:
-        return Check("compute-sanitizer", "missing", "not found", "it ships with the CUDA toolkit; put its bin/ on PATH",
-                     required=False)
+        return Check("compute-sanitizer", "missing", "not found",
+                     "it ships with the CUDA toolkit; put its bin/ on PATH", required=False)
     code, text = _run([tool, "--version"])
     match = re.search(r"Version ([\w.]+)", text)
     return Check("compute-sanitizer", "ok" if code == 0 else "missing", match.group(1) if match else _first(text),
@@ -111,8 +100,6 @@ def check_sanitizer() -> Check:
 
 
 def check_cupy() -> Check:
-    from skillbase.harness.device import CUPY_HINT
-
     try:
         cupy = importlib.import_module("cupy")
     except ImportError as error:
@@ -124,9 +111,6 @@ def check_counters(gpu_ok: bool, ncu_ok: bool, nvcc_ok: bool, required: bool) ->
     """Profile a one-line kernel: the only reliable test that counters are readable."""
     if not (gpu_ok and ncu_ok and nvcc_ok):
         return Check("ncu counters", "skipped", "needs a GPU, ncu and nvcc", required=False)
-    from skillbase.errors import SkillbaseError
-    from skillbase.harness.profile import profile_kernel
-
     with tempfile.TemporaryDirectory(prefix="skillbase-doctor-") as tmp:
         folder = Path(tmp)
         (folder / "probe.cu").write_text(_PROBE_CU)

@@ -98,16 +98,26 @@ def require_gpu_name(hint: str = "run this on a machine with an NVIDIA GPU") -> 
 
 # -- the CUDA compiler -------------------------------------------------------------------------------
 
-def nvcc_path() -> str:
-    """nvcc on PATH, else under $CUDA_HOME or /usr/local/cuda; EnvironmentProblem when absent."""
-    found = shutil.which("nvcc")
+def cuda_tool(name: str) -> str | None:
+    """A CUDA toolkit program (nvcc, ncu, compute-sanitizer) on PATH, else in $CUDA_HOME, $CUDA_PATH or
+    /usr/local/cuda (a toolkit installed but not on PATH is common), else None."""
+    found = shutil.which(name)
     if found:
         return found
     for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "nvcc").is_file():
-            return str(Path(root) / "bin" / "nvcc")
-    raise EnvironmentProblem("nvcc not found (not on PATH, $CUDA_HOME or /usr/local/cuda)",
-                             hint="install the CUDA toolkit and put its bin/ on PATH, e.g. export PATH=/usr/local/cuda/bin:$PATH")
+        if root and (Path(root) / "bin" / name).is_file():
+            return str(Path(root) / "bin" / name)
+    return None
+
+
+def nvcc_path() -> str:
+    """nvcc's path, or an EnvironmentProblem saying how to get one."""
+    found = cuda_tool("nvcc")
+    if found is None:
+        raise EnvironmentProblem("nvcc not found (not on PATH, $CUDA_HOME or /usr/local/cuda)",
+                                 hint="install the CUDA toolkit and put its bin/ on PATH, "
+                                      "e.g. export PATH=/usr/local/cuda/bin:$PATH")
+    return found
 
 
 @functools.cache

@@ -2,7 +2,8 @@
 
 Warm L2 inflates bandwidth (VERIFY.md): before every timed sample the harness reads more than
 twice the L2 size, outside the timed window, so the next launch reads its inputs from DRAM (reads,
-not writes: dirty lines would be written back inside the next timed window). Plain accesses do not evict lines marked *persisting* by an access-policy window, and the H200
+not writes: dirty lines would be written back inside the next timed window). Plain accesses do not
+evict lines marked *persisting* by an access-policy window, and the H200
 reports a non-zero persisting-L2 limit before anything runs (11,796,480 bytes), so a candidate can
 keep up to that much of its data in L2 across calls without touching any limit. The flush
 therefore also calls `cuCtxResetPersistingL2Cache`, which turns every persisting line back into

@@ -15,9 +15,7 @@ plain processes (a candidate can detect a profiler).
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import subprocess
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -26,6 +24,9 @@ from pathlib import Path
 from skillbase.config import cache_root
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.build import BuildError, BuildResult, build
+from skillbase.harness.ncu_metrics import catalogue, split_metrics
+from skillbase.harness.runtime import require_gpu, run_worker
+from skillbase.task import load_task
 
 DEFAULT_SECTIONS = ("SpeedOfLight", "LaunchStats", "Occupancy", "WarpStateStats", "SchedulerStats",
                     "MemoryWorkloadAnalysis", "MemoryWorkloadAnalysis_Tables", "ComputeWorkloadAnalysis",
@@ -40,15 +41,14 @@ PERMISSION_HINT = ("run as root, or let all users read counters: add 'options nv
 
 
 def ncu_path() -> str:
-    """ncu on PATH, else under $CUDA_HOME or /usr/local/cuda; one-line EnvironmentProblem when absent."""
-    found = shutil.which("ncu")
-    if found:
-        return found
-    for root in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda"):
-        if root and (Path(root) / "bin" / "ncu").is_file():
-            return str(Path(root) / "bin" / "ncu")
-    raise EnvironmentProblem("Nsight Compute (ncu) not found on PATH, $CUDA_HOME or /usr/local/cuda",
-                             hint="install Nsight Compute (part of the CUDA toolkit) and put it on PATH")
+    """ncu's path, or a one-line EnvironmentProblem when it is absent."""
+    from skillbase.harness.env import cuda_tool
+
+    found = cuda_tool("ncu")
+    if found is None:
+        raise EnvironmentProblem("Nsight Compute (ncu) not found on PATH, $CUDA_HOME or /usr/local/cuda",
+                                 hint="install Nsight Compute (part of the CUDA toolkit) and put it on PATH")
+    return found
 
 
 @dataclass(frozen=True)
@@ -68,8 +68,6 @@ def ncu_command(ncu: str, out_base: Path, metrics: list[str] | None = None, full
         return command + ["--set", "full"]
     if metrics:
         # ncu refuses a whole run over one name it cannot collect by name: those come from sections.
-        from skillbase.harness.ncu_metrics import catalogue, split_metrics
-
         direct, sections = split_metrics(list(metrics), catalogue(ncu))
         for section in dict.fromkeys((*BASE_SECTIONS, *sections)):
             command += ["--section", section]
@@ -98,9 +96,6 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
                    progress: Callable[[str], None] | None = None) -> Profile:
     """Profile `cu_path`'s launcher once at `preset` (default: the first scored) with `metrics` (else
     the default sections, or `--set full`)."""
-    from skillbase.harness.runtime import require_gpu, run_worker
-    from skillbase.task import load_task
-
     say = progress or (lambda message: None)
     cu_path = Path(cu_path)
     # The environment first: without ncu or a GPU nothing can be profiled, whatever the spec says.
@@ -157,5 +152,5 @@ def _default_folder(cu_path: Path, key: str) -> Path:
 
 
 def _last(text: str) -> str:
-    lines = [l for l in text.splitlines() if l.strip()]
+    lines = [line for line in text.splitlines() if line.strip()]
     return lines[-1].strip()[:200] if lines else "no output"

@@ -21,8 +21,9 @@ Status values (one per evaluation, the first failure wins):
 
 from __future__ import annotations
 
+import math
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 STATUSES = ("ok", "build-failed", "rejected-static", "load-failed", "incorrect", "crashed", "timeout",
             "quarantined", "spec-error", "environment")
@@ -99,6 +100,23 @@ class Probe:
     conclusive: bool = True
 
 
+class TimingSummary(NamedTuple):
+    """A comparison's timings over every timed size: geometric means (microseconds), the largest
+    relative spread of the two kernels, and each size's verdict (faster | slower | same)."""
+
+    candidate_us: float | None
+    baseline_us: float | None
+    speedup: float | None          # baseline / candidate
+    spread: float | None
+    verdicts: list[str]
+
+
+def _geometric_mean(values: list[float]) -> float | None:
+    if not values or not all(v > 0 for v in values):
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
 @dataclass
 class CheckResult:
     compiled: bool = False
@@ -126,6 +144,24 @@ class CheckResult:
     def max_rel_err(self) -> float | None:
         values = [c.rel_l2_err for c in self.checks if c.rel_l2_err is not None]
         return max(values) if values else None
+
+    def summary(self) -> TimingSummary:
+        """The timed sizes in one line of numbers (None where a kernel was not timed)."""
+        candidates, baselines, verdicts, spreads = [], [], [], []
+        for timing in self.timings:
+            candidate = timing.kernels.get("candidate")
+            baseline = timing.kernels.get("baseline")
+            if candidate and candidate.stats:
+                candidates.append(candidate.stats.median_us)
+                spreads.append(candidate.stats.rel_spread)
+            if baseline and baseline.stats:
+                baselines.append(baseline.stats.median_us)
+                spreads.append(baseline.stats.rel_spread)
+            if timing.verdict:
+                verdicts.append(timing.verdict)
+        candidate_us, baseline_us = _geometric_mean(candidates), _geometric_mean(baselines)
+        speedup = baseline_us / candidate_us if candidate_us and baseline_us else None
+        return TimingSummary(candidate_us, baseline_us, speedup, max(spreads) if spreads else None, verdicts)
 
     def fail(self, status: str, reason: str) -> CheckResult:
         """Record the first failure only: later checks may add detail but never hide the cause."""

@@ -28,11 +28,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.harness.env import gpu_name
 from skillbase.harness.result import CheckResult
 from skillbase.harness.worker import PROGRESS_MARK, RESULT_MARK
 
@@ -198,8 +200,8 @@ def run_worker(job: dict, timeout_s: float = DEFAULT_TIMEOUT_S, progress: Callab
                 if progress is not None:
                     try:
                         progress(message)
-                    except Exception:  # noqa: BLE001 - a display problem must not kill the run
-                        pass
+                    except Exception:  # noqa: BLE001 - this thread must keep draining stderr, or the worker
+                        pass           # blocks on a full pipe: a broken progress display only loses its line
             else:
                 tail.append(line)
 
@@ -252,26 +254,8 @@ def kill_group(proc: subprocess.Popen) -> None:
 # Preconditions
 # ------------------------------------------------------------------------------------------------
 
-def query_gpu(field: str) -> str | None:
-    """One nvidia-smi field (`name`, `driver_version`, ...) of the first GPU, or None."""
-    if shutil.which("nvidia-smi") is None:
-        return None
-    try:
-        out = subprocess.run(["nvidia-smi", f"--query-gpu={field}", "--format=csv,noheader"], capture_output=True,
-                             text=True, timeout=30)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
-    lines = [line.strip() for line in out.stdout.splitlines() if line.strip()]
-    return lines[0] if out.returncode == 0 and lines else None
-
-
-def gpu_name() -> str | None:
-    """The first GPU's name from nvidia-smi, or None."""
-    return query_gpu("name")
-
-
 def require_gpu() -> None:
-    """One-line EnvironmentProblem unless a GPU answers and CuPy can be imported."""
+    """One-line EnvironmentProblem unless a GPU answers (harness.env) and CuPy can be imported."""
     if gpu_name() is None:
         raise EnvironmentProblem("no NVIDIA GPU found (nvidia-smi lists none)",
                                  hint="run on a machine with an NVIDIA GPU and driver; `skillbase doctor` checks "
@@ -348,8 +332,10 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
             for w in blocking[1:]:
                 if w.rule != v.rule:
                     others.setdefault(w.rule, []).append(w.line)
-            also = "; also " + ", ".join(f"{rule} (line {', '.join(map(str, lines))})" for rule, lines in others.items()) \
-                if others else ""
+            also = ""
+            if others:
+                also = "; also " + ", ".join(f"{rule} (line {', '.join(map(str, lines))})"
+                                             for rule, lines in others.items())
             return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}{also}")
 
     require_gpu()   # after the static check, which needs no GPU: a banned API is rejected anywhere

@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -292,7 +292,3 @@ class Session:
         for launcher in (self.candidate, self.baseline, self.reference):
             if launcher is not None:
                 launcher.close()
-
-
-def library_path(path: str | Path) -> str:
-    return str(Path(path).resolve())

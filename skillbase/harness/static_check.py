@@ -25,11 +25,12 @@ or reference a hook (`hook-call`), so a launcher cannot run a hook's allocation 
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillbase.cuda import syntax
+from skillbase.datafile.problems import suggestions
 from skillbase.errors import InputError
 
 __all__ = ["check_source", "Violation", "Rule", "RULES", "ALLOWABLE", "banned_identifier", "errors_only"]
@@ -210,18 +211,15 @@ def check_source(path_or_text, allow=(), hooks=()) -> list[Violation]:
     hooks = tuple(h for h in (hooks or ()) if h)
     for entry in allow:
         if entry not in ALLOWABLE:
-            match = difflib.get_close_matches(entry, ALLOWABLE, n=1)
+            match = suggestions(entry, ALLOWABLE)
             raise InputError(f"allow: '{entry}' is not something the static check can allow "
                              f"(known: {', '.join(ALLOWABLE)})", hint=f"did you mean '{match[0]}'?" if match else None)
     source, _ = _read(path_or_text)
-    from skillbase.cuda.launchers import parse
-
-    return _Checker(source, set(allow), set(hooks)).run(parse(source).root_node)
+    return _Checker(source, set(allow), set(hooks)).run(syntax.parse(source).root_node)
 
 
 class _Checker:
     def __init__(self, source: bytes, allow: set[str], hooks: set[str] = frozenset()):
-        self.source = source
         self.lines = source.decode("utf-8", "replace").splitlines()
         self.allow = allow
         self.hooks = set(hooks)
@@ -229,9 +227,6 @@ class _Checker:
         self.found: dict[tuple[str, int, str], Violation] = {}
 
     # -- reporting ------------------------------------------------------------------------------
-    def text(self, node) -> str:
-        return self.source[node.start_byte:node.end_byte].decode("utf-8", "replace")
-
     def in_hook(self, node) -> bool:
         return any(start <= node.start_byte and node.end_byte <= end for start, end in self.hook_spans)
 
@@ -242,7 +237,7 @@ class _Checker:
         if self.hook_spans and not isinstance(node_or_line, int) and self.in_hook(node_or_line) and \
                 (rule.id in HOOK_EXEMPT_RULES or (rule.id == "launcher-sync" and what in HOOK_EXEMPT_NAMES)):
             return
-        line = node_or_line if isinstance(node_or_line, int) else node_or_line.start_point[0] + 1
+        line = node_or_line if isinstance(node_or_line, int) else syntax.line(node_or_line)
         snippet = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else what
         if len(snippet) > 120:
             snippet = snippet[:117] + "..."
@@ -253,10 +248,9 @@ class _Checker:
     # -- walk -----------------------------------------------------------------------------------
     def run(self, root) -> list[Violation]:
         if self.hooks:
-            from skillbase.cuda.launchers import function_name
-
-            self.hook_spans = [(fn.start_byte, fn.end_byte) for fn in _functions(root)
-                               if function_name(fn.child_by_field_name("declarator"), self.source) in self.hooks]
+            self.hook_spans = [(fn.start_byte, fn.end_byte) for fn in syntax.descendants(root)
+                               if fn.type == "function_definition"
+                               and syntax.function_name(fn.child_by_field_name("declarator")) in self.hooks]
         self.walk(root)
         self.check_state(root)
         return sorted(self.found.values(), key=lambda v: (v.line, v.rule))
@@ -268,39 +262,39 @@ class _Checker:
         if kind in ("identifier", "type_identifier", "field_identifier", "namespace_identifier"):
             self.check_name(node)
         elif kind == "qualified_identifier":
-            flat = re.sub(r"\s+", "", self.text(node))
+            flat = re.sub(r"\s+", "", syntax.text(node))
             if flat.startswith(("std::thread", "std::jthread", "std::async", "::std::thread")):
                 self.report("stream-or-thread", node, flat)
         elif kind == "gnu_asm_expression":
             for child in node.children:
                 if child.type in ("string_literal", "concatenated_string", "raw_string_literal") \
-                        and _ASM_TIMER.search(self.text(child)):
+                        and _ASM_TIMER.search(syntax.text(child)):
                     self.report("timing", child, "asm clock")
-        elif kind in ("string_literal", "raw_string_literal") and _PROBE_STRINGS.search(self.text(node)):
+        elif kind in ("string_literal", "raw_string_literal") and _PROBE_STRINGS.search(syntax.text(node)):
             self.report("env-probe", node, "probe string")
         elif kind in ("preproc_arg",):
             self.check_macro_text(node)
         elif kind == "preproc_include":
             path = node.child_by_field_name("path")
             if path is not None and path.type == "string_literal":
-                self.report("local-include", node, self.text(path))
+                self.report("local-include", node, syntax.text(path))
         elif kind == "preproc_call":
             directive = node.child_by_field_name("directive")
             argument = node.child_by_field_name("argument")
-            if directive is not None and self.text(directive) == "#pragma" and argument is not None \
-                    and self.text(argument).strip().startswith("omp"):
+            if directive is not None and syntax.text(directive) == "#pragma" and argument is not None \
+                    and syntax.text(argument).strip().startswith("omp"):
                 self.report("load-time-code", node, "omp")
         elif kind == "new_expression":
             self.report("launcher-memory", node, "new")
         elif kind == "using_declaration":
-            for word in _IDENT.findall(self.text(node)):
+            for word in _IDENT.findall(syntax.text(node)):
                 self.check_namespace(word, node)
         elif kind in ("attribute_specifier", "attribute_declaration", "attribute"):
-            if re.search(r"\b(constructor|destructor)\b", self.text(node)):
+            if re.search(r"\b(constructor|destructor)\b", syntax.text(node)):
                 self.report("load-time-code", node, "constructor")
         elif kind == "ERROR":
             # tree-sitter could not parse this region; scan its words so a parse error cannot hide a call.
-            self.check_words(_strip_comments_and_strings(self.text(node)), node.start_point[0] + 1, called=True)
+            self.check_words(syntax.strip_comments_and_strings(syntax.text(node)), syntax.line(node), called=True)
         for child in node.children:
             self.walk(child)
 
@@ -310,13 +304,14 @@ class _Checker:
                 self.report(rule, node, word)
 
     def check_name(self, node) -> None:
-        name = self.text(node)
+        name = syntax.text(node)
         if name in self.hooks and node.type == "identifier" and not self.in_hook(node) and not _declares(node):
             self.report("hook-call", node, name)
         if node.type == "namespace_identifier":
             self.check_namespace(name, node)
         parent = node.parent
-        called = parent is not None and parent.type == "call_expression" and parent.child_by_field_name("function") == node
+        called = (parent is not None and parent.type == "call_expression"
+                  and parent.child_by_field_name("function") == node)
         rule = _rule_for_name(name, called)
         if rule is not None:
             self.report(rule, node, name)
@@ -331,8 +326,8 @@ class _Checker:
                     self.report(rule, first_line + offset, word)
 
     def check_macro_text(self, node) -> None:
-        text = self.text(node)
-        line = node.start_point[0] + 1
+        text = syntax.text(node)
+        line = syntax.line(node)
         if "##" in text:
             self.report("macro-token-pasting", line, "##")
         if _ASM_TIMER.search(text) and re.search(r"\basm\b|__asm__", text):
@@ -340,7 +335,7 @@ class _Checker:
         if _PROBE_STRINGS.search(text):
             self.report("env-probe", line, "probe string")
         # A macro body is not parsed; treat every word in it as possibly called.
-        self.check_words(_strip_comments_and_strings(text), line, called=True)
+        self.check_words(syntax.strip_comments_and_strings(text), line, called=True)
 
     # -- state across calls ----------------------------------------------------------------------
     def check_state(self, root) -> None:
@@ -353,10 +348,10 @@ class _Checker:
                 if child.type == "function_definition":
                     functions.append(child)
                 elif child.type == "declaration" and top:
-                    names = _declared_names(child, self.text)
+                    names = _declared_names(child)
                     if not names:
                         continue
-                    words = set(_IDENT.findall(self.text(child).split("=")[0]))
+                    words = set(_IDENT.findall(syntax.text(child).split("=")[0]))
                     if words & {"__device__", "__managed__"}:
                         for n in names:
                             device_globals[n] = child
@@ -366,7 +361,8 @@ class _Checker:
                         for n in names:
                             host_globals[n] = child
                 elif child.type in ("namespace_definition", "declaration_list", "linkage_specification",
-                                    "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else", "preproc_elif"):
+                                    "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else",
+                                    "preproc_elif"):
                     collect(child, True)
 
         collect(root, True)
@@ -375,22 +371,23 @@ class _Checker:
             if body is None:
                 continue
             self.static_locals(body)
-            for node in _descendants(body):
+            for node in syntax.descendants(body):
                 if node.type != "identifier":
                     continue
-                name = self.text(node)
+                name = syntax.text(node)
                 if name in host_globals and _is_written(node):
                     self.report("host-static-state", node, name)
                 elif name in device_globals and _is_written(node):
                     self.report("device-global-state", node, name)
 
     def static_locals(self, body) -> None:
-        for node in _descendants(body):
+        for node in syntax.descendants(body):
             if node.type != "declaration":
                 continue
-            specifiers = {self.text(c) for c in node.children if c.type in ("storage_class_specifier", "type_qualifier")}
-            words = set(_IDENT.findall(self.text(node).split("=")[0]))
-            if ({"static", "thread_local"} & (specifiers | words)) and not ({"const", "constexpr", "__shared__"} & words):
+            specifiers = {syntax.text(c) for c in node.children
+                          if c.type in ("storage_class_specifier", "type_qualifier")}
+            words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+            if {"static", "thread_local"} & (specifiers | words) and not {"const", "constexpr", "__shared__"} & words:
                 self.report("host-static-state", node, "static local")
 
 
@@ -401,20 +398,7 @@ def _declares(identifier) -> bool:
         parent.child_by_field_name("declarator") == identifier
 
 
-def _functions(root):
-    """Every function definition in the file (inside extern "C" blocks and namespaces too)."""
-    return [n for n in _descendants(root) if n.type == "function_definition"]
-
-
-def _descendants(node):
-    stack = list(reversed(node.children))
-    while stack:
-        current = stack.pop()
-        yield current
-        stack.extend(reversed(current.children))
-
-
-def _declared_names(declaration, text) -> list[str]:
+def _declared_names(declaration) -> list[str]:
     """Variable names a declaration introduces (function prototypes introduce none)."""
     names = []
     for child in declaration.children:
@@ -429,7 +413,7 @@ def _declared_names(declaration, text) -> list[str]:
                 break
             node = node.child_by_field_name("declarator")
         if node is not None and not is_function:
-            names.append(text(node))
+            names.append(syntax.text(node))
     return names
 
 
@@ -437,10 +421,12 @@ def _is_written(identifier) -> bool:
     """Is this use a write: the target of an assignment / ++ / --, address taken, or an atomic's target?"""
     node = identifier
     parent = node.parent
-    while parent is not None and parent.type in ("subscript_expression", "field_expression", "parenthesized_expression") \
+    while parent is not None and parent.type in ("subscript_expression", "field_expression",
+                                                 "parenthesized_expression") \
             and parent.children and parent.children[0] == node:
         node, parent = parent, parent.parent
-    while parent is not None and parent.type == "pointer_expression" and parent.children and parent.children[0].type == "*":
+    while parent is not None and parent.type == "pointer_expression" and parent.children \
+            and parent.children[0].type == "*":
         node, parent = parent, parent.parent
     if parent is None:
         return False
@@ -456,12 +442,6 @@ def _is_written(identifier) -> bool:
         return False
     if parent.type == "argument_list" and parent.parent is not None and parent.parent.type == "call_expression":
         fn = parent.parent.child_by_field_name("function")
-        if fn is not None and fn.text is not None and fn.text.decode("utf-8", "replace").startswith("atomic"):
+        if fn is not None and syntax.text(fn).startswith("atomic"):
             return True
     return False
-
-
-def _strip_comments_and_strings(text: str) -> str:
-    text = re.sub(r"/\*.*?\*/", " ", text, flags=re.S)
-    text = re.sub(r"//[^\n]*", " ", text)
-    return re.sub(r'"(?:\\.|[^"\\])*"', '""', text)

@@ -29,7 +29,6 @@ worker process, implementing the VERIFY.md defences row by row:
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,7 +143,8 @@ def compare_outputs(name: str, out_raw: np.ndarray, ref_raw: np.ndarray, dtype: 
         ref_norm = float(xp.linalg.norm(ref.astype(np.float64)))
         err_norm = float(xp.linalg.norm(diff))
         rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-        result = OutputComparison(name, True, "", n, bad=int(wrong.sum()), unwritten=int((unwritten_mask & wrong).sum()),
+        result = OutputComparison(name, True, "", n, bad=int(wrong.sum()),
+                                  unwritten=int((unwritten_mask & wrong).sum()),
                                   max_abs_err=max_abs, rel_l2_err=rel, bad_mask=wrong)
         if result.bad:
             first = int(xp.argmax(wrong))
@@ -366,7 +366,8 @@ def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: V
                                      f"was blocked by a spin kernel (call {trial + 2}); side stream or thread?")
             return False
         if not obs["final_ok"]:
-            result.fail("incorrect", f"launch-stream probe call {trial + 2}: output wrong after the call ({obs['reason']})")
+            result.fail("incorrect",
+                        f"launch-stream probe call {trial + 2}: output wrong after the call ({obs['reason']})")
             return False
     # Device memory that vanished, minus what our own CuPy pool grew by (probe snapshots).
     leaked = (free_before - session.device.mem_free()) - (pool.total_bytes() - pool_before)
@@ -396,7 +397,3 @@ def audit_device_state(session, result: CheckResult) -> bool:
         return False
     result.probes.append(Probe("device-limits", True, "unchanged since before the candidate was loaded"))
     return True
-
-
-def now_ms() -> float:
-    return time.perf_counter() * 1e3

@@ -52,9 +52,6 @@ class ArtifactStore:
     def put_text(self, text: str) -> str:
         return self.put_bytes(text.encode("utf-8"))
 
-    def put_file(self, path: Path) -> str:
-        return self.put_bytes(Path(path).read_bytes())
-
     def get_bytes(self, digest: str) -> bytes:
         target = self.path_for(digest)
         try:
@@ -68,6 +65,3 @@ class ArtifactStore:
 
     def get_text(self, digest: str) -> str:
         return self.get_bytes(digest).decode("utf-8")
-
-    def exists(self, digest: str) -> bool:
-        return self.path_for(digest).exists()

@@ -4,28 +4,36 @@ On a GPU machine the round's kernel is profiled with the metrics the rules read 
 built from that very build (`skillbase.profiling`); without one, static features and ptxas only.
 A saved report of the task's own kernel (`optimize --report`) stands in for profiling the unchanged
 baseline: it is used only while the kernel is byte-identical to the task file.
+
+`history` is this run's memory (tried, failed, won, tabu) plus `past`: per-skill outcomes of the
+store's other runs ({skill: {tried, accepted, failed, mean_accepted_speedup}}), recorded with the
+evidence so `explain` shows what the decision knew. The ranking does not read `past` yet (the next
+issue makes it a prior); it reads only this run's memory.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
-from skillbase.evidence import build_evidence
-from skillbase.evidence.model import Evidence
-from skillbase.harness.compare import scratch_copy
+from skillbase.evidence import Evidence, build_evidence
+from skillbase.harness.scratch import scratch_copy
+from skillbase.profiling import profile_evidence
 
 
 class EvidenceCollector:
     """Profile on a GPU (ncu) when asked; otherwise static features + ptxas only."""
 
     def __init__(self, task_path: Path, profile: bool, arch: str = "sm_90", preset: str | None = None,
-                 saved_report: Path | None = None):
+                 saved_report: Path | None = None, past: Callable[[], dict[str, Any]] = dict):
         self.task_path = task_path
         self.profile = profile
         self.arch = arch
         self.preset = preset
         self.saved_report = saved_report
         self.original = task_path.read_text() if saved_report else None
+        self.past = past            # -> the other runs' per-skill outcomes (RunStore.skill_outcome_stats)
 
     def evidence(self, source: str, flags: tuple[str, ...], history: dict) -> Evidence:
         # Candidates are written beside nothing the user owns: a content-named copy in the cache.
@@ -33,10 +41,8 @@ class EvidenceCollector:
         if self.saved_report is not None and source == self.original and not flags:
             evidence = build_evidence(report=self.saved_report, source=path, arch=self.arch)
         elif self.profile:
-            from skillbase.profiling import profile_evidence
-
             evidence = profile_evidence(path, preset=self.preset, extra_flags=flags, write=False).evidence
         else:
             evidence = build_evidence(source=path, arch=self.arch)
-        evidence.history = history
+        evidence.history = {**history, "past": self.past()}
         return evidence

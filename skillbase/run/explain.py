@@ -1,7 +1,9 @@
 """Replay a run from the store alone: what was decided in each round, on what evidence, and why.
 
 `explain_run()` builds a plain data structure (also the `--json` output); `render_text()` turns it
-into the human report. Nothing here profiles, builds or runs anything.
+into the human report. Nothing here profiles, builds or runs anything. A decision's `past` is what
+the store's other runs said about each skill when the round's evidence was collected
+(`evidence.history["past"]`); it is shown beside a candidate only when there is something to show.
 """
 
 from __future__ import annotations
@@ -10,22 +12,27 @@ import json
 import time
 from typing import Any
 
+from skillbase.errors import InputError
 from skillbase.run.store import RunStore
+from skillbase.run.types import Status
 
-FAILED = {"build-failed", "incorrect", "crashed", "rejected-static", "quarantined", "slower", "no-code", "error"}
+# The attempts `--fails-only` lists.
+FAILED = frozenset({Status.BUILD_FAILED, Status.INCORRECT, Status.CRASHED, Status.REJECTED_STATIC,
+                    Status.QUARANTINED, Status.SLOWER, Status.NO_CODE})
 
 
 def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, fails_only: bool = False) -> dict:
     run = store.get_run(ref)
     rounds = []
+    calls = {c["attempt_id"]: c for c in store.llm_calls(run.id)}
     for row in store.rounds(run.id):
         if round_idx is not None and row["idx"] != round_idx:
             continue
         decisions = store.decisions(run.id, row["idx"])
         attempts = store.attempts(run.id, row["idx"])
-        calls = {c["attempt_id"]: c for c in store.llm_calls(run.id)}
         decision = decisions[-1] if decisions else None
         trace = _load_json(store, decision["trace"]) if decision else None
+        evidence = store.evidence_rows(run.id, row["idx"])
         entry = {
             "round": row["idx"],
             "status": row["status"],
@@ -39,6 +46,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "rules_not_fired": _not_fired(trace) if fails_only else None,
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
+                "past": _past(store, evidence[-1]["document"]) if evidence else {},
             },
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"], "params": json.loads(a["params_json"]),
@@ -79,8 +87,24 @@ def _load_json(store: RunStore, digest: str | None) -> Any:
         return None
     try:
         return json.loads(store.artifacts.get_text(digest))
-    except (ValueError, Exception):  # a missing or non-JSON trace still lets the rest be explained
+    except (InputError, ValueError):  # a missing, corrupt or non-JSON artifact still lets the rest be explained
         return None
+
+
+def _past(store: RunStore, evidence_digest: str) -> dict:
+    """{skill: {tried, accepted, failed, mean_accepted_speedup}} from the round's evidence ({} in
+    stores written before it was recorded)."""
+    document = _load_json(store, evidence_digest)
+    history = document.get("history") if isinstance(document, dict) else None
+    return (history or {}).get("past") or {}
+
+
+def _past_note(stats: dict | None) -> str:
+    if not stats:
+        return ""
+    mean = stats.get("mean_accepted_speedup")
+    return (f"  past runs: accepted {stats['accepted']} of {stats['tried']}"
+            + (f" (mean {mean:.2f}x)" if isinstance(mean, (int, float)) else ""))
 
 
 def _not_fired(trace: Any) -> list[dict]:
@@ -96,8 +120,7 @@ def _not_fired(trace: Any) -> list[dict]:
                    "observed": leaf.get("observed"), "source": leaf.get("source")}
                   for leaf in decision.get("leaves", []) if leaf.get("result") in (False, "false", "missing")]
         out.append({"rule": decision.get("rule"),
-                    "skills": [p.get("skill") for p in decision.get("proposes", decision.get("proposals", [])) or []
-                               if isinstance(p, dict)],
+                    "skills": [p.get("skill") for p in decision.get("proposals") or []],
                     "failed": failed})
     return out
 
@@ -133,7 +156,8 @@ def render_text(report: dict) -> str:
                 speed = cand.get("speedup")
                 lines.append(f"    {rank}. {cand.get('skill')}  score {cand.get('score')}"
                              + (f"  est. {speed * 100:.0f}% of runtime" if isinstance(speed, (int, float)) else "")
-                             + ("" if cand.get("applicable", True) else "  (not applicable in this mode)"))
+                             + ("" if cand.get("applicable", True) else "  (not applicable in this mode)")
+                             + _past_note((decision.get("past") or {}).get(cand.get("skill"))))
             for rule in decision.get("rules_not_fired") or []:
                 why = "; ".join(f"{leaf['expression']} -> {leaf['result']}" for leaf in rule["failed"][:3])
                 lines.append(f"    not fired: {rule['rule']} ({', '.join(filter(None, rule['skills']))}): {why}")
@@ -145,7 +169,8 @@ def render_text(report: dict) -> str:
                 if attempt["speedup"]:
                     timing += f" ({attempt['speedup']:.2f}x ± {100 * (attempt['spread'] or 0):.1f}%)"
             llm = attempt["llm"]
-            tokens = (f"{llm['prompt_tokens']}+{llm['completion_tokens']} tokens" if llm and llm["prompt_tokens"] is not None
+            tokens = (f"{llm['prompt_tokens']}+{llm['completion_tokens']} tokens"
+                      if llm and llm["prompt_tokens"] is not None
                       else "no reply")
             via = (f"  [{llm['role']} {llm['prompt_version']}, {tokens}"
                    + (f", error: {llm['error']}" if llm["error"] else "") + "]") if llm else ""

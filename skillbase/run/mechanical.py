@@ -11,20 +11,27 @@ annotated on the line above it:
 
 A sweep proposes other values of the annotated constants (a bounded, deterministic grid); each
 variant is an ordinary candidate that the harness builds, verifies and times like any other.
+`MechanicalApplier` is the loop's applier for `--agent none`: it applies the skills whose YAML
+declares `automation.mechanical` (a parameter sweep, or compile flags).
 """
 
 from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from skillbase.errors import InputError
+from skillbase.run.types import ApplyRequest, Candidate, LoopState, Produced
+
+SWEEP = "tune.parameter_sweep"
 
 _ANNOTATION = re.compile(r"//\s*skillbase:\s*tunable\s+(?P<name>[A-Za-z_]\w*)\s+in\s+\{(?P<values>[^}]*)\}")
 _DEFINE = re.compile(r"^(?P<head>\s*#\s*define\s+(?P<name>[A-Za-z_]\w*)\s+)(?P<value>[^\s/]+)(?P<tail>.*)$")
-_CONSTEXPR = re.compile(
-    r"^(?P<head>\s*(?:static\s+)?constexpr\s+[\w:<> ]+?\s+(?P<name>[A-Za-z_]\w*)\s*=\s*)(?P<value>[^;]+?)(?P<tail>\s*;.*)$")
+_CONSTEXPR = re.compile(r"^(?P<head>\s*(?:static\s+)?constexpr\s+[\w:<> ]+?\s+(?P<name>[A-Za-z_]\w*)\s*=\s*)"
+                        r"(?P<value>[^;]+?)(?P<tail>\s*;.*)$")
+
 
 @dataclass(frozen=True)
 class Tunable:
@@ -84,7 +91,7 @@ def sweep_grid(tunables: list[Tunable], limit: int = 24) -> list[dict[str, str]]
             if value != tunable.current:
                 ordered.append({**current, tunable.name: value})
     for combination in itertools.product(*(t.values for t in tunables)):
-        setting = dict(zip(current, combination))
+        setting = dict(zip(current, combination, strict=False))
         if sum(setting[n] != current[n] for n in current) >= 2:
             ordered.append(setting)
     unique: list[dict[str, str]] = []
@@ -98,3 +105,54 @@ def changed(setting: dict[str, str], tunables: list[Tunable]) -> dict[str, str]:
     """Only the parameters a setting moves away from their current values (for tabu keys and logs)."""
     current = {t.name: t.current for t in tunables}
     return {name: value for name, value in setting.items() if current.get(name) != value}
+
+
+class MechanicalApplier:
+    """`--agent none`: the skills whose YAML declares a mechanical application.
+
+    `automation.mechanical` of kind `compile_flags` adds its flags; kind `parameter_sweep` sweeps the
+    kernel's annotated tunables (those it names, or all for `*`), each setting an ordinary candidate.
+    """
+
+    can_repair = False
+
+    def __init__(self, mechanical_of: Callable[[str], dict | None], sweep_limit: int = 24):
+        self.mechanical_of = mechanical_of       # skill id -> its automation.mechanical, or None
+        self.sweep_limit = sweep_limit
+
+    def _tunables(self, skill: str, source: str) -> list[Tunable]:
+        spec = self.mechanical_of(skill) or {}
+        names = {t.get("name") for t in spec.get("tunables", [])}
+        found = find_tunables(source)
+        return found if "*" in names else [t for t in found if t.name in names]
+
+    def applicable(self, skill: str, source: str) -> bool:
+        kind = (self.mechanical_of(skill) or {}).get("kind")
+        if kind == "compile_flags":
+            return True
+        if kind == "parameter_sweep":
+            return bool(self._tunables(skill, source))
+        return False
+
+    def sweep_offer(self, proposed: list[Candidate], source: str) -> Candidate | None:
+        """Without an LLM the sweep is always on offer when the kernel declares tunables, even when
+        no rule proposed it (it then ranks last)."""
+        if any(c.skill == SWEEP for c in proposed) or not self.applicable(SWEEP, source):
+            return None
+        return Candidate(skill=SWEEP, score=0.0, speedup=None, rules=(),
+                         because="the kernel declares tunables (mechanical mode offers a sweep)")
+
+    def variants(self, skill: str, params: dict, state: LoopState) -> list[dict]:
+        spec = self.mechanical_of(skill) or {}
+        if spec.get("kind") != "parameter_sweep":
+            return [params]
+        tunables = self._tunables(skill, state.best_source)
+        limit = min(self.sweep_limit, spec.get("limit") or self.sweep_limit)
+        return [changed(s, tunables) for s in sweep_grid(tunables, limit)]
+
+    def produce(self, request: ApplyRequest, state: LoopState) -> Produced:
+        spec = self.mechanical_of(request.skill) or {}
+        if spec.get("kind") == "parameter_sweep":
+            return Produced(source=apply_values(state.best_source, request.params), flags=state.best_flags)
+        flags = tuple(dict.fromkeys(state.best_flags + tuple(spec.get("flags", ()))))
+        return Produced(source=state.best_source, flags=flags)

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import html
 import json
+from pathlib import Path
 
+from skillbase.errors import InputError
 from skillbase.run.explain import explain_run
 from skillbase.run.store import RunStore
+from skillbase.run.types import Status
 from skillbase.ui import figure_svg
 
 
@@ -20,7 +23,7 @@ def _round_points(report: dict) -> list[tuple[int, float]]:
     points = []
     for entry in report["rounds"]:
         for attempt in entry["attempts"]:
-            if attempt["status"] == "accepted" and attempt["runtime_us"] and report["baseline_us"]:
+            if attempt["status"] == Status.ACCEPTED and attempt["runtime_us"] and report["baseline_us"]:
                 best = max(best, report["baseline_us"] / attempt["runtime_us"])
         points.append((entry["round"], best))
     return points
@@ -31,7 +34,7 @@ def _roofline_points(store: RunStore, run_id: int) -> list[dict]:
     for row in store.evidence_rows(run_id):
         try:
             document = json.loads(store.artifacts.get_text(row["document"]))
-        except Exception:  # an unreadable evidence document leaves a gap in the plot, not a failed report
+        except (InputError, ValueError):  # an unreadable evidence document leaves a gap in the plot
             continue
         roofline = document.get("roofline") if isinstance(document, dict) else None
         if roofline:
@@ -57,8 +60,9 @@ def render_markdown(report: dict) -> str:
               "|---|---|---|---|---|---|---|"]
     for entry in report["rounds"]:
         decision = entry["decision"] or {}
-        accepted = [a for a in entry["attempts"] if a["status"] == "accepted"]
-        shown = min(accepted, key=lambda a: a["runtime_us"]) if accepted else (entry["attempts"][-1] if entry["attempts"] else None)
+        accepted = [a for a in entry["attempts"] if a["status"] == Status.ACCEPTED]
+        last = entry["attempts"][-1] if entry["attempts"] else None
+        shown = min(accepted, key=lambda a: a["runtime_us"]) if accepted else last
         lines.append("| {r} | {s} | {o} | {t} | {u} | {x} | {why} |".format(
             r=entry["round"], s=decision.get("skill") or "—", o=entry["outcome"] or entry["status"],
             t=(shown["attempt"] + 1) if shown else "—",
@@ -115,11 +119,7 @@ def render_html(report: dict, roofline: list[dict]) -> str:
         title=html.escape(f"{report['run']}: {report['task']}"), plots=body, md=html.escape(markdown))
 
 
-def write_report(store: RunStore, ref: str | int, out_dir, force: bool = False) -> tuple:
-    from pathlib import Path
-
-    from skillbase.errors import InputError
-
+def write_report(store: RunStore, ref: str | int, out_dir, force: bool = False) -> tuple[Path, Path]:
     report = explain_run(store, ref)
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)

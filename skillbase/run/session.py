@@ -1,130 +1,95 @@
-"""Start and resume runs: build the loop's collaborators, show progress, summarise the outcome.
+"""Start and resume runs: wire the loop's collaborators, record the manifest, run, summarise.
 
-The user's files are never modified: candidates live in the cache, the best kernel of a run is
-written to `<store>/runs/run_N/best.cu` (and kept as an artifact).
+`start_run()` creates a run, builds its collaborators (the judge, the evidence source, the
+engine's decision, the agent mode's applier), records the manifest and executes the loop;
+`resume_run()` rebuilds the same collaborators from the run's manifest and continues from the last
+finished step. The user's files are never modified: candidates live in the cache, the best kernel
+of a run is written to `<store>/runs/run_N/best.cu` (and kept as an artifact).
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
+import platform
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
-from skillbase import ui
-
+from skillbase import __version__, ui
+from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
+from skillbase.agents.client import ChatClient, default_model, load_config
+from skillbase.corpus.examples import example_for_coder
+from skillbase.corpus.load import load_corpus
+from skillbase.corpus.model import Corpus
+from skillbase.engine import Engine
 from skillbase.errors import EnvironmentProblem, InputError
-from skillbase.run.loop import Loop, MechanicalApplier, PausedForCandidate, Settings
+from skillbase.harness import env
+from skillbase.harness.runtime import require_gpu
+from skillbase.harness.scratch import copy_spec
 from skillbase.run.evidence import EvidenceCollector
-from skillbase.run.judges import CompileOnlyJudge, HarnessJudge, make_decide, manifest
+from skillbase.run.explain import explain_run
+from skillbase.run.judges import CompileOnlyJudge, HarnessJudge
+from skillbase.run.loop import Loop
+from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.store import RunStore
+from skillbase.run.types import (
+    Applier,
+    Candidate,
+    Decide,
+    EvidenceRow,
+    EvidenceSource,
+    Judge,
+    LoopState,
+    RunStatus,
+    Settings,
+    Status,
+)
+from skillbase.task import TaskSpec, load_task
 
 
-def _load_task(kernel: Path):
-    from skillbase.task import load_task
+@dataclass(frozen=True)
+class Collaborators:
+    """What the loop of one run talks to, built from the task, the settings and the machine."""
 
-    if not kernel.exists():
-        raise InputError(f"{kernel}: no such file")
-    return load_task(kernel)
-
-
-def _collaborators(kernel: Path, spec, settings: Settings, store: RunStore, run_id: int, preset: str | None,
-                   gpu: bool, saved_report: Path | None = None):
-    from skillbase.engine import Engine
-
-    engine = Engine.load(extra_rules=tuple(settings.extra_rules))
-    corpus = _load_corpus()
-    allow = tuple(getattr(spec, "allow", ()) or ())
-    if gpu:
-        _require_gpu()
-        judge = HarnessJudge(kernel, preset=preset)
-        evidence = EvidenceCollector(kernel, profile=True, preset=preset, saved_report=saved_report)
-    else:
-        judge = CompileOnlyJudge(kernel, allow=allow, hooks=tuple(getattr(spec, "hook_names", ()) or ()),
-                                 link=tuple(getattr(spec, "link", ()) or ()))
-        evidence = EvidenceCollector(kernel, profile=False, saved_report=saved_report)
-    mechanical_applier = MechanicalApplier(lambda skill_id: (_skill_dict(corpus, skill_id) or {})
-                                           .get("automation", {}).get("mechanical"), settings.sweep_limit)
-    decide = make_decide(settings.agent, engine, corpus, mechanical_applier)
-    appliers = {"none": mechanical_applier}
-    kernel_name = kernel.stem
-    if settings.agent in ("openai", "external"):
-        from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
-
-        from skillbase.corpus.search import example_for_coder
-
-        prompts = PromptBuilder(store, spec.launcher, kernel_name, lambda skill_id: _skill_dict(corpus, skill_id),
-                                lambda skill_id, source=None, candidate=None:
-                                example_for_coder(corpus, skill_id, source=source, candidate=candidate))
-        if settings.agent == "openai":
-            from skillbase.agents.client import ChatClient, load_config
-
-            appliers["openai"] = LLMApplier(ChatClient(load_config(model=settings.model)), prompts)
-        else:
-            appliers["external"] = ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}")
-    return engine, corpus, judge, evidence, decide, appliers
-
-
-def _load_corpus():
-    try:
-        from skillbase.corpus.load import load_corpus
-    except ImportError:
-        return None
-    return load_corpus()
-
-
-def _skill_dict(corpus, skill_id: str) -> dict | None:
-    if corpus is None:
-        return None
-    skill = corpus.get(skill_id)
-    if skill is None:
-        return None
-    return skill if isinstance(skill, dict) else getattr(skill, "data", None)
-
-
-def _corpus_digest(corpus) -> str | None:
-    if corpus is None:
-        return None
-    return getattr(corpus, "digest", None)
-
-
-def _require_gpu() -> None:
-    from skillbase.harness.runtime import require_gpu
-
-    try:
-        require_gpu()
-    except EnvironmentProblem as problem:
-        raise EnvironmentProblem(problem.message,
-                                 hint=f"{problem.hint}; or pass --no-gpu for a compile-only run") from None
+    engine: Engine
+    corpus: Corpus
+    judge: Judge
+    evidence: EvidenceSource
+    decide: Decide
+    applier: Applier
+    endpoint: str | None = None          # the LLM endpoint's host (`--agent openai`)
 
 
 def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None, gpu: bool = True,
-              progress=None, saved_report: Path | None = None) -> dict:
+              progress: Callable[[str], None] | None = None, saved_report: Path | None = None) -> dict:
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
     if gpu:
         _require_gpu()   # before a run exists: a machine without a GPU leaves no failed run behind
+    if settings.agent == "openai" and settings.model is None:
+        settings = replace(settings, model=default_model())   # recorded: `resume` asks the same model
     run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
     try:
-        engine, corpus, judge, evidence, decide, appliers = _collaborators(kernel, spec, settings, store, run_id,
-                                                                           preset, gpu, saved_report)
+        wired = _collaborators(kernel, spec, settings, store, run_id, preset, gpu, saved_report)
     except BaseException:
-        store.update_run(run_id, status="failed", stop_reason="could not start (see the error)")
+        store.update_run(run_id, status=RunStatus.FAILED, stop_reason="could not start (see the error)")
         raise
-    endpoint = appliers["openai"].client.config.endpoint_name if "openai" in appliers else None
-    run_manifest = manifest(kernel, settings, engine, _corpus_digest(corpus), endpoint, profile=gpu)
+    run_manifest = manifest(kernel, settings, wired, profile=gpu)
     run_manifest.update(preset=preset, gpu_run=gpu, launcher=spec.launcher,
                         saved_report=str(saved_report.resolve()) if saved_report else None)
-    with store.transaction() as tx:
-        tx.execute("UPDATE runs SET manifest_json=? WHERE id=?", (_dumps(run_manifest), run_id))
-    return _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers, spec.launcher, None, progress)
+    store.set_manifest(run_id, run_manifest)
+    return _execute(store, run_id, kernel, settings, wired, None, progress)
 
 
-def resume_run(ref, store_path=None, candidate: str | None = None, progress=None) -> dict:
+def resume_run(ref, store_path=None, candidate: str | None = None,
+               progress: Callable[[str], None] | None = None) -> dict:
     store = RunStore.open(store_path)
     run = store.get_run(ref)
-    if run.status == "finished":
+    if run.status == RunStatus.FINISHED:
         raise InputError(f"{run.name} already finished ({run.stop_reason})",
                          hint="start a new run with `skillbase optimize`")
-    if candidate is not None and run.status != "paused":
+    if candidate is not None and run.status != RunStatus.PAUSED:
         raise InputError(f"{run.name} is not waiting for a candidate (status {run.status})",
                          hint="--candidate answers a run paused by --agent external")
     kernel = Path(run.task_path)
@@ -134,40 +99,17 @@ def resume_run(ref, store_path=None, candidate: str | None = None, progress=None
     if run.manifest.get("task_digest") and current != run.manifest["task_digest"]:
         raise InputError(f"{kernel} changed since {run.name} started; resuming would mix two kernels",
                          hint="start a new run with `skillbase optimize`")
-    s = run.manifest.get("settings") or {}
-    settings = Settings(**{k: v for k, v in s.items() if k in Settings.__dataclass_fields__})
+    stored = run.manifest.get("settings") or {}
+    settings = Settings(**{k: v for k, v in stored.items() if k in Settings.__dataclass_fields__})
     saved = run.manifest.get("saved_report")
-    _, _, judge, evidence, decide, appliers = _collaborators(kernel, _load_task(kernel), settings, store, run.id,
-                                                                run.manifest.get("preset"),
-                                                                run.manifest.get("gpu_run", True),
-                                                                Path(saved) if saved else None)
-    store.update_run(run.id, status="running", stop_reason=None)
-    return _execute(store, run.id, kernel, settings, judge, evidence, decide, appliers,
-                    run.manifest.get("launcher"), candidate, progress)
-
-
-def _execute(store, run_id, kernel, settings, judge, evidence, decide, appliers, launcher, candidate, progress):
-    console = ui.console(stderr=True)
-    report = progress or (lambda message: console.print(f"[dim]run_{run_id}[/dim] {message}"))
-    loop = Loop(store, run_id, kernel, launcher, settings, judge, evidence, decide, appliers, progress=report)
-    store.claim(run_id)   # `runs` can then tell a run whose process died from one still going
-    try:
-        loop.run(external_candidate=candidate)
-    except PausedForCandidate as pause:
-        report(pause.message)
-        report(f"hint: {pause.hint}")
-    except KeyboardInterrupt:
-        store.update_run(run_id, status="interrupted", stop_reason="interrupted (Ctrl-C); `skillbase resume` continues")
-        raise
-    except Exception:
-        store.update_run(run_id, status="failed", stop_reason="stopped by an error; `skillbase resume` retries")
-        raise
-    return summarise(store, run_id)
+    wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
+                           run.manifest.get("gpu_run", True), Path(saved) if saved else None)
+    store.update_run(run.id, status=RunStatus.RUNNING, stop_reason=None)
+    return _execute(store, run.id, kernel, settings, wired, candidate, progress)
 
 
 def summarise(store: RunStore, run_id: int) -> dict:
-    from skillbase.run.explain import explain_run
-
+    """The run's outcome (also `optimize --json`); writes the best kernel, with its spec, into the run's folder."""
     report = explain_run(store, run_id)
     run = store.get_run(run_id)
     best_path = None
@@ -178,12 +120,10 @@ def summarise(store: RunStore, run_id: int) -> dict:
         best_path.write_text(store.artifacts.get_text(run.best_kernel))
         spec = Path(run.task_path).with_name(Path(run.task_path).stem + ".task.yaml")
         if spec.exists():
-            from skillbase.harness.compare import copy_spec
-
             copy_spec(spec, folder / "best.task.yaml")   # with its reference and hooks: best.cu checks as it stands
     rounds = []
     for entry in report["rounds"]:
-        accepted = [a for a in entry["attempts"] if a["status"] == "accepted"]
+        accepted = [a for a in entry["attempts"] if a["status"] == Status.ACCEPTED]
         best = min(accepted, key=lambda a: a["runtime_us"]) if accepted else None
         rounds.append({"round": entry["round"], "skill": (entry["decision"] or {}).get("skill"),
                        "outcome": entry["outcome"], "best": f"{best['runtime_us']:.1f} µs" if best else None,
@@ -193,7 +133,119 @@ def summarise(store: RunStore, run_id: int) -> dict:
             "rounds": rounds}
 
 
-def _dumps(value) -> str:
-    import json
+# -- wiring ---------------------------------------------------------------------------------------
 
-    return json.dumps(value, sort_keys=True, default=str)
+def _load_task(kernel: Path) -> TaskSpec:
+    if not kernel.exists():
+        raise InputError(f"{kernel}: no such file")
+    return load_task(kernel)
+
+
+def _require_gpu() -> None:
+    try:
+        require_gpu()
+    except EnvironmentProblem as problem:
+        raise EnvironmentProblem(problem.message,
+                                 hint=f"{problem.hint}; or pass --no-gpu for a compile-only run") from None
+
+
+def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunStore, run_id: int,
+                   preset: str | None, gpu: bool, saved_report: Path | None) -> Collaborators:
+    engine = Engine.load(extra_rules=tuple(settings.extra_rules))
+    corpus = load_corpus()
+    if gpu:
+        _require_gpu()
+        judge: Judge = HarnessJudge(kernel, preset=preset)
+    else:
+        judge = CompileOnlyJudge(kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+    evidence = EvidenceCollector(kernel, profile=gpu, preset=preset, saved_report=saved_report,
+                                 past=lambda: store.skill_outcome_stats(exclude_run=run_id))
+    mechanical = MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
+    decide = make_decide(settings.agent, engine, corpus, mechanical)
+    if settings.agent == "none":
+        return Collaborators(engine, corpus, judge, evidence, decide, mechanical)
+
+    def example(skill_id: str, source: str, candidate: Candidate | None) -> str:
+        return example_for_coder(corpus, skill_id, source=source,
+                                 candidate=candidate.stored() if candidate is not None else None)
+
+    prompts = PromptBuilder(spec.launcher, kernel.stem, corpus.get, example)
+    if settings.agent == "openai":
+        client = ChatClient(load_config(model=settings.model))
+        return Collaborators(engine, corpus, judge, evidence, decide, LLMApplier(client, prompts),
+                             endpoint=client.config.endpoint_name)
+    return Collaborators(engine, corpus, judge, evidence, decide,
+                         ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}"))
+
+
+def _mechanical_of(corpus: Corpus, skill_id: str) -> dict | None:
+    skill = corpus.get(skill_id)
+    return skill.mechanical if skill is not None else None
+
+
+def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: MechanicalApplier) -> Decide:
+    """The engine's ranking -> candidates, each marked applicable or not in this agent mode."""
+
+    def decide(evidence, state: LoopState) -> tuple[list[Candidate], str]:
+        result = engine.evaluate(evidence)
+        candidates = []
+        for proposed in result.candidates:
+            skill = corpus.get(proposed.skill)
+            # A skill the engine proposes but the corpus lacks has no card to forbid applying it.
+            auto = skill is None or skill.auto_apply
+            applicable = auto and (agent != "none" or mechanical.applicable(proposed.skill, state.best_source))
+            candidates.append(Candidate(
+                skill=proposed.skill, score=proposed.score, speedup=proposed.speedup, rules=tuple(proposed.rules),
+                because=proposed.because, applicable=applicable,
+                focus=tuple(EvidenceRow(row.name, row.observed, row.threshold) for row in proposed.focus)))
+        if agent == "none":
+            offer = mechanical.sweep_offer(candidates, state.best_source)
+            if offer is not None:
+                candidates.append(offer)
+        return candidates, json.dumps(result.to_json(), sort_keys=True, default=str)
+
+    return decide
+
+
+def manifest(task_path: Path, settings: Settings, wired: Collaborators, profile: bool) -> dict:
+    """What a run was made with: versions, digests, settings and the machine (`explain` shows it)."""
+    return {
+        "skillbase_version": __version__,
+        "git": env.git_revision(),
+        "task_path": str(task_path.resolve()),
+        "task_digest": hashlib.sha256(task_path.read_bytes()).hexdigest()[:16],
+        "agent": settings.agent,
+        "model": settings.model if settings.agent == "openai" else None,
+        "endpoint": wired.endpoint,
+        "settings": asdict(settings),
+        "rules_digest": wired.engine.rules_digest,
+        "vocabulary_digest": wired.engine.vocabulary_digest,
+        "thresholds": wired.engine.thresholds_path,
+        "corpus_digest": wired.corpus.digest,
+        "gpu": env.gpu_name(),
+        "driver": env.driver_version(),
+        "nvcc": env.nvcc_version(),
+        "python": platform.python_version(),
+        "profiled": profile,
+    }
+
+
+def _execute(store: RunStore, run_id: int, kernel: Path, settings: Settings, wired: Collaborators,
+             candidate: str | None, progress: Callable[[str], None] | None) -> dict:
+    console = ui.console(stderr=True)
+    report = progress or (lambda message: console.print(f"[dim]run_{run_id}[/dim] {message}"))
+    loop = Loop(store, run_id, kernel, settings, wired.judge, wired.evidence, wired.decide, wired.applier,
+                progress=report)
+    store.claim(run_id)   # `runs` can then tell a run whose process died from one still going
+    try:
+        loop.run(external_candidate=candidate)
+    except KeyboardInterrupt:
+        store.update_run(run_id, status=RunStatus.INTERRUPTED,
+                         stop_reason="interrupted (Ctrl-C); `skillbase resume` continues")
+        raise
+    except Exception:
+        # Re-raised to the caller (the CLI reports it); the store records that the run failed, so
+        # `runs` does not show it running forever.
+        store.update_run(run_id, status=RunStatus.FAILED, stop_reason="stopped by an error; `skillbase resume` retries")
+        raise
+    return summarise(store, run_id)

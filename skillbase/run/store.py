@@ -6,9 +6,10 @@ leaves the store at the last finished step; the loop records each finished step 
 (`steps` table) so `skillbase resume run_N` continues from there without redoing it. `explain`
 and `report` read only from here and never re-run anything.
 
-Location, first match wins: an explicit path (`--store`), `$SKILLBASE_STORE`, then
-`$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store per user, so run numbers
-are unique wherever the user starts a run from.
+Every SQL statement of skillbase lives here. Location (`skillbase.config.store_location`), first
+match wins: an explicit path (`--store`), `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase`
+(default `~/.local/share/skillbase`): one store per user, so run numbers are unique wherever the
+user starts a run from.
 """
 
 from __future__ import annotations
@@ -16,15 +17,19 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sqlite3
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
-from skillbase.run.artifacts import ArtifactStore
+from skillbase.config import store_location
 from skillbase.errors import InputError
+from skillbase.run.artifacts import ArtifactStore
+from skillbase.run.types import Outcome, RunStatus
 
 SCHEMA_VERSION = 1
 
@@ -50,7 +55,7 @@ CREATE TABLE IF NOT EXISTS rounds (
     started_at REAL NOT NULL,
     finished_at REAL,
     kernel TEXT,                       -- digest of the kernel this round started from
-    outcome TEXT,                      -- accepted | rejected | no-candidate | ...
+    outcome TEXT,                      -- a run.types.Outcome: accepted | rejected | no-candidate
     PRIMARY KEY (run_id, idx)
 );
 CREATE TABLE IF NOT EXISTS evidence (
@@ -82,7 +87,7 @@ CREATE TABLE IF NOT EXISTS attempts (
     params_json TEXT NOT NULL,
     parent_kernel TEXT,
     kernel TEXT,
-    status TEXT NOT NULL,              -- pending | build-failed | incorrect | rejected-static | slower | quarantined | accepted | error
+    status TEXT NOT NULL,              -- a run.types.Status: pending | build-failed | incorrect | ... | accepted
     reason TEXT,
     runtime_us REAL,
     baseline_us REAL,
@@ -129,12 +134,6 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 _RUN_REF = re.compile(r"^(?:run_)?(\d+)$")
 
 
-def default_store_location() -> Path:
-    from skillbase.config import store_location
-
-    return store_location()
-
-
 def parse_run_ref(ref: str | int) -> int:
     """`run_42`, `42` or 42 -> 42; anything else is a one-line error."""
     if isinstance(ref, int):
@@ -156,7 +155,7 @@ class RunRow:
     finished_at: float | None
     task_path: str
     task_name: str
-    status: str
+    status: RunStatus
     stop_reason: str | None
     manifest: dict
     baseline_us: float | None
@@ -184,8 +183,8 @@ class RunStore:
         self._db: sqlite3.Connection | None = None
 
     @classmethod
-    def open(cls, location: Path | str | None = None) -> "RunStore":
-        store = cls(Path(location).expanduser() if location else default_store_location())
+    def open(cls, location: Path | str | None = None) -> RunStore:
+        store = cls(store_location(location))
         store._connect()
         return store
 
@@ -215,7 +214,8 @@ class RunStore:
         if version is None:
             with self.transaction() as tx:
                 tx.executescript_safe(_SCHEMA)
-                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
+                           (str(SCHEMA_VERSION),))
 
     @staticmethod
     def _schema_version(db: sqlite3.Connection) -> int | None:
@@ -236,7 +236,7 @@ class RunStore:
             self._db = None
 
     @contextmanager
-    def transaction(self) -> Iterator["_Tx"]:
+    def transaction(self) -> Iterator[_Tx]:
         """One atomic write: BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
         self.db.execute("BEGIN IMMEDIATE")
         try:
@@ -253,7 +253,7 @@ class RunStore:
         with self.transaction() as tx:
             cursor = tx.execute(
                 "INSERT INTO runs(created_at, task_path, task_name, status, manifest_json) VALUES (?,?,?,?,?)",
-                (time.time(), str(task_path), task_name, "running", _dumps(manifest)))
+                (time.time(), str(task_path), task_name, RunStatus.RUNNING, _dumps(manifest)))
             run_id = int(cursor.lastrowid)
             tx.event(run_id, "run-created", {"task": task_name})
         return run_id
@@ -267,15 +267,21 @@ class RunStore:
         return _run_row(row)
 
     def list_runs(self, task: str | None = None, skill: str | None = None,
-                  outcome: str | None = None, limit: int | None = None) -> list[RunRow]:
+                  status: RunStatus | None = None, limit: int | None = None) -> list[RunRow]:
+        """Runs newest first: those whose task name or path contains `task`, that tried `skill`,
+        whose shown status (`shown_status`) is `status`."""
+        if status in (RunStatus.RUNNING, RunStatus.INTERRUPTED):
+            # A killed run is stored as running; its shown status says interrupted.
+            shown = [r for r in self.list_runs(task=task, skill=skill) if self.shown_status(r) == status]
+            return shown[:limit] if limit else shown
         sql = "SELECT * FROM runs WHERE 1=1"
         args: list[Any] = []
         if task:
             sql += " AND (task_name LIKE ? OR task_path LIKE ?)"
             args += [f"%{task}%", f"%{task}%"]
-        if outcome:
+        if status:
             sql += " AND status = ?"
-            args.append(outcome)
+            args.append(status)
         if skill:
             sql += " AND id IN (SELECT run_id FROM attempts WHERE skill = ?)"
             args.append(skill)
@@ -297,14 +303,16 @@ class RunStore:
             tx.execute(f"UPDATE runs SET {columns} WHERE id=?", (*fields.values(), run_id))
             tx.event(run_id, "run-updated", fields)
 
+    def set_manifest(self, run_id: int, manifest: dict) -> None:
+        """Record the run's manifest (versions, digests, settings, machine), once its collaborators exist."""
+        with self.transaction() as tx:
+            tx.execute("UPDATE runs SET manifest_json=? WHERE id=?", (_dumps(manifest), run_id))
+
     # -- steps (resume) ----------------------------------------------------------------------
 
     def step_result(self, run_id: int, key: str) -> dict | None:
         row = self.db.execute("SELECT result_json FROM steps WHERE run_id=? AND key=?", (run_id, key)).fetchone()
         return json.loads(row[0]) if row else None
-
-    def finished_steps(self, run_id: int) -> list[str]:
-        return [row[0] for row in self.db.execute("SELECT key FROM steps WHERE run_id=? ORDER BY created_at", (run_id,))]
 
     # -- rounds, evidence, decisions, attempts, LLM calls ------------------------------------
 
@@ -335,22 +343,16 @@ class RunStore:
     # -- liveness: a run whose process was killed (kill -9, a lost machine) still says "running" --
     def claim(self, run_id: int) -> None:
         """Record which process drives the run now (host and pid), as an event."""
-        import os
-        import socket
-
         with self.transaction() as tx:
             tx.event(run_id, "owner", {"host": socket.gethostname(), "pid": os.getpid()})
 
-    def shown_status(self, run: RunRow) -> str:
+    def shown_status(self, run: RunRow) -> RunStatus:
         """The stored status, except a `running` run whose process is gone from this host:
         `interrupted` (resume continues it). Runs owned by another host are left as stored."""
-        import os
-        import socket
-
-        if run.status != "running":
+        if run.status != RunStatus.RUNNING:
             return run.status
-        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind='owner' ORDER BY id DESC LIMIT 1",
-                              (run.id,)).fetchone()
+        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind='owner' "
+                              "ORDER BY id DESC LIMIT 1", (run.id,)).fetchone()
         if row is None:
             return run.status
         owner = json.loads(row[0])
@@ -359,13 +361,14 @@ class RunStore:
         try:
             os.kill(int(owner["pid"]), 0)
         except ProcessLookupError:
-            return "interrupted"
+            return RunStatus.INTERRUPTED
         except (PermissionError, OSError, ValueError, KeyError):
             return run.status
         return run.status
 
     def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, Any]]:
-        """Per-skill outcomes of finished rounds in past runs: the prior the ranking may read.
+        """Per-skill outcomes of finished rounds in past runs ({skill: {tried, accepted, failed,
+        mean_accepted_speedup}}): recorded as `evidence.history["past"]`, the prior the ranking will read.
 
         A round tries one skill (possibly several variants and repairs); it counts once, as accepted
         or not, with the best accepted speedup of that round.
@@ -383,7 +386,7 @@ class RunStore:
         for row in self.db.execute(sql, args):
             entry = stats.setdefault(row["skill"], {"tried": 0, "accepted": 0, "failed": 0, "speedups": []})
             entry["tried"] += 1
-            if row["outcome"] == "accepted":
+            if row["outcome"] == Outcome.ACCEPTED:
                 entry["accepted"] += 1
                 entry["speedups"].append(row["speedup"] or 1.0)
             else:
@@ -438,7 +441,8 @@ class _Tx:
     def add_decision(self, run_id: int, round_idx: int, chosen_skill: str | None, params: dict,
                      candidates: list, trace: str, reason: str) -> int:
         cursor = self.db.execute(
-            "INSERT INTO decisions(run_id, round_idx, chosen_skill, params_json, candidates_json, trace, reason, created_at)"
+            "INSERT INTO decisions(run_id, round_idx, chosen_skill, params_json, candidates_json, trace, reason,"
+            " created_at)"
             " VALUES (?,?,?,?,?,?,?,?)",
             (run_id, round_idx, chosen_skill, _dumps(params), _dumps(candidates), trace, reason, time.time()))
         self.event(run_id, "decision", {"round": round_idx, "skill": chosen_skill, "reason": reason})
@@ -447,7 +451,8 @@ class _Tx:
     def add_attempt(self, run_id: int, round_idx: int, attempt_idx: int, skill: str | None, params: dict,
                     parent_kernel: str | None, kernel: str | None, status: str = "pending") -> int:
         cursor = self.db.execute(
-            "INSERT INTO attempts(run_id, round_idx, attempt_idx, skill, params_json, parent_kernel, kernel, status, created_at)"
+            "INSERT INTO attempts(run_id, round_idx, attempt_idx, skill, params_json, parent_kernel, kernel, status,"
+            " created_at)"
             " VALUES (?,?,?,?,?,?,?,?,?)",
             (run_id, round_idx, attempt_idx, skill, _dumps(params), parent_kernel, kernel, status, time.time()))
         self.event(run_id, "attempt", {"round": round_idx, "attempt": attempt_idx, "skill": skill, "status": status})
@@ -484,6 +489,6 @@ def _dumps(value: Any) -> str:
 
 def _run_row(row: sqlite3.Row) -> RunRow:
     return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
-                  task_path=row["task_path"], task_name=row["task_name"], status=row["status"],
+                  task_path=row["task_path"], task_name=row["task_name"], status=RunStatus(row["status"]),
                   stop_reason=row["stop_reason"], manifest=json.loads(row["manifest_json"]),
                   baseline_us=row["baseline_us"], best_us=row["best_us"], best_kernel=row["best_kernel"])

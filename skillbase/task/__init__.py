@@ -9,8 +9,16 @@
 
 from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32, float32_to_bf16_bits
 from skillbase.task.expr import Expr, ExprError, parse_expr
-from skillbase.task.spec import (DEFAULT_TOLERANCES, ArgSpec, ResolvedArg, ResolvedTask, TaskSpec, Tolerance,
-                                 load_task, spec_path_for)
+from skillbase.task.spec import (
+                                 DEFAULT_TOLERANCES,
+                                 ArgSpec,
+                                 ResolvedArg,
+                                 ResolvedTask,
+                                 TaskSpec,
+                                 Tolerance,
+                                 load_task,
+                                 spec_path_for,
+)
 
 __all__ = ["load_task", "TaskSpec", "ArgSpec", "ResolvedTask", "ResolvedArg", "Tolerance", "DEFAULT_TOLERANCES",
            "spec_path_for", "parse_expr", "Expr", "ExprError", "DTYPES", "float32_to_bf16_bits",

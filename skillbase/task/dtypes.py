@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from skillbase.cuda.launchers import normalize_c_type
+
 __all__ = ["DType", "DTYPES", "dtype", "float32_to_bf16_bits", "bf16_bits_to_float32", "c_type_dtypes"]
 
 
@@ -51,18 +53,6 @@ def dtype(name: str) -> DType:
     return DTYPES[name]
 
 
-def normalize_c_type(text: str) -> str:
-    """`const float * __restrict__` -> `float`; `std::int32_t` -> `int32_t`."""
-    words = text.replace("*", " ").replace("&", " ").split()
-    drop = {"const", "volatile", "__restrict__", "__restrict", "restrict", "struct"}
-    words = [w for w in words if w not in drop]
-    out = " ".join(words)
-    for prefix in ("std::", "::", "cuda::std::"):
-        if out.startswith(prefix):
-            out = out[len(prefix):]
-    return out
-
-
 def c_type_dtypes(c_type: str) -> tuple[str, ...] | None:
     """dtype names compatible with a C element type; None when we cannot tell (void, a struct)."""
     base = normalize_c_type(c_type)
@@ -99,9 +89,3 @@ def to_storage(values: np.ndarray, name: str) -> np.ndarray:
         return float32_to_bf16_bits(values)
     return np.asarray(values).astype(DTYPES[name].storage, copy=False)
 
-
-def to_float(values: np.ndarray, name: str) -> np.ndarray:
-    """Host storage -> numbers a comparison can use (bf16 bits decoded; others unchanged)."""
-    if name == "bf16":
-        return bf16_bits_to_float32(values)
-    return np.asarray(values)

@@ -5,27 +5,30 @@ arguments it reads and writes, how big they are, what inputs to feed it, how clo
 must be to the reference and how much work one call does. Every mistake in it is reported as
 one `InputError` line naming the file and the field (`sgemm.task.yaml: args[2].shape[0]: …`),
 because a silently wrong spec turns into a harness that can be fooled.
+
+The inputs a spec describes are made in `skillbase.task.inputs` (`TaskSpec.make_inputs`), the
+launcher is read by `skillbase.cuda.launchers`, and `skillbase init` drafts a spec in
+`skillbase.task.draft`.
 """
 
 from __future__ import annotations
 
-import difflib
-import importlib.util
-import json
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cache
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import yaml
 
+from skillbase.cuda.launchers import Launcher, Param, launchers
+from skillbase.datafile import schemas
+from skillbase.datafile.problems import suggestions
 from skillbase.errors import InputError
-from skillbase.config import schemas_dir
-from skillbase.task import generators
-from skillbase.task.dtypes import DTYPES, c_type_dtypes, to_storage
+from skillbase.task import generators, inputs
+from skillbase.task.dtypes import DTYPES, c_type_dtypes
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
@@ -113,13 +116,6 @@ class ResolvedArg:
     nbytes: int
     value: int | float | None = None  # scalars: the Python value
 
-    @property
-    def numpy_value(self):
-        """The scalar as a numpy scalar of its storage type (bf16: its uint16 bits)."""
-        if self.value is None:
-            return None
-        return to_storage(np.array([self.value]), self.dtype)[0]
-
 
 @dataclass(frozen=True)
 class ResolvedTask:
@@ -179,7 +175,8 @@ class TaskSpec:
         for a in self.args:
             if a.name == name:
                 return a
-        raise InputError(f"{self.path}: no argument named '{name}'", hint=_did_you_mean(name, [a.name for a in self.args]))
+        raise InputError(f"{self.path}: no argument named '{name}'",
+                         hint=_did_you_mean(name, [a.name for a in self.args]))
 
     @property
     def outputs(self) -> tuple[ArgSpec, ...]:
@@ -231,18 +228,20 @@ class TaskSpec:
             s = dict(self.presets[self.sweep.base])
             s[self.sweep.symbol] = v
             for k, expr in self.sweep.scale.items():
-                s[k] = self._int(expr, s, f"sizes.sweep.scale.{k}")
+                s[k] = self.int_at(expr, s, f"sizes.sweep.scale.{k}")
             out.append(s)
         return out
 
     # -- evaluation -------------------------------------------------------------------------
-    def _int(self, expr: Expr, sizes: dict, where: str) -> int:
+    def int_at(self, expr: Expr, sizes: dict, where: str) -> int:
+        """`expr` at `sizes` as an integer; a failure is an InputError naming the field `where`."""
         try:
             return expr.evaluate_int(sizes)
         except (ExprError, ArithmeticError, ValueError, TypeError) as error:
             raise InputError(f"{self.path}: {where}: {error} (sizes {sizes})") from None
 
-    def _num(self, expr: Expr, sizes: dict, where: str) -> float:
+    def number_at(self, expr: Expr, sizes: dict, where: str) -> float:
+        """`expr` at `sizes` as a number; a failure is an InputError naming the field `where`."""
         try:
             return float(expr.evaluate(sizes))
         except (ExprError, ArithmeticError, ValueError, TypeError) as error:
@@ -251,7 +250,7 @@ class TaskSpec:
     def work(self, sizes: str | dict[str, int]) -> tuple[float, float]:
         """(flops, bytes) of one launcher call at these sizes."""
         s = self.sizes_for(sizes)
-        return self._num(self.work_flops, s, "work.flops"), self._num(self.work_bytes, s, "work.bytes")
+        return self.number_at(self.work_flops, s, "work.flops"), self.number_at(self.work_bytes, s, "work.bytes")
 
     def resolve(self, sizes: str | dict[str, int]) -> ResolvedTask:
         """Shapes, byte counts, scalar values and the work model at one set of sizes."""
@@ -259,7 +258,7 @@ class TaskSpec:
         resolved = []
         for a in self.args:
             if a.pointer:
-                shape = tuple(self._int(e, s, f"args[{a.index}].shape[{i}]") for i, e in enumerate(a.shape))
+                shape = tuple(self.int_at(e, s, f"args[{a.index}].shape[{i}]") for i, e in enumerate(a.shape))
                 if any(d < 0 for d in shape):
                     raise InputError(f"{self.path}: args[{a.index}].shape: {a.name} has a negative dimension "
                                      f"{shape} at sizes {s}")
@@ -269,9 +268,9 @@ class TaskSpec:
             else:
                 where = f"args[{a.index}].value"
                 if DTYPES[a.dtype].is_float:
-                    value = self._num(a.value, s, where)
+                    value = self.number_at(a.value, s, where)
                 else:
-                    value = self._int(a.value, s, where)
+                    value = self.int_at(a.value, s, where)
                     info = np.iinfo(DTYPES[a.dtype].storage)
                     if not info.min <= value <= info.max:
                         raise InputError(f"{self.path}: {where}: {a.name} = {value} overflows {a.dtype} at sizes {s}")
@@ -307,125 +306,17 @@ class TaskSpec:
                              self.tolerance.atol_scale if self.tolerance.atol_scale is not None else default.atol_scale)
         return default
 
-    # -- inputs -----------------------------------------------------------------------------
+    # -- inputs (skillbase.task.inputs) ------------------------------------------------------
     def make_inputs(self, sizes: str | dict[str, int], seed: int) -> dict[str, np.ndarray]:
-        """Host arrays for every in/inout argument, shaped, in storage dtype (bf16 as uint16 bits).
-
-        One `numpy.random.Generator(PCG64(seed))` feeds every argument in spec order, so the same
-        (sizes, seed) always gives the same bytes.
-        """
-        resolved = self.resolve(sizes)
-        rng = np.random.Generator(np.random.PCG64(seed))
-        out: dict[str, np.ndarray] = {}
-        hooks_done: set[str] = set()
-        for a in self.args:
-            if not a.pointer or a.poisoned or a.name in out:
-                continue
-            init = a.init or (generators.DEFAULT_FLOAT_INIT if DTYPES[a.dtype].is_float else generators.DEFAULT_INT_INIT)
-            where = f"args[{a.index}].init"
-            if "generator" in init:
-                self._fill_structured(a, init, resolved, rng, out)
-            elif "hook" in init:
-                if init["hook"] not in hooks_done:
-                    hooks_done.add(init["hook"])
-                    self._fill_hook(init["hook"], resolved, rng, out)
-            elif a.name not in self._structured_members():
-                try:
-                    flat = generators.dense(init, a.dtype, resolved.arg(a.name).numel, rng)
-                except ValueError as error:
-                    raise InputError(f"{self.path}: {where}: {error}") from None
-                out[a.name] = flat.reshape(resolved.arg(a.name).shape)
-        return out
-
-    def _structured_members(self) -> set[str]:
-        return {name for a in self.args if a.init and "generator" in a.init for name in a.init["parts"].values()}
-
-    def _fill_structured(self, a: ArgSpec, init: dict, resolved: ResolvedTask, rng, out: dict) -> None:
-        where = f"args[{a.index}].init"
-        s = resolved.sizes
-        rows = self._int(parse_expr(init["rows"]), s, f"{where}.rows")
-        cols = self._int(parse_expr(init["cols"]), s, f"{where}.cols")
-        nnz = self._int(parse_expr(init["nnz"]), s, f"{where}.nnz") if "nnz" in init else None
-        width = self._int(parse_expr(init["width"]), s, f"{where}.width") if "width" in init else None
-        parts = init["parts"]
-        try:
-            arrays = generators.structured(init, rows, cols, nnz, width,
-                                           {part: self.arg(name).dtype for part, name in parts.items()}, rng)
-        except ValueError as error:
-            raise InputError(f"{self.path}: {where}: {error} (sizes {s})") from None
-        for part, name in parts.items():
-            target = resolved.arg(name)
-            array = arrays[part]
-            if array.size != target.numel:
-                raise InputError(f"{self.path}: {where}.parts.{part}: the {init['generator']} generator made "
-                                 f"{array.size} elements but {name} has shape {target.shape} ({target.numel}) "
-                                 f"at sizes {s}", hint="make the shape match rows/cols/nnz (e.g. [nnz] with nnz: <expr>)")
-            out[name] = array.reshape(target.shape)
-
-    def _fill_hook(self, hook: str, resolved: ResolvedTask, rng, out: dict) -> None:
-        fn = _load_callable(self.path, hook, "init.hook")
-        names = [a.name for a in self.args if a.init and a.init.get("hook") == hook]
-        try:
-            produced = fn(dict(resolved.sizes), rng)
-        except Exception as error:  # noqa: BLE001 - user code; report it on one line
-            raise InputError(f"{self.path}: hook {hook} raised {type(error).__name__}: {error}") from None
-        if not isinstance(produced, dict):
-            raise InputError(f"{self.path}: hook {hook} returned {type(produced).__name__}, not a dict of arrays")
-        for name in names:
-            if name not in produced:
-                raise InputError(f"{self.path}: hook {hook} returned no array for '{name}' "
-                                 f"(it returned {', '.join(map(str, produced)) or 'nothing'})")
-            target = resolved.arg(name)
-            array = np.asarray(produced[name])
-            if array.size != target.numel:
-                raise InputError(f"{self.path}: hook {hook}: '{name}' has {array.size} elements, "
-                                 f"the spec's shape {target.shape} needs {target.numel}")
-            out[name] = _to_declared(array, target.dtype, f"{self.path}: hook {hook}: '{name}'").reshape(target.shape)
+        """Host arrays for every in/inout argument at these sizes (see `skillbase.task.inputs.make_inputs`)."""
+        return inputs.make_inputs(self, sizes, seed)
 
     def reference_callable(self) -> Callable | None:
         """The python reference `fn(inputs, sizes) -> {output name: array}`, or None."""
-        if not self.reference or "python" not in self.reference:
-            return None
-        return _load_callable(self.path, self.reference["python"], "reference.python")
+        return inputs.reference_callable(self)
 
     def to_dict(self) -> dict:
         return dict(self.raw)
-
-
-def _to_declared(array: np.ndarray, dtype_name: str, where: str) -> np.ndarray:
-    if dtype_name == "bf16":
-        if array.dtype == np.uint16:
-            return array  # already bf16 bits
-        if array.dtype.kind != "f":
-            raise InputError(f"{where} is {array.dtype}, expected floats or uint16 bf16 bits")
-        return to_storage(array, "bf16")
-    storage = DTYPES[dtype_name].storage
-    if array.dtype != storage and not np.can_cast(array.dtype, storage, casting="same_kind"):
-        raise InputError(f"{where} is {array.dtype}, cannot become {dtype_name} without changing kind")
-    return array.astype(storage, copy=False)
-
-
-def _load_callable(spec_path: Path, ref: str, field_name: str) -> Callable:
-    file_part, _, fn_name = ref.rpartition(":")
-    file = (spec_path.parent / file_part).resolve()
-    if not file.is_file():
-        raise InputError(f"{spec_path}: {field_name}: {file_part} not found next to the spec")
-    module = _load_module(str(file))
-    fn = getattr(module, fn_name, None)
-    if not callable(fn):
-        raise InputError(f"{spec_path}: {field_name}: {file_part} defines no function '{fn_name}'")
-    return fn
-
-
-@cache
-def _load_module(path: str):
-    spec = importlib.util.spec_from_file_location(f"skillbase_task_hook_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as error:  # noqa: BLE001 - user code
-        raise InputError(f"{path}: importing it raised {type(error).__name__}: {error}") from None
-    return module
 
 
 # ------------------------------------------------------------------------------------------------
@@ -456,13 +347,9 @@ _SpecLoader.add_implicit_resolver(
     list("-+0123456789."))
 
 
-@cache
-def _schema() -> dict:
-    return json.loads((schemas_dir() / "task.schema.json").read_text())
-
-
 def _did_you_mean(word: str, choices) -> str | None:
-    match = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.5)
+    # The task spec's wording quotes the suggestion ('x'); the closeness is the one shared rule.
+    match = suggestions(word, choices, cutoff=0.5)
     return f"did you mean '{match[0]}'?" if match else None
 
 
@@ -508,10 +395,12 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
     for name, values in presets.items():
         for sym in symbols:
             if sym not in values:
-                fail(f"sizes.presets.{name}", f"missing size symbol {sym} (preset '{first}' defines {', '.join(symbols)})")
+                fail(f"sizes.presets.{name}",
+                     f"missing size symbol {sym} (preset '{first}' defines {', '.join(symbols)})")
         for sym in values:
             if sym not in symbols:
-                fail(f"sizes.presets.{name}.{sym}", f"size symbol not in preset '{first}' (symbols: {', '.join(symbols)})",
+                fail(f"sizes.presets.{name}.{sym}",
+                     f"size symbol not in preset '{first}' (symbols: {', '.join(symbols)})",
                      _did_you_mean(sym, symbols))
     known = set(symbols)
 
@@ -593,7 +482,8 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
         tolerance = None
         if tol is not None:
             default = DEFAULT_TOLERANCES[raw["dtype"]]
-            tolerance = Tolerance(float(tol.get("rtol", default.rtol)), float(tol.get("atol_scale", default.atol_scale)))
+            tolerance = Tolerance(float(tol.get("rtol", default.rtol)),
+                                  float(tol.get("atol_scale", default.atol_scale)))
         args.append(ArgSpec(name, raw["dtype"], role or "in", shape, value, init, tolerance, i))
 
     if not any(a.written for a in args):
@@ -622,7 +512,8 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
             if not t.pointer or t.poisoned:
                 fail(f"{where}.{part}", f"'{target}' must be an in or inout array to be generated")
             if t is not a and t.init is not None:
-                fail(f"args[{t.index}].init", f"'{target}' is filled by {a.name}'s {kind} generator; remove its own init")
+                fail(f"args[{t.index}].init",
+                     f"'{target}' is filled by {a.name}'s {kind} generator; remove its own init")
             if target in owners:
                 fail(f"{where}.{part}", f"'{target}' is already filled by {owners[target]}'s generator")
             owners[target] = a.name
@@ -689,7 +580,8 @@ def _check_init(init: dict, dtype_name: str, where: str, expr, fail, spec_path: 
             fail(f"{where}.{extra[0]}", f"dist {dist} takes {', '.join(sorted(allowed)) or 'no parameters'}")
         if dist == "constant" and "value" not in init:
             fail(where, "dist constant needs value:")
-        if dist in ("uniform", "randint", "sorted") and "low" in init and "high" in init and init["low"] >= init["high"]:
+        if dist in ("uniform", "randint", "sorted") and "low" in init and "high" in init \
+                and init["low"] >= init["high"]:
             fail(f"{where}.high", f"high ({init['high']}) must exceed low ({init['low']})")
         if dist == "normal" and not is_float:
             fail(f"{where}.dist", f"normal makes floats; use randint for {dtype_name}")
@@ -722,10 +614,7 @@ def _check_init(init: dict, dtype_name: str, where: str, expr, fail, spec_path: 
 
 
 def _schema_check(data: dict, spec_path: Path) -> None:
-    import jsonschema
-
-    validator = jsonschema.Draft202012Validator(_schema())
-    errors = list(validator.iter_errors(data))
+    errors = list(schemas.validator("task").iter_errors(data))
     if not errors:
         return
     # Report the shallowest error first: it is usually the real mistake, deeper ones follow from it.
@@ -763,15 +652,14 @@ def _schema_check(data: dict, spec_path: Path) -> None:
 
 def check_against_launcher(spec: TaskSpec) -> None:
     """The args must be the launcher's parameters: same count, order, names, kind, constness, type."""
-    from skillbase.cuda.launchers import launchers
-
     path = spec.path
     if not spec.kernel_path.is_file():
         raise InputError(f"{path}: launcher: kernel file {spec.kernel_path.name} not found beside the spec")
     found = launchers(spec.kernel_path)
     if not found:
         raise InputError(f"{path}: launcher: {spec.kernel_path.name} defines no extern \"C\" function",
-                         hint='the harness calls kernels through e.g. extern "C" void launch(const float* x, float* y, int n)')
+                         hint='the harness calls kernels through e.g. '
+                              'extern "C" void launch(const float* x, float* y, int n)')
     if spec.launcher not in found:
         hint = _did_you_mean(spec.launcher, found)
         raise InputError(f"{path}: launcher: '{spec.launcher}' is not an extern \"C\" function in "
@@ -783,7 +671,7 @@ def check_against_launcher(spec: TaskSpec) -> None:
     names = [p.name for p in params]
     if sorted(names) == sorted(a.name for a in spec.args) and names != [a.name for a in spec.args]:
         raise InputError(f"{path}: args: order differs from the launcher's ({', '.join(names)})")
-    for a, p in zip(spec.args, params):
+    for a, p in zip(spec.args, params, strict=True):
         where = f"args[{a.index}]"
         if p.name and a.name != p.name:
             raise InputError(f"{path}: {where}.name: '{a.name}' but parameter {a.index + 1} of {spec.launcher} "
@@ -807,10 +695,8 @@ def check_against_launcher(spec: TaskSpec) -> None:
     _check_hooks(spec, found)
 
 
-def _check_hooks(spec: TaskSpec, found: dict) -> None:
+def _check_hooks(spec: TaskSpec, found: dict[str, Launcher]) -> None:
     """hooks.setup takes the launcher's scalar arguments in order; hooks.teardown takes none."""
-    from skillbase.task.dtypes import c_type_dtypes
-
     path = spec.path
     scalars = spec.scalar_args
     for kind, name in spec.hooks.items():
@@ -820,8 +706,7 @@ def _check_hooks(spec: TaskSpec, found: dict) -> None:
             raise InputError(f"{path}: {where}: '{name}' is not an extern \"C\" function defined in "
                              f"{spec.kernel_path.name} (found: {', '.join(others) or 'only the launcher'})",
                              hint=_did_you_mean(name, others))
-        # f(void) declares no parameters (one parser reports it as a nameless 'void').
-        params = [p for p in found[name].params if p.pointer or p.type.strip() != "void"]
+        params = found[name].params
         if kind == "teardown":
             if params:
                 raise InputError(f"{path}: {where}: {name} takes {len(params)} parameter(s); teardown takes none "
@@ -832,12 +717,12 @@ def _check_hooks(spec: TaskSpec, found: dict) -> None:
             raise InputError(f"{path}: {where}: {name}({', '.join(_c_param(p) for p in params) or 'void'}) must take "
                              f"the launcher's scalar arguments in order ({expected})",
                              hint=f'extern "C" int {name}({expected}) returning 0 on success')
-        for a, p in zip(scalars, params):
+        for a, p in zip(scalars, params, strict=True):
             compatible = c_type_dtypes(p.type)
             if compatible is not None and a.dtype not in compatible:
                 raise InputError(f"{path}: {where}: parameter '{_c_param(p)}' of {name} does not match the "
                                  f"launcher's scalar {a.name} ({a.dtype})", hint=f"expected ({expected})")
 
 
-def _c_param(p) -> str:
+def _c_param(p: Param) -> str:
     return f"{'const ' if p.const else ''}{p.type}{'*' if p.pointer else ''} {p.name}".strip()

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from toy_rules import M, evidence, make_ruleset
 
 from skillbase.errors import EnvironmentProblem, InputError
-from toy_rules import M, evidence, make_ruleset
 
 REPO = Path(__file__).resolve().parents[2]
 PROFILES = REPO / "tests" / "fixtures" / "profiles"
@@ -76,7 +76,8 @@ def test_why_not_lists_false_and_missing_leaves(tmp_path, setup):
     assert "why not mem.coalesce: not proposed" in result.output
     assert "when: dram_pct > 10 -> false" in result.output
     assert "when.all[0]: hot -> missing" in result.output
-    data = json.loads(run("--evidence", str(ev), "--rules-dir", str(root), "--why-not", "mem.coalesce", "--json").output)
+    data = json.loads(run("--evidence", str(ev), "--rules-dir", str(root), "--why-not", "mem.coalesce",
+                          "--json").output)
     assert {r["rule"] for r in data["why_not"]["rules"]} == {"x.coalesce", "x.coalesce-weak"}
 
 
@@ -101,7 +102,8 @@ def test_thresholds_option(setup, tmp_path):
     root, ev = setup
     strict = tmp_path / "strict.yaml"
     strict.write_text('sol_high: {value: 99, provenance: test}\nstall_share: {value: 0.3, provenance: test}\n')
-    data = json.loads(run("--evidence", str(ev), "--rules-dir", str(root), "--json", "--thresholds", str(strict)).output)
+    data = json.loads(run("--evidence", str(ev), "--rules-dir", str(root), "--json", "--thresholds",
+                          str(strict)).output)
     assert data["facts"] == {} and data["thresholds"]["path"] == str(strict)
 
 
@@ -164,13 +166,8 @@ def test_real_report_with_builtin_rules():
     report = PROFILES / "naive_gemm" / "report.ncu-rep"
     if not report.is_file():
         pytest.skip("profiler fixture not present")
-    try:
-        from skillbase.evidence import load_any  # noqa: F401
-    except ImportError:
-        pytest.skip("skillbase.evidence not available yet")
     result = run("--report", str(report), "--json")
-    if result.exit_code != 0:
-        pytest.skip(f"built-in rules or report loader not ready: {result.exception or result.output}")
+    assert result.exit_code == 0, result.exception or result.output
     data = json.loads(result.output)
     assert data["focus_kernel"] == "sgemm_naive"
     assert data["facts"].get("bottleneck") and data["candidates"]

@@ -6,8 +6,10 @@ import json
 
 from click.testing import CliRunner
 
+from skillbase.bench import report, runner, suite
 from skillbase.bench import results as lib
 from skillbase.commands import bench as command
+from skillbase.errors import EnvironmentProblem, InputError
 
 
 def test_help_of_every_subcommand():
@@ -27,25 +29,27 @@ def test_list_text_and_json():
 
 
 def test_run_without_a_gpu_is_one_line_environment_problem(monkeypatch):
-    monkeypatch.setattr(command.shutil, "which", lambda name: None)
+    from skillbase.harness import env
+
+    monkeypatch.setattr(env.shutil, "which", lambda name: None)
     result = CliRunner().invoke(command.bench, ["run", "--ops", "relu"])
     assert result.exit_code != 0
-    assert isinstance(result.exception, command.EnvironmentProblem)
+    assert isinstance(result.exception, EnvironmentProblem)
     assert "no NVIDIA GPU" in result.exception.message
 
 
 def test_run_rejects_unknown_operator_before_touching_the_gpu():
     result = CliRunner().invoke(command.bench, ["run", "--ops", "reluu"])
-    assert isinstance(result.exception, command.InputError)
+    assert isinstance(result.exception, InputError)
     assert result.exception.hint == "did you mean relu?"
 
 
 def test_report_markdown_html_and_json(tmp_path):
     results = [lib.SizeResult("relu", "fp32", "vendor_fp32", "xs", "verified", 1.0, 8192.0, 2.0, 4.0),
                lib.SizeResult("relu", "fp32", "vendor_fp32", "xl", "incorrect", 1.0, 128e6)]
-    lib.save_results("NVIDIA H200", results, root=tmp_path)
+    report.save_results("NVIDIA H200", results, root=tmp_path)
     html = tmp_path / "report.html"
-    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--html", str(html)])
+    result = CliRunner().invoke(command.bench, ["report", "--results", str(tmp_path), "--html", str(html)])
     assert result.exit_code == 0, result.output
     assert "| vendor | fp32 | 2 | 1 |" in result.output
     assert "2.00x" in result.output and "incorrect" in result.output
@@ -55,31 +59,28 @@ def test_report_markdown_html_and_json(tmp_path):
     # legend) and the roofline share of the verified size (8 KiB cold from DRAM at 1 us).
     assert page.count("<svg") == 2 and "failed" in page
     assert "how close each size runs to the roofline" in page
-    data = json.loads(CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path), "--json"]).output)
+    data = json.loads(CliRunner().invoke(command.bench, ["report", "--results", str(tmp_path), "--json"]).output)
     assert data["nvidia-h200"]["fast_p"]["1"] == 0.5
 
 
 def test_report_without_results_says_how_to_get_them(tmp_path):
-    (tmp_path / "ops").mkdir()
-    result = CliRunner().invoke(command.bench, ["report", "--dir", str(tmp_path)])
-    assert isinstance(result.exception, command.InputError)
+    (tmp_path / "nvidia-h200").mkdir()
+    result = CliRunner().invoke(command.bench, ["report", "--results", str(tmp_path)])
+    assert isinstance(result.exception, InputError)
     assert "bench run" in result.exception.hint
 
 
 def test_gpus_are_relative_to_cuda_visible_devices(monkeypatch):
     import pytest
 
-    from skillbase.commands.bench import _visible
-    from skillbase.errors import InputError
-
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1")
-    assert _visible(["0"]) == ["1"]                  # the first visible GPU is physical 1
+    assert runner.visible_devices(["0"]) == ["1"]                  # the first visible GPU is physical 1
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,3")
-    assert _visible(["0", "1"]) == ["2", "3"]
+    assert runner.visible_devices(["0", "1"]) == ["2", "3"]
     with pytest.raises(InputError, match="only 2 GPU"):
-        _visible(["2"])
+        runner.visible_devices(["2"])
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    assert _visible(["0", "1"]) == ["0", "1"]
+    assert runner.visible_devices(["0", "1"]) == ["0", "1"]
 
 
 def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_path):
@@ -106,10 +107,8 @@ def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_
 def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
     import queue
 
-    from skillbase.commands.bench import _collect
-
-    impls = lib.select(lib.discover(), ["relu", "gelu"], "fp32")
-    jobs = [(impl, ("xs", "xl")) for impl in impls]
+    impls = suite.select(suite.discover(), ["relu", "gelu"], "fp32")
+    jobs = [runner.BenchJob.of(impl, ("xs", "xl")) for impl in impls]
     done = queue.Queue()
     first = [lib.SizeResult("relu", "fp32", "fp32", p, "verified", 0.0, 1.0, 2.0, 2.0).to_dict() for p in ("xs", "xl")]
     done.put((0, [dict(d, device="1") for d in first]))
@@ -121,7 +120,7 @@ def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
             return False
 
     seen = []
-    by_job = _collect(jobs, done, [Dead(), Dead()], seen.append, poll_s=0.01)
+    by_job = runner.collect(jobs, done, [Dead(), Dead()], seen.append, poll_s=0.01)
     assert [r.status for r in by_job[0]] == ["verified", "verified"] and by_job[0][0].device == "1"
     assert [(r.op, r.preset, r.status) for r in by_job[1]] == [("gelu", "xs", "error"), ("gelu", "xl", "error")]
     assert "exit codes -11, -11" in by_job[1][0].reason
@@ -132,9 +131,7 @@ def test_a_live_worker_is_waited_for():
     import queue
     import threading
 
-    from skillbase.commands.bench import _collect
-
-    impls = lib.select(lib.discover(), ["relu"], "fp32")
+    impls = suite.select(suite.discover(), ["relu"], "fp32")
     done = queue.Queue()
 
     class Alive:
@@ -145,5 +142,5 @@ def test_a_live_worker_is_waited_for():
 
     late = lib.SizeResult("relu", "fp32", "fp32", "xs", "verified", 0.0, 1.0, 2.0, 2.0).to_dict()
     threading.Timer(0.1, lambda: done.put((0, [late]))).start()
-    by_job = _collect([(impls[0], ("xs",))], done, [Alive()], lambda r: None, poll_s=0.02)
+    by_job = runner.collect([runner.BenchJob.of(impls[0], ("xs",))], done, [Alive()], lambda r: None, poll_s=0.02)
     assert by_job[0][0].status == "verified"

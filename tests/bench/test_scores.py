@@ -3,11 +3,12 @@ means per bucket, roofline percentage; failures are never dropped."""
 
 from __future__ import annotations
 
-
 import pytest
 
+from skillbase.bench import report, suite
 from skillbase.bench import results as lib
 from skillbase.bench.results import SizeResult
+from skillbase.errors import InputError
 
 
 def r(status="verified", runtime=None, baseline=None, flops=0.0, nbytes=0.0, op="relu", dtype="fp32", preset="xs"):
@@ -127,18 +128,31 @@ def test_gpu_slug():
 
 def test_results_merge_replaces_same_task_and_keeps_others(tmp_path):
     first = [r(runtime=10, baseline=10, preset="xs"), r(runtime=10, baseline=10, preset="s")]
-    lib.save_results("NVIDIA H200", first, {"git": "abc"}, root=tmp_path)
-    path = lib.save_results("NVIDIA H200", [r(runtime=5, baseline=10, preset="xs")], root=tmp_path)
+    report.save_results("NVIDIA H200", first, {"git": "abc"}, root=tmp_path)
+    path = report.save_results("NVIDIA H200", [r(runtime=5, baseline=10, preset="xs")], root=tmp_path)
     meta, results = lib.load_results(path)
     assert meta["gpu"] == "NVIDIA H200" and meta["git"] == "abc"
     assert {x.preset: x.speedup for x in results} == {"xs": 2.0, "s": 1.0}
     assert (path.parent / "README.md").read_text().startswith("# Bench results: NVIDIA H200")
-    assert path.parent.name == "nvidia-h200"
+    assert path.parent.parent.name == "nvidia-h200" and path.parent.name == "bench"   # <results>/<gpu>/bench/
 
 
 def test_select_best_falls_back_to_baseline(tmp_path):
-    ops = lib.discover()
-    chosen = lib.select(ops, ["relu"], "fp32", "best")
+    ops = suite.discover()
+    chosen = suite.select(ops, ["relu"], "fp32", "best")
     assert [i.name for i in chosen] == ["fp32"]
-    with pytest.raises(lib.InputError):
-        lib.select(ops, ["relux"], None, "baseline")
+    with pytest.raises(InputError):
+        suite.select(ops, ["relux"], None, "baseline")
+
+
+def test_results_live_under_the_results_root_never_in_the_package(monkeypatch, tmp_path):
+    from skillbase import config
+
+    monkeypatch.setenv("SKILLBASE_BENCH_RESULTS", str(tmp_path))
+    assert lib.results_dir("NVIDIA H200") == tmp_path / "nvidia-h200" / "bench"
+    assert lib.results_dir("NVIDIA H200", tmp_path / "other") == tmp_path / "other" / "nvidia-h200" / "bench"
+    monkeypatch.delenv("SKILLBASE_BENCH_RESULTS")
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    default = lib.results_dir("NVIDIA H200")
+    assert default == tmp_path / "data" / "skillbase" / "results" / "nvidia-h200" / "bench"
+    assert config.builtin_bench_dir() not in default.parents

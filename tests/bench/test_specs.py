@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from skillbase.bench import results as lib
+from skillbase.bench import suite
+from skillbase.task import load_task
 
 REPO = Path(__file__).resolve().parents[2]
 BENCH = REPO / "bench"
@@ -20,25 +22,18 @@ OPERATORS = """vector_add relu leaky_relu elu selu gelu sigmoid row_tanh swiglu 
 matrix_copy reverse_array dot_product mse_loss hinge_loss cross_entropy_loss prefix_sum top_k sorting matrix_mul
 square_matrix_mul matrix_vector_mul matrix_transpose matrix_power high_order_contraction softmax layer_norm rms_norm
 batch_norm rope softmax_attention merge_attn_states triangle_attention spmv_coo spmv_csc spmv_csr spmv_ell spmm_coo
-spmm_csc spmm_csr spmm_ell stencil_2d stencil_3d fft monte_carlo_int simpson_int conv_1d conv_2d max_pooling_2d""".split()
+spmm_csc spmm_csr spmm_ell stencil_2d stencil_3d fft monte_carlo_int simpson_int conv_1d conv_2d
+max_pooling_2d""".split()
 
 SPECS = sorted(BENCH.glob("ops/*/*.task.yaml"))
 
 
-def _load_task():
-    try:
-        from skillbase.task import load_task
-    except ImportError:
-        pytest.skip("skillbase.task.load_task is not available yet")
-    return load_task
-
-
 def test_the_suite_has_msk_bench_fifty_operators():
-    assert sorted(o.name for o in lib.discover(BENCH)) == sorted(OPERATORS)
+    assert sorted(o.name for o in suite.discover(BENCH)) == sorted(OPERATORS)
 
 
 def test_every_operator_has_fp32_and_bf16_or_says_why_not():
-    for o in lib.discover(BENCH):
+    for o in suite.discover(BENCH):
         dtypes = {i.dtype for i in o.implementations if i.kind == "baseline"}
         assert "fp32" in dtypes, o.name
         if o.bf16:
@@ -50,7 +45,6 @@ def test_every_operator_has_fp32_and_bf16_or_says_why_not():
 
 @pytest.mark.parametrize("spec_path", SPECS, ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_spec_loads_and_sizes_span_the_buckets(spec_path):
-    load_task = _load_task()
     spec = load_task(spec_path)
     assert tuple(spec.scored) == ("xs", "s", "m", "l", "xl")
     _, xs_bytes = spec.work("xs")
@@ -62,12 +56,13 @@ def test_spec_loads_and_sizes_span_the_buckets(spec_path):
 
 
 def test_generated_files_are_current():
-    out = subprocess.run([sys.executable, str(BENCH / "tools" / "generate.py"), "--check"], capture_output=True, text=True)
+    out = subprocess.run([sys.executable, str(BENCH / "tools" / "generate.py"), "--check"], capture_output=True,
+                         text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 
 
 def test_vendor_implementations_declare_their_library():
-    for o in lib.discover(BENCH):
+    for o in suite.discover(BENCH):
         for i in o.implementations:
             if i.kind == "vendor":
                 assert i.library, f"{o.name}/{i.name}: op.yaml vendor entry (library) missing"

@@ -16,7 +16,7 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from skillbase.calibrate import calibration as cal
+from skillbase import calibrate as cal
 from skillbase.errors import InputError
 
 REPO = Path(__file__).resolve().parents[2]
@@ -43,7 +43,7 @@ def brute_force(sample, classes):
     for cuts in itertools.combinations(range(len(values) - 1), classes - 1):
         edges = [-np.inf] + [values[c] for c in cuts] + [np.inf]
         var = 0.0
-        for lo, hi in zip(edges[:-1], edges[1:]):
+        for lo, hi in zip(edges[:-1], edges[1:], strict=True):
             cls = x[(x > lo) & (x <= hi)]
             var += len(cls) / len(x) * (cls.mean() - mu) ** 2
         if var > best + 1e-9 * best:
@@ -277,7 +277,7 @@ def test_thresholds_file_round_trips_and_changes_a_derivation(tmp_path):
     doc["kernels"][0]["metrics"].update({MEM: 70.0, SM: 20.0})
     evidence = tmp_path / "crafted.evidence.json"
     evidence.write_text(json.dumps(doc))
-    from skillbase.engine.cases import load_evidence
+    from skillbase.evidence import load_evidence_json as load_evidence
 
     ev = load_evidence(evidence)
     before = Engine.load().evaluate(ev)
@@ -297,7 +297,8 @@ def test_compare_reports_class_changes_and_hit_rates(tmp_path):
     expectations = {"k00": ["mem.smem_tiling"], "k01": ["no.such_skill"], "nowhere": ["x.y"]}
     report = cal.compare(pop, eng, Engine.load(thresholds=out), expectations)
     assert report["kernels"] == 30
-    assert report["changed_class"] == sum(1 for c in report["changed"] if {"bottleneck", "cudamaster_class"} & set(c["changes"]))
+    assert report["changed_class"] == sum(1 for c in report["changed"]
+                                          if {"bottleneck", "cudamaster_class"} & set(c["changes"]))
     assert report["changed_class"] > 0  # the 65% mode is leaning under ncu's values, throughput-bound calibrated
     assert report["advise"]["expected_kernels"] == 2 and report["advise"]["unmatched"] == ["nowhere"]
     assert report["keep"] in ("calibrated", "defaults")
@@ -336,7 +337,8 @@ def test_cli_writes_the_file_and_json(tmp_path):
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     assert data["calibration"]["provenance"]["kernels"] == 30
-    assert {q["quantity"] for q in data["calibration"]["quantities"]} >= {"sol_max", "stall_group_top_share", "occupancy_gap"}
+    quantities = {q["quantity"] for q in data["calibration"]["quantities"]}
+    assert quantities >= {"sol_max", "stall_group_top_share", "occupancy_gap"}
     assert "changed" in data["compare"]
     result = run(tmp_path / "p", "--out", "-")
     assert result.exit_code == 0 and result.output.startswith("# Thresholds calibrated")
@@ -383,7 +385,8 @@ def test_cli_on_the_real_h200_fixtures_with_a_lowered_floor():
     assert data["calibration"]["provenance"]["gpu"] == "NVIDIA H200"
     adv = data["compare"]["advise"]
     assert adv["expected_kernels"] == 16
-    assert data["compare"]["keep"] == ("calibrated" if adv["calibrated"]["top3"] > adv["default"]["top3"] else "defaults")
+    better = adv["calibrated"]["top3"] > adv["default"]["top3"]
+    assert data["compare"]["keep"] == ("calibrated" if better else "defaults")
 
 
 def test_a_source_beside_the_report_brings_static_features(tmp_path):
@@ -402,3 +405,28 @@ def test_a_source_beside_the_report_brings_static_features(tmp_path):
     static = lambda member: member.evidence.static   # noqa: E731
     assert static(with_source[0] if isinstance(with_source, list) else with_source.members[0])
     assert not static(without[0] if isinstance(without, list) else without.members[0])
+
+
+# -------------------------------------------------------------------------------- the pipeline
+
+
+def test_the_pipeline_as_a_library_call(tmp_path):
+    write_population(tmp_path / "p", 30, 8501)
+    out = tmp_path / "t.yaml"
+    run = cal.calibrate_and_compare([tmp_path / "p"], out=out, compare_files=True)
+    assert run.written == str(out) and out.read_text() == run.thresholds_text
+    assert len(run.population.members) == 30 and run.calibration.thresholds["sol_high"] > 0
+    assert run.comparison["b"]["path"] == str(out) and "ablation" not in run.comparison   # no expectations
+    assert list(run.to_json()) == ["calibration", "written", "compare"]
+    existing = cal.calibrate_and_compare([tmp_path / "p"], thresholds=out, compare_files=True)
+    assert existing.calibration is None and existing.comparison["changed"] == run.comparison["changed"]
+    with pytest.raises(ValueError, match="nothing is calibrated"):
+        cal.calibrate_and_compare([tmp_path / "p"], out=out, thresholds=out)
+
+
+def test_cli_prints_the_file_and_refuses_thresholds_with_out(tmp_path):
+    write_population(tmp_path / "p", 30, 8502)
+    result = run(tmp_path / "p", "--out", "-", "--expect", tmp_path / "missing.yaml")
+    assert isinstance(result.exception, InputError) and "no such expectations file" in result.exception.message
+    result = run(tmp_path / "p", "--thresholds", DEFAULTS, "--out", "-")
+    assert isinstance(result.exception, InputError) and "cannot be combined with --out" in result.exception.message

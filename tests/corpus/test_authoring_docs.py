@@ -20,17 +20,6 @@ REPO = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"^```(\w+)([^\n]*)\n(.*?)^```", re.S | re.M)
 
 
-def _register() -> None:
-    """Attach the authoring commands (a no-op once the CLI registers them itself)."""
-    from skillbase.commands import search_cmds
-    from skillbase.commands.rules import rules
-    from skillbase.commands.skills import skills
-
-    for group, command in ((skills, search_cmds.search), (skills, search_cmds.new_skill), (rules, search_cmds.new_rule)):
-        if command.name not in group.commands:
-            group.add_command(command)
-
-
 def steps(doc: str) -> list[tuple[str, str, str]]:
     """(kind, target, content): ("sh", "", line) or ("file", path, text), in document order."""
     out = []
@@ -51,7 +40,6 @@ def _search_available() -> bool:
 
 
 def follow(doc: str, folder: Path, monkeypatch, capsys) -> list[str]:
-    _register()
     ran = []
     for kind, target, content in steps(doc):
         if kind == "file":
@@ -122,9 +110,10 @@ def test_writing_skills_then_rules_as_documented(workdir, monkeypatch, capsys):
     rule = workdir / "my-rules" / "propose" / "cmp.popc_bitcount.bit-loop.yaml"
     assert rule.read_text().startswith("# yaml-language-server: $schema=")
     monkeypatch.setenv("SKILLBASE_SKILL_PATH", "my-skills")
+    from skillbase.corpus.load import skill_ids
     from skillbase.engine.validate import validate
 
-    report = validate([workdir / "my-rules"])
+    report = validate([workdir / "my-rules"], skill_ids=skill_ids())     # as `rules validate` does
     assert report.errors == [] and report.rules == 1
 
 

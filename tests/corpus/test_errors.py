@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
+from skillbase.config import builtin_skills_dir
 from skillbase.corpus.load import load_corpus, skill_ids, validate_corpus
 from skillbase.errors import InputError
-from skillbase.config import builtin_skills_dir
 
 MODEL = builtin_skills_dir() / "mem" / "mem.coalesce" / "skill.yaml"
 
@@ -39,7 +39,7 @@ def write(root: Path, category: str, folder: str, data=None, text: str | None = 
 
 def user_errors(root: Path) -> list[str]:
     corpus, problems = validate_corpus([root], canonical=False, examples=False)
-    return [str(p) for p in problems if p.severity == "error" and str(root) in p.path]
+    return [str(p) for p in problems if p.severity == "error" and str(root) in p.file]
 
 
 def test_a_valid_user_skill_loads_with_its_origin(tmp_path):
@@ -162,7 +162,7 @@ def test_unknown_related_id_is_reported(tmp_path):
 
 
 def test_advice_only_skill_marked_automatic_is_an_error(tmp_path, monkeypatch):
-    import skillbase.corpus.load as corpus_module
+    import skillbase.corpus.validate as corpus_module
 
     monkeypatch.setattr(corpus_module, "ADVICE_ONLY_IDS", frozenset({"usr.stateful"}))
     write(tmp_path, "usr", "usr.stateful", model(id="usr.stateful", category="usr"))   # auto_apply: true
@@ -172,7 +172,7 @@ def test_advice_only_skill_marked_automatic_is_an_error(tmp_path, monkeypatch):
 
 
 def test_missing_canonical_ids_are_listed(tmp_path, monkeypatch):
-    import skillbase.corpus.load as corpus_module
+    import skillbase.corpus.model as corpus_module
 
     monkeypatch.setattr(corpus_module, "CANONICAL_IDS", ("mem.coalesce", "zzz.not_written"))
     _, problems = validate_corpus(examples=False)
@@ -185,14 +185,14 @@ def test_example_folder_must_be_complete(tmp_path):
     (path.parent / "examples").mkdir()
     (path.parent / "examples" / "before.cu").write_text("// before\n")
     _, problems = validate_corpus([tmp_path], canonical=False)
-    mine = [p for p in problems if "usr.ex" in p.path]
+    mine = [p for p in problems if "usr.ex" in p.file]
     assert [(p.severity, p.message) for p in mine] == [("error", "example incomplete: missing after.cu, task.yaml")]
 
 
 def test_missing_examples_folder_is_a_warning(tmp_path):
     write(tmp_path, "usr", "usr.noex", model(id="usr.noex", category="usr"))
     _, problems = validate_corpus([tmp_path], canonical=False)
-    mine = [p for p in problems if "usr.noex" in p.path]
+    mine = [p for p in problems if "usr.noex" in p.file]
     assert [(p.severity, p.message) for p in mine] == [("warning", "no examples/ folder")]
 
 
@@ -207,12 +207,3 @@ def test_unknown_id_suggests_the_closest(tmp_path):
     with pytest.raises(InputError, match="unknown skill 'mem.colaesce'; did you mean 'mem.coalesce'"):
         corpus.require("mem.colaesce")
 
-
-def test_without_jsonschema_the_headings_are_still_required(tmp_path, monkeypatch):
-    import skillbase.corpus.load as corpus_module
-
-    monkeypatch.setattr(corpus_module, "_validator", lambda: None)
-    monkeypatch.setattr(corpus_module, "_CACHE", {})
-    write(tmp_path, "usr", "usr.nojs", model(id="usr.nojs", category="usr", how=None))
-    [error] = user_errors(tmp_path)
-    assert "field 'how' is required" in error

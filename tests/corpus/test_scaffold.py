@@ -9,10 +9,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
+from skillbase.config import schemas_dir
 from skillbase.corpus import scaffold
 from skillbase.corpus.load import load_corpus
 from skillbase.errors import InputError
-from skillbase.config import schemas_dir
 
 
 @pytest.fixture(autouse=True)
@@ -23,13 +23,7 @@ def _isolated(monkeypatch, tmp_path_factory):
 
 def _cli():
     from skillbase.cli import cli
-    from skillbase.commands import search_cmds
-    from skillbase.commands.rules import rules
-    from skillbase.commands.skills import skills
 
-    for group, command in ((skills, search_cmds.search), (skills, search_cmds.new_skill), (rules, search_cmds.new_rule)):
-        if command.name not in group.commands:
-            group.add_command(command)
     return cli
 
 
@@ -105,24 +99,24 @@ def test_skills_new_cli_semantic_near_duplicates(tmp_path):
         pytest.importorskip(module)
     result = CliRunner().invoke(_cli(), ["skills", "new", "smem.bank_padding", "--skills-dir", str(tmp_path), "--json",
                                          "--title", "Pad shared memory to avoid bank conflicts",
-                                         "--summary", "Add one element per row of a shared tile so column reads hit different banks."],
+                                         "--summary", "Add one element per row of a shared tile so column reads "
+                                         "hit different banks."],
                                 catch_exceptions=False)
     payload = json.loads(result.output)
     assert payload["method"] == "semantic" and payload["near_duplicates"][0]["skill_id"] == "smem.pad"
 
 
 def test_skills_new_needs_a_target_when_installed(monkeypatch):
-    from skillbase.commands import search_cmds
-
     monkeypatch.setattr(scaffold, "source_checkout_dir", lambda folder: False)
     with pytest.raises(InputError, match="where should the new skill go"):
-        search_cmds._skill_target((), ())
+        scaffold.skill_target((), ())
     with pytest.raises(InputError, match="several skill folders"):
-        search_cmds._skill_target(("a", "b"), ())
-    assert search_cmds._skill_target((), ("g",)) == Path("g")
+        scaffold.skill_target(("a", "b"), ())
+    assert scaffold.skill_target((), ("g",)) == Path("g")
 
 
 def test_rule_scaffold_validates_and_its_cases_pass(tmp_path, monkeypatch):
+    from skillbase.corpus.load import skill_ids
     from skillbase.engine.cases import run_all
     from skillbase.engine.evaluate import Engine
     from skillbase.engine.validate import validate
@@ -133,7 +127,7 @@ def test_rule_scaffold_validates_and_its_cases_pass(tmp_path, monkeypatch):
     assert _schema_path(rule) == (schemas_dir() / "rule.schema.json").resolve()
     assert _schema_path(cases) == (schemas_dir() / "cases.schema.json").resolve()
     assert yaml.safe_load(rule.read_text())["proposes"][0]["skill"] == "mem.coalesce"    # inferred from the id
-    report = validate([tmp_path])
+    report = validate([tmp_path], skill_ids=skill_ids())     # the caller tells the engine the skills
     assert report.errors == [], [str(p) for p in report.errors]
     engine, _ = Engine.build([tmp_path], default_thresholds_path([tmp_path]))
     results, problems = run_all(engine)

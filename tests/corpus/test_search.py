@@ -1,4 +1,5 @@
-"""skillbase.corpus.search: the optional extra, the cached index, `skills search`, and the example the coder sees."""
+"""skillbase.corpus.search and .examples: the optional extra, the cached index, `skills search`, and the
+example the coder sees."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from skillbase.corpus import search
+from skillbase.corpus import examples, search
 from skillbase.corpus.load import load_corpus
 
 REPO = Path(__file__).resolve().parents[2]
@@ -18,11 +19,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 def _cli():
     from skillbase.cli import cli
-    from skillbase.commands import search_cmds
-    from skillbase.commands.skills import skills
 
-    if "search" not in skills.commands:
-        skills.add_command(search_cmds.search)
     return cli
 
 
@@ -83,7 +80,8 @@ def test_bm25_prefers_the_document_with_the_rare_word():
 def test_lexical_near_duplicates_without_the_extra(monkeypatch):
     _hide_extra(monkeypatch)
     corpus = load_corpus(strict=False)
-    near, method = search.near_duplicates(corpus, "mem.coalesced", "Make neighbouring threads touch neighbouring addresses")
+    near, method = search.near_duplicates(corpus, "mem.coalesced",
+                                          "Make neighbouring threads touch neighbouring addresses")
     assert method == "lexical" and near[0].skill_id == "mem.coalesce"
     near, _ = search.near_duplicates(corpus, "cmp.popc_bitcount", "Count bits with __popc instead of a loop")
     assert near == []
@@ -94,21 +92,21 @@ def test_lexical_near_duplicates_without_the_extra(monkeypatch):
 def test_pick_example_own_skill_first():
     corpus = load_corpus(strict=False)
     source = (REPO / "skills/mem/mem.coalesce/examples/before.cu").read_text()
-    match = search.pick_example(corpus, "mem.coalesce", source=source, use_text=False)
+    match = examples.pick_example(corpus, "mem.coalesce", source=source, use_text=False)
     assert match.example.skill_id == "mem.coalesce" and match.own_skill
     assert match.static_similarity == pytest.approx(1.0)
 
 
 def test_pick_example_uses_evidence_static_and_related_skills(tmp_path):
-    from skillbase.evidence import static_features
+    from skillbase.evidence import Evidence, static_features
 
     corpus = load_corpus(strict=False)
     # a skill without its own example falls back to the examples of its related skills
-    lonely = next(s for s in corpus if not search.examples_of(s)
-                  and any(corpus.get(r) and search.examples_of(corpus.get(r)) for r in s.data.get("related") or []))
+    lonely = next(s for s in corpus if not examples.examples_of(s)
+                  and any(corpus.get(r) and examples.examples_of(corpus.get(r)) for r in s.data.get("related") or []))
     before = REPO / "skills/mem/mem.coalesce/examples/before.cu"
-    evidence = {"static": static_features(before), "focus_kernel": None, "kernels": []}
-    match = search.pick_example(corpus, lonely.id, evidence=evidence, use_text=False)
+    evidence = Evidence(static=static_features(before))
+    match = examples.pick_example(corpus, lonely.id, evidence=evidence, use_text=False)
     assert match is not None and not match.own_skill and match.example.skill_id in lonely.data["related"]
     assert match.static_similarity is not None
 
@@ -123,23 +121,25 @@ def test_pick_example_ranks_several_examples_by_static_features(tmp_path):
     fake = type(skill)(skill.id, skill.data, copy, "test", "x")
     corpus.skills["mem.coalesce"] = fake
     source = (copy / "examples" / "vector" / "before.cu").read_text()
-    match = search.pick_example(corpus, "mem.coalesce", source=source, use_text=False)
+    match = examples.pick_example(corpus, "mem.coalesce", source=source, use_text=False)
     assert match.example.folder == copy / "examples" / "vector"
     source = (copy / "examples" / "before.cu").read_text()
-    assert search.pick_example(corpus, "mem.coalesce", source=source, use_text=False).example.folder == copy / "examples"
+    match = examples.pick_example(corpus, "mem.coalesce", source=source, use_text=False)
+    assert match.example.folder == copy / "examples"
 
 
 def test_example_for_coder_text_and_never_raises():
     corpus = load_corpus(strict=False)
-    text = search.example_for_coder(corpus, "mem.coalesce", source="__global__ void k(float* x) { x[0] = 1; }")
+    text = examples.example_for_coder(corpus, "mem.coalesce", source="__global__ void k(float* x) { x[0] = 1; }")
     assert text.startswith("Verified example of mem.coalesce") and "before.cu:" in text and "after.cu:" in text
-    assert search.example_for_coder(corpus, "no.such_skill") == ""
-    assert search.example_for_coder(None, "mem.coalesce") == ""
+    assert examples.example_for_coder(corpus, "no.such_skill") == ""
+    assert examples.example_for_coder(None, "mem.coalesce") == ""
 
 
 # -- with the extra ----------------------------------------------------------------------------------
 
-def _user_skill(root: Path, skill_id: str = "cmp.popc_bitcount", summary: str = "Replace a per-bit loop with __popc.") -> Path:
+def _user_skill(root: Path, skill_id: str = "cmp.popc_bitcount",
+                summary: str = "Replace a per-bit loop with __popc.") -> Path:
     data = load_corpus(strict=False).get("cmp.strength_reduction").data
     import yaml
 
@@ -172,8 +172,8 @@ def test_search_cli_json_and_text(tmp_path):
     mine = tmp_path / "mine"
     _user_skill(mine)
     cli = _cli()
-    result = CliRunner().invoke(cli, ["skills", "--skills-dir", str(mine), "search", "count set bits", "--k", "3", "--json"],
-                                catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["skills", "--skills-dir", str(mine), "search", "count set bits", "--k", "3",
+                                      "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output[result.output.index("{"):])
     assert payload["k"] == 3 and len(payload["hits"]) == 3
@@ -196,8 +196,10 @@ def test_exact_metric_name_ranks_its_skill(tmp_path):
 def test_semantic_near_duplicates():
     _needs_extra()
     corpus = load_corpus(strict=False)
-    near, method = search.near_duplicates(corpus, "red.shuffle_reduce", "Warp-level reduction with shuffle instructions",
-                                          "Use __shfl_down_sync to reduce values inside a warp instead of shared memory.")
+    near, method = search.near_duplicates(corpus, "red.shuffle_reduce",
+                                          "Warp-level reduction with shuffle instructions",
+                                          "Use __shfl_down_sync to reduce values inside a warp instead of shared "
+                                          "memory.")
     assert method == "semantic" and near and near[0].skill_id == "red.warp_shuffle"
     assert near[0].score >= search.NEAR_DUPLICATE_THRESHOLD
     near, _ = search.near_duplicates(corpus, "sys.nvtx_ranges", "Annotate host code with NVTX ranges",

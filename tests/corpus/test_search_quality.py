@@ -75,7 +75,7 @@ def _hits(index, queries):
 
 
 def test_answers_exist():
-    from skillbase.corpus.load import CANONICAL_IDS
+    from skillbase.corpus.model import CANONICAL_IDS
 
     assert len(QUERIES) == 20
     assert {w for _, w in QUERIES + HELDOUT} <= set(CANONICAL_IDS)

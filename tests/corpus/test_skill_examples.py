@@ -7,7 +7,7 @@ An example shows one transformation at a size that fills an H200. These tests ho
 - `task.yaml` is a valid task spec for *both* files (same launcher signature, same arguments), with a
   `default` preset that is scored and an irregular size;
 - the static features (`skillbase.evidence.static.features`) and the ptxas report
-  (`skillbase.evidence.ptxas.parse_ptxas`) satisfy `expect.yaml`, and the `after` side's assertions
+  (`skillbase.cuda.ptxas.parse_ptxas`) satisfy `expect.yaml`, and the `after` side's assertions
   would FAIL on `before` (so the expectation really sees the transformation);
 - on a GPU (`-m gpu`), `after` matches `before` within the task tolerance on the small, irregular and
   default sizes, and is faster on the default size.
@@ -34,6 +34,7 @@ import ctypes
 import functools
 import hashlib
 import json
+import operator
 import os
 import re
 import shutil
@@ -137,7 +138,7 @@ def compiled(tmp_path_factory) -> dict[tuple[str, str], tuple[int, str]]:
     jobs = [(ex.parent.name, side, ex / f"{side}.cu") for ex in EXAMPLES for side in SIDES]
     with ThreadPoolExecutor(max_workers=int(os.environ.get("SKILLBASE_NVCC_JOBS", "2"))) as pool:
         results = list(pool.map(lambda job: _nvcc_compile(job[2], out), jobs))
-    return {(skill, side): res for (skill, side, _), res in zip(jobs, results)}
+    return {(skill, side): res for (skill, side, _), res in zip(jobs, results, strict=True)}
 
 
 @pytest.mark.nvcc
@@ -153,7 +154,8 @@ def test_example_compiles(example: Path, compiled):
 
 def _load_spec(example: Path, side: str):
     """load_task on a copy laid out as K.cu + K.task.yaml (the loader's convention)."""
-    task = pytest.importorskip("skillbase.task", reason="skillbase.task (the spec loader) is not available yet")
+    from skillbase import task
+
     tmp = Path(tempfile.mkdtemp(prefix="skill_example_"))
     shutil.copy(example / f"{side}.cu", tmp / "k.cu")
     shutil.copy(example / "task.yaml", tmp / "k.task.yaml")
@@ -246,9 +248,8 @@ def _kernel_name(expect: dict, side: str, features: dict) -> str:
 
 @pytest.fixture(scope="module")
 def analysed(compiled):
-    static = pytest.importorskip("skillbase.evidence.static.features",
-                                 reason="skillbase.evidence.static.features is not available yet")
-    ptxas = pytest.importorskip("skillbase.evidence.ptxas", reason="skillbase.evidence.ptxas is not available yet")
+    from skillbase.cuda import ptxas
+    from skillbase.evidence.static import features as static
     out = {}
     for ex in EXAMPLES:
         for side in SIDES:
@@ -297,7 +298,7 @@ def test_expectations_hold(example: Path, analysed):
             values.append(p[kernels[side]].get(path.split(".", 1)[1]) if path.startswith("ptxas.")
                           else _resolve(f, kernels[side], path))
         b, a = values
-        ok = {"increases": lambda: a > b, "decreases": lambda: a < b, "differs": lambda: a != b}[how]()
+        ok = {"increases": operator.gt, "decreases": operator.lt, "differs": operator.ne}[how](a, b)
         if not ok:
             failures.append(f"changes.{path}: {how} (before {b!r}, after {a!r})")
     failures, fixed = _split_todo(expect, failures)

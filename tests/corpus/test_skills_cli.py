@@ -9,8 +9,8 @@ import yaml
 from click.testing import CliRunner
 
 from skillbase.cli import cli, main
-from skillbase.commands.skills import HEADINGS
 from skillbase.config import builtin_skills_dir
+from skillbase.corpus.model import HEADINGS
 
 
 @pytest.fixture(autouse=True)

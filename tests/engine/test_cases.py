@@ -4,8 +4,8 @@ constant and requires some case to notice (a rule whose cases pass whatever it s
 from __future__ import annotations
 
 import pytest
-
 from toy_rules import CASES, FIXTURE, make_ruleset
+
 
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
@@ -76,7 +76,8 @@ def test_mutation_meta_test_detects_untested_rule(tmp_path):
 
     cases = dict(CASES)
     cases["propose/x.tile.cases.yaml"] = ("cases:\n  - {name: a, expect: fire, reason: fires, values: {dram_pct: 50}}\n"
-                                          "  - {name: b, expect: quiet, reason: quiet only because a name is misspelt, values: {sm_pct: 50}}\n")
+                                          "  - {name: b, expect: quiet, reason: quiet only because a name is misspelt,"
+                                          " values: {sm_pct: 50}}\n")
     engine = Engine.load([make_ruleset(tmp_path / "r", cases=cases)])
     # the quiet case leaves dram_pct missing, so it stays quiet whatever the rule says... unless
     # the rule is `true`: the mutant fires and the case fails, as it should. With `when: false`

@@ -6,9 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
-
-from toy_rules import CASES, FIXTURE
-from toy_rules import M, make_ruleset
+from toy_rules import CASES, FIXTURE, M, make_ruleset
 
 
 @pytest.fixture(autouse=True)
@@ -47,11 +45,13 @@ def test_help_of_every_rules_command():
 
 def test_validate_clean_set_exits_zero(ruleset):
     cases = {k: v for k, v in CASES.items()}
-    cases["propose/x.tile.cases.yaml"] = "cases:\n  - {name: a, expect: fire, reason: r, values: {dram_pct: 50}}\n  - {name: b, expect: quiet, reason: r, values: {dram_pct: 1}}\n"
+    cases["propose/x.tile.cases.yaml"] = ("cases:\n  - {name: a, expect: fire, reason: r, values: {dram_pct: 50}}\n"
+                                          "  - {name: b, expect: quiet, reason: r, values: {dram_pct: 1}}\n")
     root = make_ruleset(ruleset.parent / "clean", cases=cases)
     (root / "fixtures" / "membound.evidence.json").write_text(json.dumps(FIXTURE))
     result = run("rules", "validate", "--rules-dir", str(root))
-    problems = [line for line in result.output.splitlines() if not line.startswith("warning:") and ": " in line and ".yaml:" in line]
+    problems = [line for line in result.output.splitlines()
+                if not line.startswith("warning:") and ": " in line and ".yaml:" in line]
     assert problems == [] or all("unknown skill" in p for p in problems), result.output
     if not problems:
         assert result.exit_code == 0, result.output
@@ -59,10 +59,11 @@ def test_validate_clean_set_exits_zero(ruleset):
 
 
 def test_validate_reports_errors_one_per_line_and_fails(ruleset):
-    (ruleset / "propose" / "r.bad.yaml").write_text("id: r.bad\nkind: propose\nsummary: s\nwhen: 'dram_pcnt > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
+    (ruleset / "propose" / "r.bad.yaml").write_text("id: r.bad\nkind: propose\nsummary: s\nwhen: 'dram_pcnt > 1'\n"
+                                                    "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     result = run("rules", "validate", "--rules-dir", str(ruleset))
     assert result.exit_code == 1
-    line = next(l for l in result.output.splitlines() if "dram_pcnt" in l)
+    line = next(text for text in result.output.splitlines() if "dram_pcnt" in text)
     assert line.startswith(str(ruleset / "propose" / "r.bad.yaml") + ":4: ") and "did you mean `dram_pct`" in line
     data = json.loads(run("rules", "validate", "--rules-dir", str(ruleset), "--json").output)
     assert data["errors"] >= 1 and any("dram_pcnt" in p["message"] for p in data["problems"])

@@ -8,14 +8,11 @@ rules into a temporary folder, so these tests do not depend on the built-in rule
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pytest
+from toy_rules import RULES, THRESHOLDS, VOCABULARY, M, evidence, make_ruleset  # noqa: F401
 
 from skillbase.errors import InputError
-
-from toy_rules import M, RULES, THRESHOLDS, VOCABULARY, evidence, make_ruleset  # noqa: F401
 
 
 @pytest.fixture(autouse=True)
@@ -76,7 +73,8 @@ def test_missing_sentinel_is_distinct_from_none_and_false(engine):
 
 
 def test_sources_and_types(engine):
-    ev = evidence({M["dram"]: 50}, ptxas={"k": {"registers": 40.0}}, static={"kernels": {"k": {"shared": {"static_bytes": 4096}, "atomics": {"any": True}}}},
+    static = {"kernels": {"k": {"shared": {"static_bytes": 4096}, "atomics": {"any": True}}}}
+    ev = evidence({M["dram"]: 50}, ptxas={"k": {"registers": 40.0}}, static=static,
                   history={"tried": [], "failed": ["mem.coalesce", {"skill": "mem.vectorize"}], "won": []})
     view = engine.vocabulary.view(ev, engine.thresholds)
     assert view["dram_pct"] == 50.0 and isinstance(view["dram_pct"], float)
@@ -137,9 +135,11 @@ def test_ranking_tie_on_score_and_speedup_breaks_by_id():
 
 def test_history_demotes_failed_then_tried(engine):
     ev = evidence({M["dram"]: 90.0, M["sm"]: 20.0, M["ls"]: 8.0, M["cpi"]: 10.0},
-                  history={"tried": ["mem.smem_tiling"], "failed": [{"skill": "mem.coalesce", "reason": "slower"}], "won": []})
+                  history={"tried": ["mem.smem_tiling"], "failed": [{"skill": "mem.coalesce", "reason": "slower"}],
+                           "won": []})
     result = engine.evaluate(ev)
-    assert [c.skill for c in result.candidates] == ["mem.vectorize", "mem.aaa_nospeedup", "mem.smem_tiling", "mem.coalesce"]
+    assert [c.skill for c in result.candidates] == ["mem.vectorize", "mem.aaa_nospeedup", "mem.smem_tiling",
+                                                    "mem.coalesce"]
     assert result.candidates[-1].demoted == "failed" and result.candidates[-2].demoted == "tried"
 
 
@@ -153,7 +153,8 @@ def test_because_survives_bad_format_spec():
     from skillbase.engine import MISSING
     from skillbase.engine.trace import render_because
 
-    assert render_because("{a:.2f} and {b:.1f} and {c}", {"a": "text", "b": MISSING, "c": 1}) == "text and missing and 1"
+    rendered = render_because("{a:.2f} and {b:.1f} and {c}", {"a": "text", "b": MISSING, "c": 1})
+    assert rendered == "text and missing and 1"
 
 
 def test_speedup_missing_is_null_and_not_fired_rule_proposes_nothing(engine):
@@ -182,7 +183,8 @@ def test_result_to_json_records_thresholds_and_is_serialisable(engine):
     assert data["thresholds"]["path"].endswith("ncu-defaults.yaml")
     assert data["thresholds"]["digest"].startswith("sha256:")
     assert data["focus_kernel"] == "k" and data["focus_reason"] == "the only kernel"
-    assert {d["rule"] for d in data["decisions"]} == {"a.hot", "bottleneck.memory", "x.coalesce", "x.coalesce-weak", "x.tile"}
+    rules = {"a.hot", "bottleneck.memory", "x.coalesce", "x.coalesce-weak", "x.tile"}
+    assert {d["rule"] for d in data["decisions"]} == rules
     assert all(leaf["result"] in ("true", "false", "missing") for d in data["decisions"] for leaf in d["leaves"])
 
 
@@ -191,11 +193,35 @@ def test_thresholds_file_selects_values(tmp_path):
 
     root = make_ruleset(tmp_path / "r")
     other = tmp_path / "calibrated.yaml"
-    other.write_text('sol_high: {value: 95, provenance: "calibrated on 40 H200 kernels"}\nstall_share: {value: 0.5, provenance: test}\n')
+    other.write_text('sol_high: {value: 95, provenance: "calibrated on 40 H200 kernels"}\n'
+                     'stall_share: {value: 0.5, provenance: test}\n')
     engine = Engine.load([root], thresholds=other)
     result = engine.evaluate(evidence({M["dram"]: 90.0, M["sm"]: 20.0}))
     assert result.facts == {}  # 90 < 95: not memory-bound under the calibrated file
     assert result.thresholds["path"] == str(other)
+
+
+def test_thresholds_given_as_text_decide_like_the_same_file(tmp_path):
+    # calibrate compares thresholds it has not written anywhere
+    from skillbase.engine import Engine, Thresholds
+
+    root = make_ruleset(tmp_path / "r")
+    text = 'sol_high: {value: 95, provenance: "calibrated"}\nstall_share: {value: 0.5, provenance: test}\n'
+    (tmp_path / "calibrated.yaml").write_text(text)
+    from_file = Engine.load([root], thresholds=tmp_path / "calibrated.yaml")
+    from_text = Engine.load([root], thresholds=Thresholds.parse(text, "calibrated (not written)"))
+    ev = evidence({M["dram"]: 90.0, M["sm"]: 20.0})
+    assert from_text.evaluate(ev).facts == from_file.evaluate(ev).facts == {}
+    assert from_text.thresholds.values == from_file.thresholds.values
+    assert from_text.thresholds.digest == from_file.thresholds.digest
+    assert from_text.evaluate(ev).thresholds["path"] == "calibrated (not written)"
+
+
+def test_proposers_of_a_skill_come_from_the_parsed_rules(engine):
+    # `skills show` lists them: the engine's own rules, never a second reading of the YAML
+    assert [r.id for r in engine.proposers_of("mem.coalesce")] == ["x.coalesce", "x.coalesce-weak"]
+    assert engine.proposers_of("mem.coalesce")[0].proposal_for("mem.coalesce").score == 0.9
+    assert engine.proposers_of("no.such_skill") == []
 
 
 def test_kernel_selection(engine):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import textwrap
 
 import pytest
-
 from toy_rules import RULES, VOCABULARY, make_ruleset
 
 GOOD_CASES = {
@@ -26,7 +25,8 @@ def problems_for(tmp_path, rules=None, vocabulary=VOCABULARY, cases=None, skills
     from skillbase.engine.validate import validate
 
     root = make_ruleset(tmp_path / "rules", rules=rules, vocabulary=vocabulary, cases=cases)
-    report = validate([root], skill_ids=skills if skills is not None else {"mem.coalesce", "mem.vectorize", "mem.smem_tiling", "mem.aaa_nospeedup"})
+    known = {"mem.coalesce", "mem.vectorize", "mem.smem_tiling", "mem.aaa_nospeedup"}
+    report = validate([root], skill_ids=skills if skills is not None else known)
     return [str(p) for p in report.problems]
 
 
@@ -61,7 +61,8 @@ def test_schema_error_names_the_key_with_a_hint(tmp_path):
 
 
 def test_unknown_top_level_key_gets_did_you_mean(tmp_path):
-    text = "id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecuase: b\n"
+    text = ("id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\n"
+            "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecuase: b\n")
     problems = problems_for(tmp_path, one_rule(text))
     assert any("did you mean `because`" in p for p in problems), problems
 
@@ -83,13 +84,15 @@ def test_unknown_name_in_a_leaf_gets_did_you_mean_and_its_line(tmp_path):
 
 
 def test_type_error_is_caught_at_load(tmp_path):
-    text = "id: r.one\nkind: propose\nsummary: s\nwhen: 'device_name > 3'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
+    text = ("id: r.one\nkind: propose\nsummary: s\nwhen: 'device_name > 3'\n"
+            "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     line = only(problems_for(tmp_path, one_rule(text)), "device_name")
     assert "r.one.yaml:4:" in line and "mismatch" in line
 
 
 def test_condition_must_be_boolean(tmp_path):
-    text = "id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct + 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
+    text = ("id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct + 1'\n"
+            "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     line = only(problems_for(tmp_path, one_rule(text)), "expected bool")
     assert "r.one.yaml:4:" in line
 
@@ -104,7 +107,8 @@ def test_unknown_skill_and_duplicate_rule_id(tmp_path):
 
 
 def test_rule_id_must_match_file_name(tmp_path):
-    text = "id: r.other\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
+    text = ("id: r.other\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\n"
+            "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     line = only(problems_for(tmp_path, one_rule(text)), "differs from its file name")
     assert "r.one.yaml:1:" in line
 
@@ -122,7 +126,8 @@ def test_rule_id_must_match_file_name(tmp_path):
 ])
 def test_unsatisfiable_intervals(tmp_path, leaves, clash):
     body = "\n".join(f"    - {leaf}" for leaf in leaves)
-    text = f"id: r.one\nkind: propose\nsummary: s\nwhen:\n  all:\n{body}\nproposes: [{{skill: mem.coalesce, score: 0.5}}]\nbecause: b\n"
+    text = (f"id: r.one\nkind: propose\nsummary: s\nwhen:\n  all:\n{body}\n"
+            f"proposes: [{{skill: mem.coalesce, score: 0.5}}]\nbecause: b\n")
     problems = [p for p in problems_for(tmp_path, one_rule(text)) if "can never be true" in p]
     assert bool(problems) == clash, problems
     if clash:
@@ -130,7 +135,8 @@ def test_unsatisfiable_intervals(tmp_path, leaves, clash):
 
 
 def test_leaf_with_its_negation(tmp_path):
-    text = "id: r.one\nkind: propose\nsummary: s\nwhen:\n  all:\n    - 'dram_pct > sm_pct * 2'\n    - not: 'dram_pct  >  sm_pct * 2'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
+    text = ("id: r.one\nkind: propose\nsummary: s\nwhen:\n  all:\n    - 'dram_pct > sm_pct * 2'\n"
+            "    - not: 'dram_pct  >  sm_pct * 2'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     assert any("and its negation" in p for p in problems_for(tmp_path, one_rule(text)))
 
 
@@ -183,32 +189,38 @@ def test_vocabulary_problems(tmp_path):
 def test_derivation_rule_cycle(tmp_path):
     rules = {
         "derive/f.one.yaml": "id: f.one\nkind: derive\nsummary: s\nwhen: 'hot'\nderives: {bottleneck: X}\nbecause: b\n",
-        "derive/f.two.yaml": "id: f.two\nkind: derive\nsummary: s\nwhen: 'memory_bound'\nderives: {hot: true}\nbecause: b\n",
+        "derive/f.two.yaml": "id: f.two\nkind: derive\nsummary: s\nwhen: 'memory_bound'\nderives: {hot: true}\n"
+                             "because: b\n",
     }
     line = only(problems_for(tmp_path, rules), "form a cycle")
     assert "f.one -> f.two -> f.one" in line or "f.two -> f.one -> f.two" in line
 
 
 def test_derives_unknown_fact_and_wrong_literal_type(tmp_path):
-    rules = {"derive/f.one.yaml": "id: f.one\nkind: derive\nsummary: s\nwhen: 'dram_pct > 1'\nderives: {bottlenek: X, hot: maybe}\nbecause: b\n"}
+    rules = {"derive/f.one.yaml": "id: f.one\nkind: derive\nsummary: s\nwhen: 'dram_pct > 1'\n"
+                                  "derives: {bottlenek: X, hot: maybe}\nbecause: b\n"}
     problems = problems_for(tmp_path, rules)
     assert any("`bottlenek` is not a fact" in p and "did you mean `bottleneck`" in p for p in problems), problems
     assert any("`hot` is bool" in p for p in problems), problems
 
 
 def test_because_with_unknown_name(tmp_path):
-    text = "id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: 'at {dram_pcnt:.0f}%'\n"
+    text = ("id: r.one\nkind: propose\nsummary: s\nwhen: 'dram_pct > 1'\n"
+            "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: 'at {dram_pcnt:.0f}%'\n")
     assert any("`because` reads unknown name `dram_pcnt`" in p for p in problems_for(tmp_path, one_rule(text)))
 
 
 def test_cases_required_with_fire_and_quiet_and_reasons(tmp_path):
     cases = {
-        "derive/bottleneck.memory.cases.yaml": "cases:\n  - {name: a, expect: fire, reason: r, values: {dram_pct: 90}}\n",
+        "derive/bottleneck.memory.cases.yaml": "cases:\n"
+                                               "  - {name: a, expect: fire, reason: r, values: {dram_pct: 90}}\n",
         "propose/x.tile.cases.yaml": "cases:\n  - {name: a, expect: fire, values: {}}\n",
-        "propose/x.coalesce.cases.yaml": "cases:\n  - {name: a, expect: fire, reason: r, fixture: nowhere}\n  - {name: b, expect: quiet, reason: r, values: {dram_pcnt: 1}}\n",
+        "propose/x.coalesce.cases.yaml": "cases:\n  - {name: a, expect: fire, reason: r, fixture: nowhere}\n"
+                                         "  - {name: b, expect: quiet, reason: r, values: {dram_pcnt: 1}}\n",
     }
     problems = problems_for(tmp_path, cases=cases)
-    assert any("bottleneck.memory.cases.yaml:1: rule `bottleneck.memory` has no `expect: quiet` case" in p for p in problems), problems
+    no_quiet = "bottleneck.memory.cases.yaml:1: rule `bottleneck.memory` has no `expect: quiet` case"
+    assert any(no_quiet in p for p in problems), problems
     assert any("x.tile.cases.yaml:2:" in p and "'reason' is required" in p for p in problems), problems
     assert any("rule `a.hot` has no cases file" in p for p in problems), problems
     assert any("fixture `nowhere` not found" in p for p in problems), problems
@@ -217,8 +229,10 @@ def test_cases_required_with_fire_and_quiet_and_reasons(tmp_path):
 
 def test_problems_are_all_collected_not_just_the_first(tmp_path):
     rules = dict(RULES)
-    rules["propose/r.one.yaml"] = "id: r.one\nkind: propose\nsummary: s\nwhen: 'nope > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
-    rules["propose/r.two.yaml"] = "id: r.two\nkind: propose\nsummary: s\nwhen: 'nada > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"
+    rules["propose/r.one.yaml"] = ("id: r.one\nkind: propose\nsummary: s\nwhen: 'nope > 1'\n"
+                                   "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
+    rules["propose/r.two.yaml"] = ("id: r.two\nkind: propose\nsummary: s\nwhen: 'nada > 1'\n"
+                                   "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n")
     problems = problems_for(tmp_path, rules)
     assert any("`nope`" in p for p in problems) and any("`nada`" in p for p in problems)
 
@@ -227,7 +241,8 @@ def test_engine_load_refuses_a_broken_set_with_one_line(tmp_path):
     from skillbase.engine import Engine
     from skillbase.errors import InputError
 
-    rules = {"propose/r.one.yaml": "id: r.one\nkind: propose\nsummary: s\nwhen: 'nope > 1'\nproposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"}
+    rules = {"propose/r.one.yaml": "id: r.one\nkind: propose\nsummary: s\nwhen: 'nope > 1'\n"
+                                   "proposes: [{skill: mem.coalesce, score: 0.5}]\nbecause: b\n"}
     with pytest.raises(InputError) as caught:
         Engine.load([make_ruleset(tmp_path / "rules", rules=rules)])
     assert "rule set has errors" in caught.value.message and "\n" not in caught.value.message

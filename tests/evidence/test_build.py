@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,8 @@ def test_profile_source_and_ptxas_log():
 @needs_profiles
 def test_existing_evidence_object_refocused():
     ev = load_ncu_report(PROFILES / "divergent_reduction" / "report.ncu-rep")
-    out = build_evidence(evidence=ev, kernel="reduce_final", ptxas_text=(PROFILES / "divergent_reduction" / "ptxas.txt").read_text())
+    out = build_evidence(evidence=ev, kernel="reduce_final",
+                         ptxas_text=(PROFILES / "divergent_reduction" / "ptxas.txt").read_text())
     assert out.focus_kernel == "reduce_final" and out.ptxas["reduce_final"]["registers"] == 12
 
 
@@ -52,10 +54,11 @@ def test_static_only_with_template_ptxas_alias():
         build_evidence(source=STATIC / "launcher.cu", ptxas_text="", kernel="zzz")
 
 
-def test_nvcc_absent_is_a_note_not_an_error(monkeypatch):
-    import skillbase.evidence.build as package
-
-    monkeypatch.setattr(package.shutil, "which", lambda name: None)
+def test_nvcc_absent_is_a_note_not_an_error(monkeypatch, tmp_path):
+    # no nvcc anywhere: not on PATH, not under $CUDA_HOME, not in /usr/local/cuda
+    monkeypatch.setattr("shutil.which", lambda name: None)
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path))
+    monkeypatch.setattr(Path, "is_file", lambda self: False if self.name == "nvcc" else os.path.isfile(self))
     ev = build_evidence(source=STATIC / "coalesced.cu")
     assert ev.ptxas is None and any("nvcc not found" in n for n in ev.notes)
 
@@ -65,6 +68,35 @@ def test_ptxas_compiled_when_nvcc_present(tmp_path, monkeypatch):
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
     ev = build_evidence(source=STATIC / "atomics.cu", kernel="hist_shared")
     assert ev.ptxas["hist_shared"]["shared_bytes"] == 1024 and ev.ptxas["hist_shared"]["arch"] == "sm_90"
+
+
+@pytest.mark.nvcc
+def test_a_source_that_does_not_compile_is_a_note(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    source = tmp_path / "broken.cu"
+    source.write_text("__global__ void k(float* x) { x[0] = y; }\n")
+    ev = build_evidence(source=source)
+    assert ev.ptxas is None and any(n.startswith("nvcc failed: broken.cu:1: error") for n in ev.notes), ev.notes
+
+
+@pytest.mark.nvcc
+def test_ptxas_is_the_harness_build_with_its_cache_and_headers(tmp_path, monkeypatch):
+    from skillbase.evidence import parse_ptxas, ptxas_for_source
+    from skillbase.harness.build import build
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "tile.h").write_text("#define TILE 16\n")
+    source = tmp_path / "k.cu"
+    source.write_text('#include "tile.h"\n__global__ void k(float* x) {\n  __shared__ float s[TILE];\n'
+                      "  s[threadIdx.x] = x[threadIdx.x];\n  __syncthreads();\n"
+                      "  x[threadIdx.x] = s[TILE - 1 - threadIdx.x];\n}\n")
+    first, note = ptxas_for_source(source)
+    assert note is None and parse_ptxas(first)["k"]["shared_bytes"] == 64
+    again = build(source, arch="sm_90", compile_only=True)
+    assert again.cached and again.log == first          # one build, one cache
+    (tmp_path / "tile.h").write_text("#define TILE 32\n")
+    second, _ = ptxas_for_source(source)                # a changed header misses the cache
+    assert parse_ptxas(second)["k"]["shared_bytes"] == 128
 
 
 @needs_profiles

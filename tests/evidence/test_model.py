@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from skillbase.config import schemas_dir
 from skillbase.errors import InputError
-from skillbase.evidence.model import SCHEMA_FILE, Evidence, KernelRecord
+from skillbase.evidence.model import Evidence, KernelRecord, focus_static_kernel
 
 RULE_FIXTURES = Path(__file__).resolve().parents[2] / "rules" / "fixtures"
 
@@ -19,7 +20,7 @@ def make(durations: dict[str, float]) -> Evidence:
 
 
 def test_schema_is_2020_12_with_id():
-    schema = json.loads(SCHEMA_FILE.read_text())
+    schema = json.loads((schemas_dir() / "evidence.schema.json").read_text())
     assert schema["$schema"].endswith("2020-12/schema")
     assert schema["$id"].endswith("evidence.schema.json")
 
@@ -75,6 +76,45 @@ def test_minority_share_never_rounds_to_100_or_0():
     assert "0.00%" in ev.focus_reason or "0.0" in ev.focus_reason
     ev.select_kernel("big")
     assert "100%" not in ev.focus_reason
+
+
+def static_of(*kernels: str, launched: tuple[str, ...] = ()) -> dict:
+    return {"kernels": {k: {"line": i + 1} for i, k in enumerate(kernels)},
+            "launchers": {"launch": {"launches": [{"kernel": k} for k in launched]}}}
+
+
+def test_without_a_profile_the_source_decides_the_focus():
+    assert focus_static_kernel(static_of("only")) == ("only", "the only kernel in the source (no profile)")
+    name, reason = focus_static_kernel(static_of("a", "b", launched=("b",)))
+    assert name == "b" and reason.startswith("first kernel its launcher starts, 1 of 2")
+    assert focus_static_kernel(static_of("a", "b"))[0] == "a"
+    assert focus_static_kernel(static_of("rows_kernel", "cols_kernel"), "cols")[0] == "cols_kernel"
+    assert focus_static_kernel(static_of("rows_kernel", "cols_kernel"), "^r")[0] == "rows_kernel"
+    with pytest.raises(InputError, match="kernels in the source: a, b"):
+        focus_static_kernel(static_of("a", "b"), "zzz")
+
+
+def test_select_kernel_is_the_one_focus_rule_with_or_without_a_profile():
+    ev = Evidence(static=static_of("a", "b", launched=("b",)))
+    assert ev.select_kernel() is None and ev.focus_kernel == "b" and "no profile" in ev.focus_reason
+    ev.select_kernel("a")
+    assert ev.focus_kernel == "a" and "static analysis only" in ev.focus_reason
+    with pytest.raises(InputError, match="no profiled kernel"):
+        Evidence().select_kernel("a")
+
+
+def test_focus_blocks_resolve_by_name_base_name_or_the_only_entry():
+    ev = make({"hot": 970.0, "cold": 30.0})
+    ev.select_kernel()
+    ev.static = static_of("hot", "cold")
+    ev.ptxas = {"hot": {"registers": 40}, "cold": {"registers": 8}}
+    assert ev.focus_static() == {"line": 1} and ev.focus_ptxas() == {"registers": 40}
+    ev.focus_kernel = "void hot<128>(float *, int)"
+    assert ev.focus_ptxas() == {"registers": 40}
+    ev.ptxas = {"other": {"registers": 3}}
+    assert ev.focus_ptxas() == {"registers": 3}
+    ev.ptxas = None
+    assert ev.focus_ptxas() is None
 
 
 @pytest.mark.parametrize("text, fragment", [

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from skillbase.evidence.names import base_name, itanium_base_name, without_params
-from skillbase.evidence.ptxas import parse_ptxas
+from skillbase.cuda.names import base_name, itanium_base_name, without_params
+from skillbase.cuda.ptxas import parse_ptxas
 
 STATIC = Path(__file__).resolve().parents[1] / "fixtures" / "static"
 PROFILES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
@@ -105,6 +105,6 @@ def test_fresh_compile_with_maxrregcount(tmp_path, monkeypatch):
     assert note is None
     got = parse_ptxas(text)
     assert got["many_accumulators"]["spill_store_bytes"] > 0
-    assert len(list((tmp_path / "ptxas").glob("*.txt"))) == 1
+    assert len(list((tmp_path / "build").glob("*/build.log"))) == 1
     again, _ = ptxas_for_source(STATIC / "spills.cu", "sm_90", extra_flags=("-maxrregcount=16",))
     assert again == text  # served from the cache

@@ -31,7 +31,8 @@ def test_file_block(feats):
 
 def test_params_const_restrict(feats):
     params = k(feats, "coalesced", "copy_scalar")["params"]
-    assert params[0] == {"name": "in", "type": "const float* __restrict__", "pointer": True, "const": True, "restrict": True}
+    assert params[0] == {"name": "in", "type": "const float* __restrict__", "pointer": True, "const": True,
+                         "restrict": True}
     assert params[1]["const"] is False and params[1]["restrict"] is True and params[2]["pointer"] is False
     g = k(feats, "coalesced", "copy_scalar")["global_access"]
     assert g["pointer_inputs"] == 2 and g["const_restrict_inputs"] == 1
@@ -105,9 +106,11 @@ def test_tensor_cores(feats):
 
 
 def test_async_copies(feats):
-    assert k(feats, "async_copy", "stage_pipeline")["async_copy"] == {"cp_async": True, "memcpy_async": False, "tma": False}
+    assert k(feats, "async_copy", "stage_pipeline")["async_copy"] == {"cp_async": True, "memcpy_async": False,
+                                                                       "tma": False}
     assert k(feats, "async_copy", "stage_ptx")["async_copy"]["cp_async"] is True
-    assert k(feats, "async_copy", "stage_cuda_memcpy_async")["async_copy"] == {"cp_async": False, "memcpy_async": True, "tma": False}
+    assert k(feats, "async_copy", "stage_cuda_memcpy_async")["async_copy"] == {"cp_async": False, "memcpy_async": True,
+                                                                                "tma": False}
     assert k(feats, "async_copy", "stage_cuda_barrier")["async_copy"]["memcpy_async"] is True
     assert not any(k(feats, "tiled_gemm_padded", "sgemm_padded")["async_copy"].values())
 
@@ -117,7 +120,7 @@ def test_tma_from_asm_text():
         __shared__ float buf[256];
         asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];" :: "r"(0), "l"(desc), "r"(0), "r"(0), "r"(0));
         out[threadIdx.x] = buf[threadIdx.x];
-    }"""
+    }"""  # noqa: E501 - the PTX line stays whole
     got = static_features(src)["kernels"]["tma"]["async_copy"]
     assert got == {"cp_async": False, "memcpy_async": False, "tma": True}
 
@@ -154,7 +157,8 @@ def test_launchers_with_constants(feats):
     assert (fixed["grid_blocks"], fixed["block_threads"]) == (64, 128)
     assert feats["launcher"]["file"]["kernel_launches"] == 3
     assert feats["launcher"]["file"]["launches_in_host_loops"] == 1
-    assert launchers["launch_scale"]["params"][3] == {"name": "stream", "type": "cudaStream_t", "pointer": False, "const": False}
+    assert launchers["launch_scale"]["params"][3] == {"name": "stream", "type": "cudaStream_t", "pointer": False,
+                                                      "const": False}
     assert feats["launcher"]["kernels"]["rows_kernel"]["shared"]["dynamic"] is True
 
 
@@ -170,7 +174,8 @@ def test_profiled_fixture_kernels():
     spills = static_features(KERNELS / "register_spills.cu")["kernels"]["moments_capped"]
     assert spills["launch_bounds"] == {"max_threads": 256, "min_blocks": 8}
     assert spills["local_arrays"][0]["elements"] == 48 and spills["local_arrays"][0]["dynamic_index"] is False
-    assert static_features(KERNELS / "global_atomics.cu")["kernels"]["sum_atomic_every_thread"]["atomics"]["global"] == 1
+    kernels = static_features(KERNELS / "global_atomics.cu")["kernels"]
+    assert kernels["sum_atomic_every_thread"]["atomics"]["global"] == 1
     assert static_features(KERNELS / "tensor_core_gemm.cu")["kernels"]["hgemm_wmma_global"]["tensor_cores"]["wmma"]
     occupancy = static_features(KERNELS / "smem_occupancy.cu")["kernels"]["window_sum_big_smem"]
     assert occupancy["shared"]["static_bytes"] == 128 * 88 * 4

@@ -13,7 +13,8 @@ from skillbase.harness import build as build_module
 from skillbase.harness.build import BuildError, build, check_extra_flags, first_error, normalize_arch
 
 REPO = Path(__file__).resolve().parents[2]
-TINY = 'extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\nextern "C" void run(float* x) { k<<<1, 32>>>(x); }\n'
+TINY = ('extern "C" __global__ void k(float* x) { x[threadIdx.x] *= 2.0f; }\n'
+        'extern "C" void run(float* x) { k<<<1, 32>>>(x); }\n')
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +63,8 @@ def test_local_header_change_rebuilds(tmp_path, cache):
 @pytest.mark.nvcc
 def test_compile_error_is_one_line_with_file_and_line(tmp_path, cache):
     source = tmp_path / "broken.cu"
-    source.write_text('__global__ void k(float* x) {\n  x[0] = y;\n}\nextern "C" void run(float* x) { k<<<1,1>>>(x); }\n')
+    source.write_text('__global__ void k(float* x) {\n  x[0] = y;\n}\n'
+                      'extern "C" void run(float* x) { k<<<1,1>>>(x); }\n')
     with pytest.raises(BuildError) as info:
         build(source, arch="sm_90", compile_only=True, cache_dir=cache)
     assert info.value.message == 'broken.cu:2: error: identifier "y" is undefined'
@@ -82,7 +84,8 @@ def test_first_error_formats():
 def test_missing_nvcc_is_an_environment_problem(monkeypatch, tmp_path):
     monkeypatch.setattr(build_module.shutil, "which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", str(tmp_path))
-    monkeypatch.setattr(build_module.Path, "is_file", lambda self: False if self.name == "nvcc" else os.path.isfile(self))
+    monkeypatch.setattr(build_module.Path, "is_file",
+                        lambda self: False if self.name == "nvcc" else os.path.isfile(self))
     source = tmp_path / "k.cu"
     source.write_text(TINY)
     with pytest.raises(EnvironmentProblem) as info:
@@ -97,9 +100,9 @@ def test_arch_normalisation():
         normalize_arch("hopper")
 
 
-@pytest.mark.parametrize("flags", [("-lcublas",), ("-include", "cheat.h"), ("-o", "/tmp/x"), ("-Xcompiler", "-fplugin=x"),
-                                   ("-DSYNC=cudaDeviceSynchronize",), ("-DX=f()",), ("-Xptxas", "-o,/tmp/x"),
-                                   ("-ccbin", "evil")])
+@pytest.mark.parametrize("flags", [("-lcublas",), ("-include", "cheat.h"), ("-o", "/tmp/x"),
+                                   ("-Xcompiler", "-fplugin=x"), ("-DSYNC=cudaDeviceSynchronize",), ("-DX=f()",),
+                                   ("-Xptxas", "-o,/tmp/x"), ("-ccbin", "evil")])
 def test_dangerous_extra_flags_are_refused(flags):
     with pytest.raises(InputError):
         check_extra_flags(flags)

@@ -79,7 +79,8 @@ def test_ncu_command_lines():
     from skillbase.harness.profile import DEFAULT_SECTIONS, ncu_command
 
     base = ["ncu", "--clock-control", "none"]
-    minimal = ncu_command("ncu", Path("/tmp/k.default"), metrics=["dram__bytes.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"])
+    minimal = ncu_command("ncu", Path("/tmp/k.default"),
+                          metrics=["dram__bytes.sum", "sm__throughput.avg.pct_of_peak_sustained_elapsed"])
     assert minimal[:3] == base and "--metrics" in minimal
     listed = minimal[minimal.index("--metrics") + 1].split(",")
     assert "gpu__time_duration.sum" in listed and "dram__bytes.sum" in listed

@@ -16,7 +16,7 @@ def bare_machine(monkeypatch):
     real_which = doctor.shutil.which
     monkeypatch.setattr(doctor.shutil, "which", lambda name: None if name in ("nvidia-smi", "ncu", "compute-sanitizer")
                         else real_which(name))
-    monkeypatch.setattr("skillbase.harness.profile.shutil.which", lambda name: None)
+    monkeypatch.setattr("skillbase.harness.env.shutil.which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
     real_import = doctor.importlib.import_module
 

@@ -78,12 +78,12 @@ def test_worker_keeps_the_result_channel_clean(tmp_path):
     """Anything written to fd 1 inside the worker (a candidate's printf) must not reach the result channel."""
     job = tmp_path / "job.json"
     job.write_text(json.dumps({"kind": "bogus"}))
-    code = ("import os, sys, runpy; sys.argv=['w', %r];"
+    code = (f"import os, sys, runpy; sys.argv=['w', {str(job)!r}];"
             "import skillbase.harness.worker as w;"
             "orig = w.run_job\n"
             "def noisy(job):\n"
             "    os.write(1, b'garbage from a kernel printf\\n'); return orig(job)\n"
-            "w.run_job = noisy; w.main()") % str(job)
+            "w.run_job = noisy; w.main()")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=worker_env(), timeout=60)
     assert out.stdout.startswith("skillbase-result: ") and "garbage" not in out.stdout
     assert "garbage from a kernel printf" in out.stderr
@@ -104,7 +104,6 @@ def test_timeout_kills_the_whole_process_group(tmp_path):
 
 
 def test_no_cupy_is_an_environment_problem_not_a_traceback():
-    pytest.importorskip("numpy")
     try:
         import cupy  # noqa: F401
         pytest.skip("CuPy is installed here")
@@ -118,7 +117,7 @@ def test_no_cupy_is_an_environment_problem_not_a_traceback():
 def test_a_candidate_copy_carries_the_files_its_spec_names(tmp_path, monkeypatch):
     """A candidate is built in the cache beside a copy of the spec; a python reference, a CUDA
     reference (with its spec) and input hooks must travel too, or the copy cannot be profiled."""
-    from skillbase.harness.compare import scratch_copy, spec_files
+    from skillbase.harness.scratch import scratch_copy, spec_files
 
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
     task = tmp_path / "k.cu"

@@ -273,7 +273,8 @@ def test_the_launcher_and_helpers_are_still_checked():
     assert _rules(helper) == ["host-static-state", "launcher-memory"], "only the hooks' own bodies are exempt"
 
 
-@pytest.mark.parametrize("call", ["cudaStream_t s; cudaStreamCreate(&s);", "cudaDeviceSetCacheConfig(cudaFuncCachePreferL1);",
+@pytest.mark.parametrize("call", ["cudaStream_t s; cudaStreamCreate(&s);",
+                                  "cudaDeviceSetCacheConfig(cudaFuncCachePreferL1);",
                                   "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 1 << 20);",
                                   "const char* v = getenv(\"CUDA_INJECTION64_PATH\");", "long long t = clock64();"])
 def test_hooks_stay_banned_from_streams_device_state_probes_and_clocks(call):
@@ -376,7 +377,8 @@ def test_shared_library_records_the_linked_library(tmp_path, monkeypatch, build_
         pytest.skip("libcublas.so not found (toolkit lib64, $SKILLBASE_VENDOR_LIB, pip nvidia-* packages)")
     if shutil.which("readelf") is None:
         pytest.skip("needs readelf")
-    if not any(Path(d).resolve() == libs[0].resolve() for d in os.environ.get("SKILLBASE_VENDOR_LIB", "").split(os.pathsep) if d):
+    vendor = [d for d in os.environ.get("SKILLBASE_VENDOR_LIB", "").split(os.pathsep) if d]
+    if not any(Path(d).resolve() == libs[0].resolve() for d in vendor):
         monkeypatch.setenv("SKILLBASE_VENDOR_LIB", str(libs[0]))
     source = tmp_path / "tiny_vendor.cu"
     source.write_text(TINY_VENDOR)
@@ -483,7 +485,8 @@ def _host_session(monkeypatch, tmp_path, candidate_defines):
     libs = {}
     for name, defines in (("ref", ["-DOFFSET="]), ("cand", candidate_defines)):
         libs[name] = tmp_path / f"lib{name}.so"
-        subprocess.run(["gcc", "-shared", "-fPIC", *defines, "-o", str(libs[name]), str(tmp_path / "host.c")], check=True)
+        subprocess.run(["gcc", "-shared", "-fPIC", *defines, "-o", str(libs[name]), str(tmp_path / "host.c")],
+                       check=True)
 
     class HostArray(np.ndarray):
         @property
@@ -532,7 +535,8 @@ def test_session_never_compares_scratch_and_sets_up_once_per_size(monkeypatch, t
 
     session = _host_session(monkeypatch, tmp_path, ["-DOFFSET=", "-DGARBAGE"])
     result = CheckResult(compiled=True)
-    assert verify_candidate(session, VerifyPlan(sizes=session.spec.verify_sizes(), probe_calls=0), result), result.reason
+    plan = VerifyPlan(sizes=session.spec.verify_sizes(), probe_calls=0)
+    assert verify_candidate(session, plan, result), result.reason
     assert {name for check in result.checks for name in check.outputs} == {"out"}
     libraries = [launcher.lib for launcher in session.launchers]
     for launcher in session.launchers:   # default, then irregular: one setup each, whatever the number of calls
@@ -577,7 +581,7 @@ def test_every_vendor_spec_names_its_hooks_link_and_reference(spec_path):
 
 
 def test_bench_discovery_reads_link_and_hooks_from_the_vendor_spec():
-    from skillbase.bench import results as lib
+    from skillbase.bench import suite as lib
 
     vendors = [i for o in lib.discover(BENCH) for i in o.implementations if i.kind == "vendor"]
     assert len(vendors) == len(VENDOR_SPECS)
@@ -680,7 +684,7 @@ def test_failing_or_missing_setup_is_a_one_line_load_failure(tmp_path):
 
 @pytest.mark.gpu
 def test_matrix_mul_cublas_verified_and_timed_against_its_baseline():
-    from skillbase.harness import compare
+    from skillbase.run import judges as compare
 
     folder = BENCH / "ops" / "matrix_mul"
     vendor, baseline = folder / "vendor_fp32.cu", folder / "fp32.cu"

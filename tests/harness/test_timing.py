@@ -5,8 +5,17 @@ from __future__ import annotations
 import pytest
 
 from skillbase.harness.l2 import flush_bytes
-from skillbase.harness.timing import (batch_size, decide_speedup, flops_floor_applies, is_cold, quarantine_reason,
-                                      roofline_floor_us, sample_count, stats, wall_clock_reason)
+from skillbase.harness.timing import (
+    batch_size,
+    decide_speedup,
+    flops_floor_applies,
+    is_cold,
+    quarantine_reason,
+    roofline_floor_us,
+    sample_count,
+    stats,
+    wall_clock_reason,
+)
 
 PEAKS = {"copy_bytes_per_s": 4.3e12, "fp32_flops_per_s": 60e12}
 

@@ -6,8 +6,7 @@ import numpy as np
 import pytest
 
 from skillbase.harness.result import CheckResult, KernelTiming, Probe, SizeCheck, SizeTiming, Stats
-from skillbase.harness.verify import (POISON, POISON_ALT, compare_outputs, poisoned_mask, precision_hint,
-                                      spec_sanity)
+from skillbase.harness.verify import POISON, POISON_ALT, compare_outputs, poisoned_mask, precision_hint, spec_sanity
 from skillbase.task.dtypes import bf16_bits_to_float32, float32_to_bf16_bits
 
 RNG = np.random.default_rng(0)
@@ -81,7 +80,9 @@ def test_bf16_math_on_an_f32_task_is_flagged_as_a_precision_downgrade():
     a = RNG.standard_normal((64, 512)).astype(np.float32)
     b = RNG.standard_normal((512, 64)).astype(np.float32)
     ref = (a.astype(np.float64) @ b).astype(np.float32)
-    to_bf16 = lambda x: bf16_bits_to_float32(float32_to_bf16_bits(x)).reshape(x.shape)
+    def to_bf16(x):
+        return bf16_bits_to_float32(float32_to_bf16_bits(x)).reshape(x.shape)
+
     out = (to_bf16(a).astype(np.float64) @ to_bf16(b)).astype(np.float32)
     c = compare_outputs("C", out, ref, "f32", 1e-4, 1e-5)
     assert not c.ok and "precision downgrade" in c.reason, c.reason

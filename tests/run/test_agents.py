@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from llm_server import ScriptedLLM, Step
+
 from skillbase.agents.client import ChatClient, LLMUnavailable, load_config
 from skillbase.agents.coder import NoCodeInReply, coder_prompt, debugger_prompt, extract_cuda
 from skillbase.agents.prompts import load_prompt

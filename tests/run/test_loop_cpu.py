@@ -15,16 +15,15 @@ import shutil
 from pathlib import Path
 
 import pytest
-
 from llm_server import ScriptedLLM, Step
+from loop_kit import BROKEN, CHEAT, REPORT, TILED, fenced
+
 from skillbase.errors import InputError
-from skillbase.run.loop import Settings
 from skillbase.run.session import resume_run, start_run
 from skillbase.run.store import RunStore
+from skillbase.run.types import Settings
 
 pytestmark = pytest.mark.nvcc
-
-from loop_kit import BROKEN, CHEAT, FIXTURES, REPORT, TILED, fenced, task  # noqa: F401  (task: a fixture)
 
 
 def _redact(text: str, tmp_path: Path) -> str:
@@ -188,3 +187,25 @@ def test_mechanical_mode_sweeps_annotated_tunables(tmp_path, monkeypatch):
     assert "#define BLOCK_X 32" in sources[0] and "#define BLOCK_Y 2" in sources[2]
     # Once swept, the same kernel is not swept again: the loop stops for want of candidates.
     assert decisions[1]["chosen_skill"] is None and summary["stop_reason"].startswith("no candidate left")
+
+
+def test_a_run_records_what_past_runs_said_about_each_skill(tmp_path, monkeypatch):
+    """The session's evidence carries `history.past` (the store's other runs, per skill): the second
+    run on the same store sees the first's sweep, and `explain` shows it beside the candidate."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    folder = tmp_path / "task"
+    shutil.copytree(Path(__file__).resolve().parents[2] / "examples" / "naive_sgemm", folder)
+    store_path = tmp_path / "store"
+    runs = [start_run(folder / "naive_sgemm.cu", Settings(rounds=1, repairs=0, agent="none", sweep_limit=1),
+                      store_path=store_path, gpu=False, progress=lambda m: None)["run"] for _ in range(2)]
+    store = RunStore.open(store_path)
+    documents = [json.loads(store.artifacts.get_text(store.evidence_rows(store.get_run(r).id)[0]["document"]))
+                 for r in runs]
+    assert documents[0]["history"]["past"] == {}
+    assert documents[1]["history"]["past"] == {
+        "tune.parameter_sweep": {"tried": 1, "accepted": 0, "failed": 1, "mean_accepted_speedup": None}}
+    from skillbase.run.explain import explain_run, render_text
+
+    assert "past runs" not in render_text(explain_run(store, runs[0]))
+    assert any("tune.parameter_sweep" in line and line.endswith("past runs: accepted 0 of 1")
+               for line in render_text(explain_run(store, runs[1])).splitlines())

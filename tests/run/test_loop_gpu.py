@@ -11,21 +11,22 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from llm_server import ScriptedLLM, Step
-from skillbase.run.loop import Settings
+from loop_kit import CHEAT, TILED, fenced
+
 from skillbase.run.session import start_run
 from skillbase.run.store import RunStore
-from loop_kit import CHEAT, TILED, fenced, task  # noqa: F401  (the task fixture)
+from skillbase.run.types import Settings
 
 pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 
 BROKEN = TILED.replace("float acc = 0.0f;", "float acc = 0.0f")
 # Compiles and runs, reads B transposed: outside tolerance on every size.
-WRONG = TILED.replace("acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];", "acc += As[threadIdx.y][k] * Bs[threadIdx.x][k];")
+WRONG = TILED.replace("acc += As[threadIdx.y][k] * Bs[k][threadIdx.x];",
+                      "acc += As[threadIdx.y][k] * Bs[threadIdx.x][k];")
 
 
-def test_loop_end_to_end_on_the_gpu(task, tmp_path, monkeypatch):  # noqa: F811
+def test_loop_end_to_end_on_the_gpu(task, tmp_path, monkeypatch):
     assert WRONG != TILED and BROKEN != TILED
     steps = [
         Step(content=fenced(TILED)),                        # r0 coder: shared-memory tiling, a real speedup

@@ -135,7 +135,7 @@ def test_kill_9_mid_write_keeps_every_finished_step(tmp_path):
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
     store = RunStore.open(location)
-    steps = store.finished_steps(run_id)
+    steps = [row[0] for row in store.db.execute("SELECT key FROM steps WHERE run_id=?", (run_id,))]
     rounds = store.rounds(run_id)
     assert len(steps) >= 5
     # Every finished step has its round finished too: the transaction is all or nothing.
@@ -163,4 +163,78 @@ def test_a_running_run_whose_process_died_shows_as_interrupted(tmp_path):
     with store.transaction() as tx:                          # another machine's run: left as stored
         tx.event(dead.id, "owner", {"host": socket.gethostname() + "-elsewhere", "pid": gone.pid})
     assert store.shown_status(dead) == "running"
-    assert json.loads(store.db.execute("SELECT payload_json FROM events WHERE kind='owner' LIMIT 1").fetchone()[0])["pid"]
+    owner = store.db.execute("SELECT payload_json FROM events WHERE kind='owner' LIMIT 1").fetchone()[0]
+    assert json.loads(owner)["pid"]
+
+
+# The schema (version 1) as the code before the run package wrote it, statement by statement.
+PRE_MOVE_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, created_at REAL NOT NULL, finished_at REAL,
+    task_path TEXT NOT NULL, task_name TEXT NOT NULL, status TEXT NOT NULL, stop_reason TEXT,
+    manifest_json TEXT NOT NULL, baseline_us REAL, best_us REAL, best_kernel TEXT);
+CREATE TABLE rounds (run_id INTEGER NOT NULL REFERENCES runs(id), idx INTEGER NOT NULL, status TEXT NOT NULL,
+    started_at REAL NOT NULL, finished_at REAL, kernel TEXT, outcome TEXT, PRIMARY KEY (run_id, idx));
+CREATE TABLE evidence (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL, kernel TEXT NOT NULL, document TEXT NOT NULL, report TEXT, created_at REAL NOT NULL);
+CREATE TABLE decisions (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL, chosen_skill TEXT, params_json TEXT NOT NULL, candidates_json TEXT NOT NULL,
+    trace TEXT NOT NULL, reason TEXT NOT NULL, created_at REAL NOT NULL);
+CREATE TABLE attempts (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL REFERENCES runs(id),
+    round_idx INTEGER NOT NULL, attempt_idx INTEGER NOT NULL, skill TEXT, params_json TEXT NOT NULL,
+    parent_kernel TEXT, kernel TEXT, status TEXT NOT NULL, reason TEXT, runtime_us REAL, baseline_us REAL,
+    speedup REAL, spread REAL, created_at REAL NOT NULL, finished_at REAL);
+CREATE TABLE llm_calls (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL REFERENCES runs(id),
+    attempt_id INTEGER, role TEXT NOT NULL, model TEXT, endpoint_name TEXT, prompt_version TEXT, prompt TEXT,
+    response TEXT, prompt_tokens INTEGER, completion_tokens INTEGER, duration_s REAL, error TEXT,
+    created_at REAL NOT NULL);
+CREATE TABLE steps (run_id INTEGER NOT NULL REFERENCES runs(id), key TEXT NOT NULL, result_json TEXT NOT NULL,
+    created_at REAL NOT NULL, PRIMARY KEY (run_id, key));
+CREATE TABLE events (id INTEGER PRIMARY KEY AUTOINCREMENT, run_id INTEGER NOT NULL REFERENCES runs(id),
+    ts REAL NOT NULL, kind TEXT NOT NULL, payload_json TEXT NOT NULL);
+INSERT INTO meta VALUES ('schema_version', '1');
+INSERT INTO runs VALUES (1, 1764547200.0, 1764547260.0, '/k/naive_sgemm.cu', 'naive_sgemm', 'finished',
+    'ran 1 rounds', '{"agent": "none", "gpu": "NVIDIA H200", "settings": {"rounds": 1}}', 3148.96, 2548.96, NULL);
+INSERT INTO rounds VALUES (1, 0, 'finished', 1764547201.0, 1764547259.0, 'k0', 'accepted');
+INSERT INTO evidence VALUES (1, 1, 0, 'k0', '0000000000000000000000000000000000000000000000000000000000000000', NULL,
+    1764547202.0);
+INSERT INTO decisions VALUES (1, 1, 0, 'tune.parameter_sweep', '{}', '[{"applicable": true, "because": "tunables", '
+    || '"focus": [], "rules": [], "score": 0.0, "skill": "tune.parameter_sweep", "speedup": null}]',
+    '0000000000000000000000000000000000000000000000000000000000000000', 'tune.parameter_sweep: tunables',
+    1764547203.0);
+INSERT INTO attempts VALUES (1, 1, 0, 0, 'tune.parameter_sweep', '{"BLOCK_X": "32"}', 'k0', 'k1', 'accepted',
+    '1.235x vs the current best', 2548.96, 3148.96, 1.2354, 0.01, 1764547204.0, 1764547258.0);
+INSERT INTO steps VALUES (1, 'baseline', '{"status": "accepted", "runtime_us": 3148.96}', 1764547201.0);
+INSERT INTO events VALUES (1, 1, 1764547200.0, 'run-created', '{"task": "naive_sgemm"}')
+"""
+
+
+def test_a_store_written_before_the_run_package_opens_and_explains(tmp_path):
+    """Schema 1 is unchanged: a store the old code wrote opens as it is (no migration), its runs
+    list, explain (its trace and evidence artifacts long pruned) and feed the per-skill outcomes."""
+    from skillbase.run.explain import explain_run, render_text
+    from skillbase.run.types import RunStatus
+
+    location = tmp_path / "store"
+    location.mkdir()
+    db = sqlite3.connect(location / "runs.sqlite3")
+    for statement in PRE_MOVE_SCHEMA.split(";"):
+        db.execute(statement)
+    db.commit()
+    tables = db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall()
+    db.close()
+
+    store = RunStore.open(location)
+    run = store.get_run("run_1")
+    assert run.status == RunStatus.FINISHED and run.manifest["gpu"] == "NVIDIA H200"
+    assert [r.name for r in store.list_runs(status=RunStatus.FINISHED)] == ["run_1"]
+    assert store.step_result(1, "baseline") == {"status": "accepted", "runtime_us": 3148.96}
+    report = explain_run(store, "run_1")
+    assert report["rounds"][0]["decision"]["skill"] == "tune.parameter_sweep"
+    assert report["rounds"][0]["decision"]["past"] == {}
+    assert "try 1: tune.parameter_sweep" in render_text(report) and "past runs" not in render_text(report)
+    assert store.skill_outcome_stats()["tune.parameter_sweep"]["accepted"] == 1
+    store.close()
+    db = sqlite3.connect(location / "runs.sqlite3")
+    assert db.execute("SELECT value FROM meta").fetchone() == ("1",)
+    assert db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall() == tables   # not migrated

@@ -9,9 +9,9 @@ import pytest
 import yaml
 
 from skillbase.cli import main
-from skillbase.commands.init import draft_spec
 from skillbase.errors import InputError
 from skillbase.task import load_task
+from skillbase.task.draft import draft_spec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -34,7 +34,8 @@ def all_dtype_args():
     names = [("a", "f32"), ("b", "f64"), ("c", "bf16"), ("d", "f16"), ("e", "i32"), ("f", "i64"), ("g", "u8"),
              ("h", "i8"), ("i", "u32")]
     args = [{"name": n, "dtype": d, "shape": ["n", 2], "role": "in"} for n, d in names]
-    return args + [{"name": "out", "dtype": "f32", "shape": ["n"], "role": "out"}, {"name": "n", "dtype": "i32", "value": "n"}]
+    return args + [{"name": "out", "dtype": "f32", "shape": ["n"], "role": "out"},
+                   {"name": "n", "dtype": "i32", "value": "n"}]
 
 
 def test_every_dtype_gets_its_storage_and_shape(tmp_path):
@@ -106,7 +107,8 @@ def test_int_range_overflow_is_an_input_error(tmp_path):
         spec.make_inputs("default", 0)
 
 
-SPMV_CU = 'extern "C" void spmv(const int* rowptr, const int* col, const float* val, const float* x, float* y, int rows, int cols, int nnz) {}\n'
+SPMV_CU = ('extern "C" void spmv(const int* rowptr, const int* col, const float* val, const float* x, float* y, '
+           'int rows, int cols, int nnz) {}\n')
 
 
 def spmv_args(kind="csr", parts=None, rows="rows", extra=None):

@@ -18,7 +18,7 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]          # tools/measure/ -> the checkout
 
 
 def wall(args: list[str], env: dict[str, str], runs: int) -> list[float]:
@@ -52,7 +52,8 @@ def main() -> None:
 
     start = time.perf_counter()
     Engine.load(use_cache=False)
-    print(f"rule load, uncached (parse)     {(time.perf_counter() - start) * 1000:7.1f} ms  (includes rule-engine import)")
+    uncached_ms = (time.perf_counter() - start) * 1000
+    print(f"rule load, uncached (parse)     {uncached_ms:7.1f} ms  (includes rule-engine import)")
     Engine.load()  # writes the cache
     loads = []
     for _ in range(5):
@@ -72,14 +73,16 @@ def main() -> None:
     print(f"evaluate, median of {args.runs:<3}        {statistics.median(times) * 1000:7.2f} ms  "
           f"(p90 {sorted(times)[int(0.9 * len(times))] * 1000:.2f} ms) on {Path(args.evidence).name}")
 
-    skillbase = [py, "-m", "skillbase"] if not Path(sys.prefix, "bin", "skillbase").exists() else [str(Path(sys.prefix, "bin", "skillbase"))]
+    script = Path(sys.prefix, "bin", "skillbase")
+    skillbase = [str(script)] if script.exists() else [py, "-m", "skillbase"]
     for label, extra in (("--evidence", ["--evidence", args.evidence]), ("--report", ["--report", args.report])):
         if not Path(extra[1]).is_file():
             print(f"whole CLI advise {label:10} skipped ({extra[1]} missing)")
             continue
         subprocess.run(skillbase + ["advise", *extra], env=env, capture_output=True)  # warm the cache
         runs = wall(skillbase + ["advise", *extra], env, 5)
-        print(f"whole CLI advise {label:10}     {statistics.median(runs) * 1000:7.1f} ms  (median of 5, max {max(runs) * 1000:.1f} ms)")
+        print(f"whole CLI advise {label:10}     {statistics.median(runs) * 1000:7.1f} ms  "
+              f"(median of 5, max {max(runs) * 1000:.1f} ms)")
     print(f"cpus: {os.cpu_count()}")
 
 

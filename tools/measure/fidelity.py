@@ -26,7 +26,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]          # tools/measure/ -> the checkout
 sys.path.insert(0, str(REPO))
 
 COPY_CU = r"""// Copy with 16-byte accesses and a grid-stride loop: as close to memcpy as a kernel gets.
@@ -117,7 +117,7 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="Markdown file to write")
     args = parser.parse_args(argv)
 
-    from skillbase.harness.runtime import gpu_name
+    from skillbase.harness.env import gpu_name
 
     rows, checks = [], []
     with tempfile.TemporaryDirectory(prefix="skillbase-fidelity-task-") as tmp:
@@ -147,7 +147,7 @@ def main(argv=None) -> int:
             checks.append((f"IQR/median: {r['kernel']}", f"{r['iqr_pct']:.2f}%", r["iqr_pct"] < 2))
 
     lines = [f"# Timer fidelity on {gpu_name() or 'unknown GPU'}", "",
-             f"{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC, `python tools/measure/fidelity.py`; "
+             f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, `python tools/measure/fidelity.py`; "
              f"measured copy peak {copy_peak / 1e12:.3f} TB/s, FP32 peak {peaks.get('fp32_flops_per_s', 0) / 1e12:.1f} "
              "TFLOP/s.", "",
              "| kernel | harness median us | IQR | samples x batch | ncu gpu__time_duration us | diff | GB/s |",

@@ -17,7 +17,7 @@ import csv
 import io
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]          # tools/measure/ -> the checkout
 FIXTURES = ROOT / "tests" / "fixtures"
 NAMES = ("naive_gemm", "uncoalesced_access", "smem_bank_conflicts", "global_atomics", "row_softmax_thread")
 
@@ -49,6 +49,7 @@ def main() -> None:
     from skillbase.corpus.load import load_corpus
     from skillbase.engine import Engine
     from skillbase.evidence import build_evidence
+    from skillbase.run.types import Candidate, EvidenceRow
 
     enc, enc_name = encoder()
     engine, corpus = Engine.load(), load_corpus()
@@ -58,16 +59,17 @@ def main() -> None:
         evidence = build_evidence(report=FIXTURES / "profiles" / name / "report.ncu-rep", source=source)
         result = engine.evaluate(evidence)
         top = result.candidates[0]
-        candidate = {"skill": top.skill, "because": top.because,
-                     "focus": [f if isinstance(f, dict) else {k: getattr(f, k, None) for k in ("name", "observed", "threshold")}
-                               for f in top.focus]}
+        # what the loop hands the coder (skillbase.run.session.make_decide builds the same)
+        candidate = Candidate(skill=top.skill, score=top.score, speedup=top.speedup, rules=tuple(top.rules),
+                              because=top.because,
+                              focus=tuple(EvidenceRow(row.name, row.observed, row.threshold) for row in top.focus))
         kernel = evidence.focus()
         variants = {
             "filtered": render_evidence(candidate),
             "details": details_text(name, kernel.name),
             "raw": "\n".join(f"{k} = {v}" for k, v in sorted(kernel.metrics.items())),
         }
-        card = render_card(corpus.get(top.skill).data)
+        card = render_card(corpus.get(top.skill))
         counts = {}
         for label, text in variants.items():
             prompt = coder_prompt(launcher="launch", skill_id=top.skill, skill_title=corpus.get(top.skill).title,
@@ -77,7 +79,8 @@ def main() -> None:
         rows.append((name, top.skill, counts))
 
     lines = [f"Prompt tokens ({enc_name}), coder prompt without the example section, per fixture.", "",
-             "| fixture | skill | evidence tokens: filtered / details / raw | whole prompt: filtered / details / raw | prompt saved vs details | vs raw |",
+             "| fixture | skill | evidence tokens: filtered / details / raw | whole prompt: filtered / details / raw "
+             "| prompt saved vs details | vs raw |",
              "|---|---|---|---|---|---|"]
     saved_d, saved_r = [], []
     for name, skill, c in rows:

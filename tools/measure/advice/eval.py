@@ -163,7 +163,8 @@ def evaluate(show_details: set[str]) -> dict:
 
 
 def _git() -> str:
-    out = subprocess.run(["git", "-C", str(devset.REPO), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    out = subprocess.run(["git", "-C", str(devset.REPO), "rev-parse", "--short", "HEAD"], capture_output=True,
+                         text=True)
     dirty = subprocess.run(["git", "-C", str(devset.REPO), "status", "--porcelain", "rules", "engine"],
                            capture_output=True, text=True).stdout.strip()
     return out.stdout.strip() + (" (+ uncommitted rule/engine changes)" if dirty else "")
@@ -176,10 +177,11 @@ def render(result: dict) -> str:
     for name, row in result["rows"].items():
         lines.append(f"| {name} | {row['n']} | " + " | ".join(f"{row[f'hit@{k}']:.0%}" for k in KS) + " |")
     if result["details"]:
-        lines += ["", "| set | step | label | rank | rank +history | rank ncu | top 3 |", "|---|---|---|---|---|---|---|"]
+        lines += ["", "| set | step | label | rank | rank +history | rank ncu | top 3 |",
+                  "|---|---|---|---|---|---|---|"]
         for d in result["details"]:
-            lines.append(f"| {d['half']} | {d['step']} | {d['label']} | {d['rank'] or '–'} | {d.get('rank_history') or '–'} "
-                         f"| {d.get('rank_ncu') or '–'} | {', '.join(d.get('top3', []))} |")
+            lines.append(f"| {d['half']} | {d['step']} | {d['label']} | {d['rank'] or '–'} "
+                         f"| {d.get('rank_history') or '–'} | {d.get('rank_ncu') or '–'} | {', '.join(d.get('top3', []))} |")
     return "\n".join(lines) + "\n"
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from skillbase.evidence.names import base_name, demangle_all, without_params
+from skillbase.cuda.names import base_name, demangle_all, without_params
 
 _ENTRY = re.compile(r"Compiling entry function '([^']+)' for '([^']+)'")
 _PROPS = re.compile(r"Function properties for (\S+)")
@@ -65,7 +65,7 @@ def _rekey(entries: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     demangled = demangle_all(list(entries))
     bases = [base_name(demangled.get(m, m)) for m in entries]
     out: dict[str, dict[str, Any]] = {}
-    for (mangled, entry), base in zip(entries.items(), bases):
+    for (mangled, entry), base in zip(entries.items(), bases, strict=True):
         if bases.count(base) == 1:
             key = base
         else:

@@ -170,4 +170,4 @@ def demangle_all(names: list[str]) -> dict[str, str]:
         return {n: n for n in names}
     if result.returncode != 0 or len(lines) != len(names):
         return {n: n for n in names}
-    return dict(zip(names, lines))
+    return dict(zip(names, lines, strict=True))

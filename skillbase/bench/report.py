@@ -1,0 +1,124 @@
+"""The bench report: the score tables of results as Markdown (the README.md beside each
+results.json, rewritten by `save_results`) and as a self-contained HTML page with two inline plots
+(`skillbase.bench.plots`).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import html
+import json
+from pathlib import Path
+
+from skillbase.bench.plots import roofline_share_svg, speedup_svg
+from skillbase.bench.results import (
+    SizeResult,
+    bucket_of,
+    gpu_slug,
+    impl_kind,
+    load_results,
+    merge_results,
+    results_dir,
+    roofline_pct,
+    scores,
+)
+
+__all__ = ["DETAIL_HEADER", "SUMMARY_HEADER", "detail_rows", "number", "render_html", "render_markdown",
+           "save_results", "summary_rows"]
+
+SUMMARY_HEADER = ["impl", "dtype", "tasks", "verified", "weighted speedup", "geomean", "fast_1", "fast_1.5",
+                  "launch-bound", "L2-resident", "DRAM-bound", "% of roofline"]
+DETAIL_HEADER = ["operator", "dtype", "impl", "size", "bucket", "status", "runtime µs", "baseline µs", "spread",
+                 "speedup", "% roofline"]
+
+
+def number(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    """A score or timing for a table cell: fixed digits, '–' when not measured."""
+    if value is None:
+        return "–"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def _groups(results: list[SizeResult]) -> dict[tuple[str, str], list[SizeResult]]:
+    groups: dict[tuple[str, str], list[SizeResult]] = {}
+    for r in results:
+        groups.setdefault((impl_kind(r), r.dtype), []).append(r)
+    return groups
+
+
+def summary_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
+    """One row per (implementation kind, dtype): the suite's scores and the per-bucket geomeans."""
+    rows = []
+    for (kind, dtype), group in sorted(_groups(results).items()):
+        s = scores(group, gpu=gpu)
+        b = s["buckets"]
+        rows.append([kind, dtype, str(s["tasks"]), str(s["verified"]), number(s["weighted_speedup"]),
+                     number(s["geomean_speedup"]), number(s["fast_p"].get("1")), number(s["fast_p"].get("1.5")),
+                     number(b["launch-bound"]["geomean_speedup"]), number(b["l2-resident"]["geomean_speedup"]),
+                     number(b["dram-bound"]["geomean_speedup"]), number(s["roofline_pct"], 1, "%")])
+    return rows
+
+
+def detail_rows(results: list[SizeResult], gpu: str | None) -> list[list[str]]:
+    """One row per size result."""
+    rows = []
+    for r in sorted(results, key=lambda r: r.key):
+        pct = roofline_pct(r, gpu)
+        rows.append([r.op, r.dtype, r.impl, r.preset, bucket_of(r.bytes), r.status, number(r.runtime_us, 1),
+                     number(r.baseline_us, 1), number(100 * r.spread if r.spread is not None else None, 1, "%"),
+                     number(r.speedup, 2, "x"), number(pct, 1, "%")])
+    return rows
+
+
+def render_markdown(meta: dict, results: list[SizeResult]) -> str:
+    gpu = gpu_slug(meta["gpu"]) if meta.get("gpu") else None
+    lines = [f"# Bench results: {meta.get('gpu', 'unknown GPU')}", ""]
+    if meta.get("updated"):
+        lines += [f"Updated {meta['updated']}" + (f", skillbase {meta['skillbase']}" if meta.get("skillbase") else "")
+                  + (f", git {meta['git']}" if meta.get("git") else "") + ".", ""]
+    lines += ["Speedups are against the baseline kernel of the same operator and dtype; only verified results "
+              "carry one, and failures stay in every denominator (see docs/bench.md).", ""]
+    lines += _md_table(SUMMARY_HEADER, summary_rows(results, gpu)) + [""]
+    lines += ["## Per size", ""] + _md_table(DETAIL_HEADER, detail_rows(results, gpu)) + [""]
+    return "\n".join(lines)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def save_results(gpu: str, new: list[SizeResult], meta: dict | None = None, root: str | Path | None = None) -> Path:
+    """Merge `new` into `<root>/<gpu-slug>/bench/results.json` and rewrite the README.md beside it;
+    the results.json written. `root` defaults to `skillbase.config.bench_results_root()`."""
+    folder = results_dir(gpu, root)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "results.json"
+    old_meta, old = load_results(path)
+    results = merge_results(old, new)
+    meta = {**old_meta, **(meta or {}), "gpu": gpu,
+            "updated": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds")}
+    path.write_text(json.dumps({"meta": meta, "results": [r.to_dict() for r in results]}, indent=1) + "\n")
+    (folder / "README.md").write_text(render_markdown(meta, results))
+    return path
+
+
+def render_html(meta: dict, results: list[SizeResult]) -> str:
+    gpu = gpu_slug(meta["gpu"]) if meta.get("gpu") else None
+
+    def table(header, rows):
+        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
+        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
+        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+    title = html.escape(f"Bench results: {meta.get('gpu', 'unknown GPU')}")
+    plots = "".join(f"<figure>{svg}</figure>" for svg in (speedup_svg(results), roofline_share_svg(results, gpu))
+                    if svg)
+    style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
+             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f4f4f4}"
+             "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}")
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head>"
+            f"<body><h1>{title}</h1><p>{html.escape(str(meta.get('updated', '')))}</p>"
+            f"{table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
+            f"{table(DETAIL_HEADER, detail_rows(results, gpu))}</body></html>\n")

@@ -1,0 +1,278 @@
+"""Running the bench on GPUs: jobs, the executor that runs them, and `run_bench`, the entry point.
+
+A `BenchJob` is one harness evaluation on one GPU: verify a kernel (every scored size plus the
+irregular one) and time it at some presets, interleaved with a baseline kernel when it has one.
+It names files only, so any executor can ship it to any GPU; `measure(job)` runs it where it
+lands and returns the results as JSON dicts (one `SizeResult` per preset). An `Executor` runs a
+list of jobs and reports each result as it arrives: `LocalExecutor` runs them on this host's GPUs,
+in-process on one GPU, else one spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before
+the harness initialises CUDA) taking jobs from a shared queue. A cluster executor (Ray) is another
+implementation of the same protocol around the same `measure`.
+"""
+
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import queue
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from skillbase import __version__
+from skillbase.bench.report import save_results
+from skillbase.bench.results import VERIFIED, SizeResult, gpu_slug, results_dir, scores
+from skillbase.bench.suite import Implementation, discover, select
+from skillbase.errors import InputError
+from skillbase.harness import env
+
+__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "LocalExecutor", "collect", "jobs_for", "measure",
+           "run_bench", "visible_devices"]
+
+# Harness CheckResult status -> bench result status (everything but ok is a failure; unknown ones are errors).
+STATUS = {"ok": VERIFIED, "incorrect": "incorrect", "spec-error": "incorrect", "build-failed": "build-failed",
+          "load-failed": "build-failed", "crashed": "crashed", "timeout": "timeout",
+          "rejected-static": "rejected-static", "quarantined": "quarantined"}
+
+
+@dataclass(frozen=True)
+class BenchJob:
+    """Verify `candidate` under the spec of `task` and time it at `presets`, interleaved with
+    `baseline` (timed under its own spec); without a candidate, verify and time `baseline` alone.
+
+    `op`, `dtype` and `impl` label the results; `spec` is the task spec whose work model (flops,
+    bytes per preset) the results carry."""
+
+    op: str
+    dtype: str
+    impl: str
+    presets: tuple[str, ...]
+    spec: Path
+    baseline: Path
+    task: Path | None = None          # the kernel whose spec verifies the candidate (with a candidate)
+    candidate: Path | None = None     # None: time the baseline alone
+
+    @classmethod
+    def of(cls, impl: Implementation, presets: tuple[str, ...]) -> BenchJob:
+        """The job of one suite implementation: a baseline alone; a vendor kernel under its own task
+        (spec beside it); a best kernel under the baseline's task. The operator's baseline is timed
+        interleaved, under its own spec, with either."""
+        if impl.kind == "baseline":
+            return cls(impl.op, impl.dtype, impl.name, tuple(presets), impl.spec_path, impl.baseline_path)
+        task = impl.cu_path if impl.kind == "vendor" else impl.baseline_path
+        return cls(impl.op, impl.dtype, impl.name, tuple(presets), impl.spec_path, impl.baseline_path,
+                   task=task, candidate=impl.cu_path)
+
+    def failure(self, preset: str, reason: str) -> SizeResult:
+        """The `error` result of a preset this job could not measure."""
+        return SizeResult(op=self.op, dtype=self.dtype, impl=self.impl, preset=preset, status="error", reason=reason)
+
+
+def jobs_for(impls: list[Implementation], presets: Sequence[str] = ()) -> list[BenchJob]:
+    """One job per implementation, timing all its presets (default: its spec's scored ones) in one
+    harness evaluation: verification then runs once per implementation, not once per size."""
+    from skillbase.task import load_task
+
+    jobs = []
+    for impl in impls:
+        spec = load_task(impl.spec_path)
+        wanted = tuple(presets or spec.scored)
+        for preset in wanted:
+            if preset not in spec.presets:
+                raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})")
+        jobs.append(BenchJob.of(impl, wanted))
+    return jobs
+
+
+def measure(job: BenchJob) -> list[dict[str, Any]]:
+    """Run one job on this process's GPU; one SizeResult (as a dict) per preset.
+
+    Everything the harness needs comes from the task specs: a vendor kernel's spec names the
+    libraries to link, its setup/teardown hooks, the library it may call and the baseline kernel
+    as its reference; the baseline is timed under its own spec (no ad-hoc flags)."""
+    from skillbase.harness.runtime import Options, evaluate
+    from skillbase.task import load_task
+
+    spec = load_task(job.spec)
+    bases = []
+    for preset in job.presets:
+        flops, nbytes = spec.work(preset)
+        bases.append(dict(op=job.op, dtype=job.dtype, impl=job.impl, preset=preset, flops=float(flops),
+                          bytes=float(nbytes)))
+    try:
+        options = Options(presets=tuple(job.presets))
+        if job.candidate is None:
+            result = evaluate(job.baseline, options=options)
+        else:
+            result = evaluate(job.task, candidate=job.candidate, baseline=job.baseline, options=options,
+                              baseline_task=job.baseline)
+    except Exception as error:  # the bench's worker boundary: a job's failure is its result, never the end of the run
+        return [SizeResult(**b, status="error", reason=f"{type(error).__name__}: {error}"[:500]).to_dict()
+                for b in bases]
+    timings = {t.size: t for t in result.timings}
+    out = []
+    for b in bases:
+        t = timings.get(b["preset"])
+        cand = t.kernels.get("candidate") if t else None
+        base = t.kernels.get("baseline") if t else None
+        status = STATUS.get(result.status, "error")
+        reason = result.reason or ""
+        if result.status == "quarantined":       # only the sizes that looked impossible are quarantined
+            status = "quarantined" if cand is not None and cand.suspicious else VERIFIED
+            reason = cand.suspicious if cand is not None and cand.suspicious else ""
+        if cand is None or cand.stats is None:
+            if status == VERIFIED:
+                status, reason = "error", "no timing at this size"
+            out.append(SizeResult(**b, status=status, reason=reason))
+            continue
+        runtime = cand.stats.median_us
+        baseline = base.stats.median_us if base is not None and base.stats else (runtime if job.candidate is None
+                                                                                    else None)
+        spreads = [k.stats.rel_spread for k in (cand, base) if k is not None and k.stats]
+        out.append(SizeResult(**b, status=status, runtime_us=runtime, baseline_us=baseline,
+                              spread=max(spreads) if spreads else None, floor_us=cand.floor_us,
+                              cold_l2=cand.cold_l2, reason=reason))
+    return [r.to_dict() for r in out]
+
+
+# -- executors -------------------------------------------------------------------------------------
+
+class Executor(Protocol):
+    def run(self, jobs: Sequence[BenchJob], on_result: Callable[[SizeResult], None]) -> list[SizeResult]:
+        """Run every job, call `on_result` with each result as it arrives, return them all in job order."""
+        ...
+
+
+def visible_devices(gpu_ids: Sequence[str]) -> list[str]:
+    """--gpus indices as CUDA_VISIBLE_DEVICES values: relative to an existing CUDA_VISIBLE_DEVICES
+    (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0)."""
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    out = []
+    for g in gpu_ids:
+        if visible and g.isdigit():
+            if int(g) >= len(visible):
+                raise InputError(f"--gpus {g}: only {len(visible)} GPU(s) visible "
+                                 f"(CUDA_VISIBLE_DEVICES={','.join(visible)})")
+            out.append(visible[int(g)])
+        else:
+            out.append(g)
+    return out
+
+
+class LocalExecutor:
+    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one, else one
+    spawned worker process per GPU taking jobs from a shared queue."""
+
+    def __init__(self, gpu_ids: Sequence[str]):
+        self.gpu_ids = list(gpu_ids)
+
+    def run(self, jobs: Sequence[BenchJob], on_result: Callable[[SizeResult], None]) -> list[SizeResult]:
+        if len(self.gpu_ids) == 1:
+            os.environ["CUDA_VISIBLE_DEVICES"] = self.gpu_ids[0]
+            results = []
+            for job in jobs:
+                for data in measure(job):
+                    result = SizeResult.from_dict(data)
+                    result.device = self.gpu_ids[0]
+                    results.append(result)
+                    on_result(result)
+            return results
+        ctx = mp.get_context("spawn")
+        tasks, done = ctx.Queue(), ctx.Queue()
+        for i, job in enumerate(jobs):
+            tasks.put((i, job))
+        for _ in self.gpu_ids:
+            tasks.put(None)
+        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done), daemon=True) for gpu in self.gpu_ids]
+        for w in workers:
+            w.start()
+        by_job = collect(jobs, done, workers, on_result)
+        for w in workers:
+            w.join()
+        return [r for i in sorted(by_job) for r in by_job[i]]
+
+
+def collect(jobs: Sequence[BenchJob], done, workers, on_result: Callable[[SizeResult], None],
+            poll_s: float = 5.0) -> dict[int, list[SizeResult]]:
+    """Results from the workers' queue as they arrive. A worker that dies (a driver fault can take
+    the process down) loses the job it held: once no worker is left alive, every job without a
+    result is recorded as an error instead of waiting for it forever."""
+    by_job: dict[int, list[SizeResult]] = {}
+    while len(by_job) < len(jobs):
+        try:
+            i, data = done.get(timeout=poll_s)
+        except queue.Empty:
+            if any(w.is_alive() for w in workers):
+                continue
+            codes = ", ".join(str(w.exitcode) for w in workers)
+            for i, job in enumerate(jobs):
+                if i not in by_job:
+                    by_job[i] = [job.failure(preset, f"the worker process exited (exit codes {codes}) "
+                                                     "before this implementation was measured")
+                                 for preset in job.presets]
+                    for result in by_job[i]:
+                        on_result(result)
+            break
+        by_job[i] = [SizeResult.from_dict(d) for d in data]
+        for result in by_job[i]:
+            on_result(result)
+    return by_job
+
+
+def _worker(gpu: str, tasks, done) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
+    while True:
+        item = tasks.get()
+        if item is None:
+            return
+        i, job = item
+        done.put((i, [dict(d, device=gpu) for d in measure(job)]))
+
+
+# -- the entry point -------------------------------------------------------------------------------
+
+@dataclass
+class BenchRun:
+    gpu: str                    # the GPU model's name (nvidia-smi)
+    path: Path                  # the results.json the results were merged into
+    results: list[SizeResult]   # this run's results, in job order
+
+    @property
+    def scores(self) -> dict:
+        return scores(self.results, gpu=gpu_slug(self.gpu))
+
+
+def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "baseline",
+              gpus: Sequence[str] = ("0",), presets: Sequence[str] = (), suite: Path | None = None,
+              results: Path | None = None, *, executor: Executor | None = None,
+              progress: Callable[[SizeResult, int, int], None] | None = None) -> BenchRun:
+    """Verify and time the chosen implementations of the suite on GPUs.
+
+    `ops` (default: all), `dtype` (default: both), `impl` baseline | vendor | best, `presets`
+    (default: each task's scored presets), `gpus` (indices relative to CUDA_VISIBLE_DEVICES; the
+    default executor runs one worker per GPU), `suite` (default: the shipped suite), `results` (default:
+    `skillbase.config.bench_results_root()`). Each result is merged into
+    `<results>/<gpu-slug>/bench/results.json` as it arrives (an interrupted run keeps what it
+    measured) and the README.md beside it is rewritten; `progress(result, done, total)` sees each.
+    The input is checked before the GPU: an unknown operator or preset is an InputError, a machine
+    without a GPU an EnvironmentProblem."""
+    impls = select(discover(suite), list(ops), dtype, impl)
+    if not impls:
+        raise InputError("nothing to run for that selection", hint="see `skillbase bench list`")
+    jobs = jobs_for(impls, presets)
+    gpu = env.require_gpu_name(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
+                                    "`bench report` work anywhere")
+    executor = executor or LocalExecutor(visible_devices(list(gpus) or ["0"]))
+    meta = {"skillbase": __version__, "git": env.git_revision()}
+    total = sum(len(job.presets) for job in jobs)
+    done: list[SizeResult] = []
+
+    def record(result: SizeResult) -> None:
+        done.append(result)
+        save_results(gpu, [result], meta, results)
+        if progress is not None:
+            progress(result, len(done), total)
+
+    measured = executor.run(jobs, record)
+    return BenchRun(gpu, results_dir(gpu, results) / "results.json", measured)

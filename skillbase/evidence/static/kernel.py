@@ -1,0 +1,642 @@
+"""The per-kernel analysis: one walk over a `__global__` kernel's body (and the `__device__` functions
+it calls, with their loop context) counting what the rules read.
+
+Global accesses are classified by how their index varies across a warp's lanes (`indexing.py`);
+shared-memory arrays are sized by constant folding (`constants.py`); each feature group of the
+result (`global_access`, `shared`, `atomics`, `barriers`, `loops`, `fp64`, `math`, ...) is a block
+of the evidence schema's `static.kernels.<name>`.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from typing import Any
+
+from skillbase.cuda import syntax
+from skillbase.cuda.launchers import parameters
+from skillbase.evidence.static.constants import Constants, is_double_literal
+from skillbase.evidence.static.cuda_names import (
+    ATOMICS,
+    CACHE_HINTS,
+    DOUBLE_MATH,
+    DOUBLE_TYPES,
+    FAST_INTRINSICS,
+    FENCES,
+    FLOAT_TYPES,
+    HINT_STORES,
+    LDG_CALLS,
+    LOOPS,
+    PRECISE_FLOAT_MATH,
+    SHUFFLES,
+    SYNCTHREADS,
+    TYPE_BYTES,
+    VOTES,
+    WARP_REDUCES,
+    vector_type_in,
+)
+from skillbase.evidence.static.indexing import (
+    NONE,
+    STRIDED,
+    UNIT,
+    UNKNOWN,
+    IndexInfo,
+    Scope,
+    index_sum,
+    subscript_index,
+    unwrap,
+    vector_cast,
+)
+
+
+def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) -> dict[str, Any]:
+    """The features of kernel definition `node`; `functions` are the file's other functions by name
+    (device helpers the kernel may call), `file_constants` the file-scope constants."""
+    declared = parameters(node)
+    params = [{"name": p.name, "type": p.declared, "pointer": p.pointer, "const": p.const, "restrict": p.restrict}
+              for p in declared]
+    pointer_params = {p.name for p in declared if p.pointer and p.name}
+    constants = file_constants.child()
+    shared = shared_arrays(node, constants)
+    scope = Scope(constants, pointer_params, {a["name"]: a for a in shared["arrays"]})
+    for p in declared:
+        if p.name:
+            scope.types[p.name] = p.base
+    features = KernelFeatures(functions, scope, params)
+    features.visit(node.child_by_field_name("body"), loop_depth=0,
+                   seen={syntax.declarator_name(node.child_by_field_name("declarator"))})
+    launch_bounds = None
+    for child in node.children:
+        if child.type == "launch_bounds":
+            values = [constants.eval(c) for c in child.named_children]
+            launch_bounds = {"max_threads": values[0] if values else None,
+                             "min_blocks": values[1] if len(values) > 1 else None}
+    out = {"line": syntax.line(node), "params": params, "launch_bounds": launch_bounds}
+    shared["column_access"] = features.column_access
+    out["shared"] = shared
+    out.update(features.result())
+    return out
+
+
+def shared_arrays(function, constants: Constants) -> dict[str, Any]:
+    """The kernel's `__shared__` arrays (sizes folded) and whether it uses dynamic shared memory; function-scope
+    constants met on the way are added to `constants`."""
+    arrays, dynamic = [], False
+    body = function.child_by_field_name("body")
+    for node in syntax.walk(body):
+        if node.type != "declaration":
+            continue
+        if "__shared__" not in {syntax.text(c) for c in node.children if c.type == "type_qualifier"}:
+            if not syntax.inside(node, LOOPS):  # function-scope `const int C = 4;` sizes later arrays
+                constants.add_declaration(node)
+            continue
+        extern = any(syntax.text(c) == "extern" for c in node.children if c.type == "storage_class_specifier")
+        type_text = syntax.text(node.child_by_field_name("type"))
+        for declarator in node.children_by_field_name("declarator"):
+            found = array_dims(declarator, constants)
+            name, dims = found if found else (syntax.declarator_name(declarator), [])
+            element = TYPE_BYTES.get(type_text)
+            if extern:
+                dynamic = True
+                arrays.append({"name": name, "type": type_text, "dims": [None], "bytes": None, "dynamic": True})
+                continue
+            nbytes = None
+            if element is not None and all(d is not None for d in dims):
+                nbytes = element * math.prod(dims)  # type: ignore[arg-type]
+            arrays.append({"name": name, "type": type_text, "dims": dims, "bytes": nbytes})
+    static = [a for a in arrays if not a.get("dynamic")]
+    static_bytes = sum(a["bytes"] for a in static) if all(a["bytes"] is not None for a in static) else None
+    for a in arrays:
+        a.pop("dynamic", None)
+    return {"static_bytes": static_bytes, "dynamic": dynamic, "arrays": arrays, "column_access": 0}
+
+
+def array_dims(declarator, constants: Constants) -> tuple[str | None, list[int | None]] | None:
+    """`s[TILE][TILE+1]` -> ("s", [32, 33]); not an array -> None."""
+    node = declarator
+    if node.type == "init_declarator":
+        node = node.child_by_field_name("declarator")
+    dims: list[int | None] = []
+    while node is not None and node.type == "array_declarator":
+        size = node.child_by_field_name("size")
+        dims.insert(0, constants.eval(size) if size is not None else None)
+        node = node.child_by_field_name("declarator")
+    if not dims or node is None:
+        return None
+    return syntax.declarator_name(node), dims
+
+
+class KernelFeatures:
+    """One walk over a kernel body (and the device functions it calls) counting every feature."""
+
+    def __init__(self, functions: dict[str, Any], scope: Scope, params: list[dict[str, Any]]):
+        self.functions = functions
+        self.scope = scope
+        self.params = params
+        self.g = {"loads": 0, "stores": 0, "vector_loads": 0, "vector_stores": 0, "max_vector_bytes": 0,
+                  "ldg": 0, "cache_hint_calls": 0, "coalesced": 0, "strided": 0, "broadcast": 0, "unknown": 0}
+        self.atomics = {"global": 0, "shared": 0, "total": 0, "in_loops": 0}
+        self.barriers = {"syncthreads": 0, "in_loops": 0, "syncwarp": 0, "grid_sync": 0, "fences": 0}
+        self.warp = {"shuffles": 0, "votes": 0, "reduces": 0}
+        self.loops = {"count": 0, "max_depth": 0, "unroll_pragmas": 0, "constant_trip": 0}
+        self.tensor = {"wmma": False, "mma_sync": False, "wgmma": False}
+        self.async_copy = {"cp_async": False, "memcpy_async": False, "tma": False}
+        self.local: dict[str, dict[str, Any]] = {}
+        self.fp64 = {"double_decls": 0, "double_literals": 0, "double_math_calls": 0}
+        self.math = {"transcendental_calls": 0, "fast_intrinsics": 0, "float_divisions": 0, "int_div_mod": 0}
+        self.branches = {"thread_dependent": 0, "in_loops": 0}
+        self.column_access = 0
+        self.done: set[int] = set()   # store targets already counted, not to be counted as loads
+        for p in params:
+            if p["type"] and any(t in DOUBLE_TYPES for t in re.findall(r"\w+", p["type"])):
+                self.fp64["double_decls"] += 1
+            if "CUtensorMap" in (p["type"] or ""):
+                self.async_copy["tma"] = True
+
+    def result(self) -> dict[str, Any]:
+        pointers = [p for p in self.params if p["pointer"]]
+        g = dict(self.g)
+        g["pointer_inputs"] = len(pointers)
+        g["const_restrict_inputs"] = sum(1 for p in pointers if p["const"] and p.get("restrict"))
+        dependent = g["coalesced"] + g["strided"] + g["unknown"]
+        g["threadx_fastest"] = None if dependent == 0 else (g["strided"] == 0 and g["coalesced"] > 0 and
+                                                            g["unknown"] <= g["coalesced"])
+        return {"global_access": g, "atomics": self.atomics, "barriers": self.barriers,
+                "warp_intrinsics": self.warp, "loops": self.loops, "tensor_cores": self.tensor,
+                "async_copy": self.async_copy, "local_arrays": list(self.local.values()), "fp64": self.fp64,
+                "math": self.math, "branches": self.branches}
+
+    # -- traversal --
+
+    def visit(self, node, loop_depth: int, seen: set[str], in_callee: bool = False) -> None:
+        if node is None:
+            return
+        kind = node.type
+        if kind in LOOPS:
+            self._loop(node, loop_depth, seen, in_callee)
+            return
+        if kind == "declaration":
+            self._declaration(node, in_callee)
+        elif kind == "preproc_call":
+            directive = syntax.text(node.child_by_field_name("directive"))
+            argument = syntax.text(node.child_by_field_name("argument")) if node.child_by_field_name("argument") else ""
+            if directive == "#pragma" and argument.strip().startswith("unroll"):
+                self.loops["unroll_pragmas"] += 1
+        elif kind == "assignment_expression":
+            self._assignment(node, loop_depth, in_callee)
+        elif kind == "update_expression":
+            pass
+        elif kind == "call_expression":
+            self._call(node, loop_depth, seen, in_callee)
+        elif kind in ("gnu_asm_expression", "asm_statement"):
+            self._asm(syntax.text(node))
+        elif kind == "subscript_expression":
+            self._subscript(node, is_store=False, is_load=True, in_callee=in_callee)
+        elif kind == "pointer_expression":
+            self._deref(node, is_store=False, in_callee=in_callee)
+        elif kind == "number_literal":
+            if is_double_literal(syntax.text(node)):
+                self.fp64["double_literals"] += 1
+        elif kind in ("qualified_identifier", "namespace_identifier"):
+            text = syntax.text(node)
+            if "wmma" in text:
+                self.tensor["wmma"] = True
+            if "memcpy_async" in text:
+                self.async_copy["memcpy_async"] = True
+            if "cp_async_bulk" in text:
+                self.async_copy["tma"] = True
+            if "wgmma" in text:
+                self.tensor["wgmma"] = True
+        elif kind in ("if_statement", "conditional_expression", "switch_statement"):
+            self._branch(node, loop_depth)
+        elif kind == "binary_expression":
+            self._division(node)
+        if kind == "subscript_expression":
+            # visit the index expressions (nested loads) of every level of s[a][b], not the array
+            current = node
+            while current is not None and current.type == "subscript_expression":
+                for child in current.children:
+                    if child.type == "subscript_argument_list":
+                        self.visit(child, loop_depth, seen, in_callee)
+                current = unwrap(current.child_by_field_name("argument"))
+                if current is not None and current.type not in ("subscript_expression", "identifier"):
+                    self.visit(current, loop_depth, seen, in_callee)
+            return
+        for child in node.children:
+            self.visit(child, loop_depth, seen, in_callee)
+
+    def _loop(self, node, loop_depth: int, seen: set[str], in_callee: bool) -> None:
+        depth = loop_depth + 1
+        self.loops["count"] += 1
+        self.loops["max_depth"] = max(self.loops["max_depth"], depth)
+        if node.type == "for_statement":
+            variable = self._for_variable(node)
+            if variable and self._constant_trip(node, variable):
+                self.loops["constant_trip"] += 1
+                self.scope.loop_vars_constant.add(variable)
+        body = node.child_by_field_name("body")
+        for child in node.children:
+            # header parts (initialiser, condition, update) count at the loop's own level
+            self.visit(child, depth if body is not None and child.id == body.id else loop_depth, seen, in_callee)
+
+    def _for_variable(self, node) -> str | None:
+        init = node.child_by_field_name("initializer")
+        if init is None:
+            return None
+        if init.type == "declaration":
+            for declarator in init.children_by_field_name("declarator"):
+                return syntax.declarator_name(declarator)
+        if init.type == "assignment_expression":
+            return syntax.text(init.child_by_field_name("left"))
+        return None
+
+    def _constant_trip(self, node, variable: str) -> bool:
+        init = node.child_by_field_name("initializer")
+        condition = node.child_by_field_name("condition")
+        start = None
+        if init is not None and init.type == "declaration":
+            for declarator in init.children_by_field_name("declarator"):
+                if declarator.type == "init_declarator":
+                    start = self.scope.constants.eval(declarator.child_by_field_name("value"))
+        elif init is not None and init.type == "assignment_expression":
+            start = self.scope.constants.eval(init.child_by_field_name("right"))
+        if start is None or condition is None or condition.type != "binary_expression":
+            return False
+        left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+        if syntax.text(left) == variable:
+            return self.scope.constants.eval(right) is not None
+        if syntax.text(right) == variable:
+            return self.scope.constants.eval(left) is not None
+        return False
+
+    def _declaration(self, node, in_callee: bool) -> None:
+        type_node = node.child_by_field_name("type")
+        type_text = syntax.text(type_node) if type_node is not None else ""
+        qualifiers = {syntax.text(c) for c in node.children if c.type in ("type_qualifier", "storage_class_specifier")}
+        if type_text in DOUBLE_TYPES:
+            self.fp64["double_decls"] += len(node.children_by_field_name("declarator"))
+        if "__shared__" in qualifiers:
+            return
+        if {"const", "constexpr"} & qualifiers:
+            self.scope.constants.add_declaration(node)
+        for declarator in node.children_by_field_name("declarator"):
+            name = syntax.declarator_name(declarator)
+            if not name:
+                continue
+            self.scope.types[name] = type_text + ("*" if "*" in syntax.text(declarator).split("=")[0] else "")
+            dims = array_dims(declarator, self.scope.constants)
+            if dims is not None and not in_callee and "static" not in qualifiers:
+                elements = math.prod(dims[1]) if all(d is not None for d in dims[1]) else None  # type: ignore[arg-type]
+                element = TYPE_BYTES.get(type_text)
+                self.local[name] = {"name": name, "type": type_text, "elements": elements,
+                                    "bytes": elements * element if elements is not None and element else None,
+                                    "dynamic_index": False}
+                continue
+            if declarator.type == "init_declarator":
+                value = declarator.child_by_field_name("value")
+                if value is None or value.type in ("argument_list", "initializer_list"):
+                    continue
+                stripped = unwrap(value)
+                # a local pointer into a kernel parameter keeps the parameter's identity
+                if "*" in syntax.text(declarator).split("=")[0] and not in_callee:
+                    alias = self._pointer_alias(stripped)
+                    if alias is not None:
+                        self.scope.aliases[name] = alias
+                        continue
+                self.scope.assign(name, self.scope.info(value), first=True)
+        return
+
+    def _pointer_alias(self, node) -> tuple[str, IndexInfo] | None:
+        if node is None:
+            return None
+        if node.type == "identifier":
+            name = syntax.text(node)
+            if name in self.scope.pointer_params:
+                return name, IndexInfo()
+            return self.scope.aliases.get(name)
+        if node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) in ("+", "-"):
+            left, right = unwrap(node.child_by_field_name("left")), node.child_by_field_name("right")
+            base = self._pointer_alias(left)
+            if base is not None:
+                return base[0], index_sum(base[1], self.scope.info(right))
+        if node.type == "pointer_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+            inner = unwrap(node.child_by_field_name("argument"))
+            if inner is not None and inner.type == "subscript_expression":
+                base = self._pointer_alias(unwrap(inner.child_by_field_name("argument")))
+                if base is not None:
+                    return base[0], index_sum(base[1], self.scope.info(subscript_index(inner)))
+        return None
+
+    def _assignment(self, node, loop_depth: int, in_callee: bool) -> None:
+        left = unwrap(node.child_by_field_name("left"))
+        op = syntax.text(node.child_by_field_name("operator"))
+        if left is not None and left.type == "identifier":
+            name = syntax.text(left)
+            if op == "=":
+                self.scope.assign(name, self.scope.info(node.child_by_field_name("right")), first=False)
+            elif op in ("+=", "-=") and name in self.scope.vars:
+                increment = self.scope.info(node.child_by_field_name("right"))
+                self.scope.assign(name, index_sum(self.scope.vars[name], increment), first=True)
+        if left is not None and left.type == "field_expression":  # p[i].x = v stores into p[i]
+            inner = unwrap(left.child_by_field_name("argument"))
+            left = inner if inner is not None and inner.type == "subscript_expression" else left
+        if left is not None and left.type == "subscript_expression":
+            self._subscript(left, is_store=True, is_load=op != "=", in_callee=in_callee)
+            self.done.add(left.id)
+        elif left is not None and left.type == "pointer_expression":
+            self._deref(left, is_store=True, in_callee=in_callee)
+            self.done.add(left.id)
+
+    # -- memory accesses --
+
+    def _resolve_base(self, node) -> tuple[str | None, IndexInfo, int]:
+        """(kernel pointer parameter, extra offset, vector bytes) for the base of an access."""
+        vector = 0
+        stripped = unwrap(node)
+        cast = vector_cast(stripped) if stripped is not None else None
+        if cast is not None:
+            stripped, vector = unwrap(cast[0]), cast[1]
+        if stripped is None:
+            return None, IndexInfo(), vector
+        alias = self._pointer_alias(stripped)
+        if alias is None:
+            return None, IndexInfo(), vector
+        param = alias[0]
+        if not vector:
+            ptype = next((p["type"] for p in self.params if p["name"] == param), "")
+            vec = vector_type_in(ptype)
+            vector = TYPE_BYTES[vec] if vec else 0
+        return param, alias[1], vector
+
+    def _subscript(self, node, is_store: bool, is_load: bool, in_callee: bool) -> None:
+        if node.id in self.done:
+            return
+        base_node = node.child_by_field_name("argument")
+        stripped = unwrap(base_node)
+        index_node = subscript_index(node)
+        # nested subscripts s[a][b]: the array is the innermost argument
+        chain = [index_node]
+        while stripped is not None and stripped.type == "subscript_expression":
+            chain.insert(0, subscript_index(stripped))
+            stripped = unwrap(stripped.child_by_field_name("argument"))
+        name = syntax.text(stripped) if stripped is not None and stripped.type == "identifier" else None
+        if name in self.scope.shared:
+            self._shared_access(self.scope.shared[name], chain)
+            return
+        if name in self.local:
+            if any(not self._static_index(i) for i in chain):
+                self.local[name]["dynamic_index"] = True
+            return
+        if in_callee:
+            return
+        if parent_is_address_of(node):
+            return  # &p[i]: an address; counted where it is used (__ldg, atomics, casts)
+        param, offset, vector = self._resolve_base(base_node if len(chain) == 1 else stripped)
+        if param is None:
+            return
+        info = index_sum(offset, self.scope.info(index_node))
+        self._count_access(info, vector, is_store, is_load)
+
+    def _count_access(self, info: IndexInfo, vector: int, is_store: bool, is_load: bool) -> None:
+        if is_store:
+            self.g["stores"] += 1
+            if vector:
+                self.g["vector_stores"] += 1
+        if is_load:
+            self.g["loads"] += 1
+            if vector:
+                self.g["vector_loads"] += 1
+        self.g["max_vector_bytes"] = max(self.g["max_vector_bytes"], vector)
+        self.g[{UNIT: "coalesced", STRIDED: "strided", NONE: "broadcast", UNKNOWN: "unknown"}[info.tx]] += 1
+
+    def _deref(self, node, is_store: bool, in_callee: bool) -> None:
+        """`*reinterpret_cast<float4*>(&p[i])`, `*(p + i)`: a global access through a pointer."""
+        if in_callee or node.id in self.done or syntax.text(node.child_by_field_name("operator")) != "*":
+            return
+        argument = unwrap(node.child_by_field_name("argument"))
+        vector = 0
+        cast = vector_cast(argument) if argument is not None else None
+        if cast is not None:
+            argument, vector = unwrap(cast[0]), cast[1]
+        alias = self._pointer_alias(argument)
+        if alias is None:
+            return
+        if not vector:
+            vec = vector_type_in(next((p["type"] for p in self.params if p["name"] == alias[0]), ""))
+            vector = TYPE_BYTES[vec] if vec else 0
+        self._count_access(alias[1], vector, is_store, not is_store)
+
+    def _static_index(self, node) -> bool:
+        """Known at compile time after unrolling: constants and counters of constant-trip loops."""
+        if node is None:
+            return True
+        for child in syntax.walk(node):
+            if child.type == "identifier":
+                name = syntax.text(child)
+                if name not in self.scope.constants.values and name not in self.scope.loop_vars_constant:
+                    return False
+            elif child.type in ("field_expression", "call_expression", "subscript_expression"):
+                return False
+        return True
+
+    def _shared_access(self, array: dict[str, Any], chain: list) -> None:
+        """Count accesses whose lanes (threadIdx.x) walk down a column of a row of 32·k words."""
+        dims = array["dims"]
+        element = TYPE_BYTES.get(array["type"], 4)
+        infos = [self.scope.info(i) for i in chain]
+        if len(chain) >= 2 and len(dims) == len(chain):
+            row = dims[-1]  # words per row: a multiple of 32 puts a column in one bank
+            for info in infos[:-1]:
+                if info.tx == UNIT and row is not None and (row * element // 4) % 32 == 0:
+                    self.column_access += 1
+                    return
+        elif len(chain) == 1 and chain[0] is not None:
+            index = chain[0]
+            for node in syntax.walk(index):
+                if node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) == "*":
+                    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+                    for varying, factor in ((left, right), (right, left)):
+                        stride = self.scope.constants.eval(factor)
+                        if self.scope.info(varying).tx == UNIT and stride and (stride * element // 4) % 32 == 0:
+                            self.column_access += 1
+                            return
+
+    # -- calls --
+
+    def _call(self, node, loop_depth: int, seen: set[str], in_callee: bool) -> None:
+        function = node.child_by_field_name("function")
+        full = syntax.text(function)
+        name = full.split("::")[-1].split(".")[-1].split("->")[-1]
+        if function.type == "template_function":
+            name = syntax.text(function.child_by_field_name("name")).split("::")[-1]
+        args = node.child_by_field_name("arguments")
+        arg_nodes = args.named_children if args is not None else []
+        if ATOMICS.match(name):
+            self._atomic(arg_nodes[0] if arg_nodes else None, loop_depth)
+        elif name in SYNCTHREADS:
+            self.barriers["syncthreads"] += 1
+            if loop_depth:
+                self.barriers["in_loops"] += 1
+        elif name == "__syncwarp":
+            self.barriers["syncwarp"] += 1
+        elif name in FENCES:
+            self.barriers["fences"] += 1
+        elif name == "sync" and ("grid" in full.lower() or (arg_nodes and "grid" in syntax.text(arg_nodes[0]).lower())):
+            self.barriers["grid_sync"] += 1
+        elif name in SHUFFLES:
+            self.warp["shuffles"] += 1
+        elif name in VOTES:
+            self.warp["votes"] += 1
+        elif name in WARP_REDUCES or (name == "reduce" and "cg" in full):
+            self.warp["reduces"] += 1
+        elif name in LDG_CALLS or name in CACHE_HINTS:
+            if name in LDG_CALLS:
+                self.g["ldg"] += 1
+            else:
+                self.g["cache_hint_calls"] += 1
+            if arg_nodes and not in_callee:
+                self._hinted_access(arg_nodes[0], is_store=name in HINT_STORES)
+        elif name in PRECISE_FLOAT_MATH:
+            self.math["transcendental_calls"] += 1
+        elif name in DOUBLE_MATH:
+            self.fp64["double_math_calls"] += 1
+            if name not in ("fma", "fmod", "sqrt", "rsqrt"):
+                self.math["transcendental_calls"] += 1
+        elif name in FAST_INTRINSICS:
+            self.math["fast_intrinsics"] += 1
+        elif name in ("__pipeline_memcpy_async",):
+            self.async_copy["cp_async"] = True
+        elif name == "memcpy_async":
+            self.async_copy["memcpy_async"] = True
+        elif "wmma" in full or name in ("load_matrix_sync", "store_matrix_sync", "fill_fragment"):
+            self.tensor["wmma"] = True
+        elif name.startswith("cp_async_bulk") or name.startswith("cuTensorMap"):
+            self.async_copy["tma"] = True
+        elif "wgmma" in name:
+            self.tensor["wgmma"] = True
+        elif name in self.functions and name not in seen:
+            callee = self.functions[name]
+            self.visit(callee.child_by_field_name("body"), loop_depth, seen | {name}, in_callee=True)
+
+    def _hinted_access(self, address, is_store: bool) -> None:
+        """`__ldg(&p[i])`, `__stcs(p + i, v)`: classify the address like a subscript."""
+        address = unwrap(address)
+        alias = self._pointer_alias(address)
+        if alias is None:
+            return
+        vec = vector_type_in(next((p["type"] for p in self.params if p["name"] == alias[0]), ""))
+        self._count_access(alias[1], TYPE_BYTES[vec] if vec else 0, is_store, not is_store)
+
+    def _atomic(self, target, loop_depth: int) -> None:
+        self.atomics["total"] += 1
+        if loop_depth:
+            self.atomics["in_loops"] += 1
+        node = unwrap(target)
+        if node is not None and node.type == "pointer_expression":
+            node = unwrap(node.child_by_field_name("argument"))
+        while node is not None and node.type in ("subscript_expression", "binary_expression"):
+            node = unwrap(node.child_by_field_name("argument") if node.type == "subscript_expression"
+                          else node.child_by_field_name("left"))
+        name = syntax.text(node) if node is not None and node.type == "identifier" else None
+        self.atomics["shared" if name in self.scope.shared else "global"] += 1
+
+    def _asm(self, text: str) -> None:
+        # inline PTX is a string: the one place text matching is the right tool
+        lowered = text.lower()
+        if "wgmma" in lowered:
+            self.tensor["wgmma"] = True
+        elif re.search(r"\bmma\.sync", lowered):
+            self.tensor["mma_sync"] = True
+        if "cp.async.bulk" in lowered:
+            self.async_copy["tma"] = True
+        elif "cp.async" in lowered:
+            self.async_copy["cp_async"] = True
+
+    # -- control flow and arithmetic --
+
+    def _branch(self, node, loop_depth: int) -> None:
+        condition = node.child_by_field_name("condition")
+        if condition is None:
+            return
+        if self.scope.info(condition).tx != NONE and not self._range_guard(condition):
+            self.branches["thread_dependent"] += 1
+            if loop_depth:
+                self.branches["in_loops"] += 1
+
+    def _range_guard(self, node) -> bool:
+        """`i < n`, `x < cols && y < rows`, `r >= rows`: bounds checks that diverge only at the edge."""
+        node = unwrap(node)
+        if node is None:
+            return False
+        if node.type == "condition_clause":
+            named = node.named_children
+            return bool(named) and self._range_guard(named[-1])
+        if node.type != "binary_expression":
+            return False
+        op = syntax.text(node.child_by_field_name("operator"))
+        if op in ("&&", "||"):
+            return (self._range_guard(node.child_by_field_name("left"))
+                    and self._range_guard(node.child_by_field_name("right")))
+        if op in ("<", "<=", ">", ">="):
+            left = self.scope.info(node.child_by_field_name("left"))
+            right = self.scope.info(node.child_by_field_name("right"))
+            # an ordering test on plain indices (i < n, y < rows): lanes disagree in one warp at most
+            return left.tx in (UNIT, NONE) and right.tx in (UNIT, NONE)
+        return False
+
+    def _division(self, node) -> None:
+        op = syntax.text(node.child_by_field_name("operator"))
+        if op not in ("/", "%"):
+            return
+        left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+        if self._is_float(left) or self._is_float(right):
+            if op == "/":
+                self.math["float_divisions"] += 1
+            return
+        divisor = self.scope.constants.eval(right)
+        if divisor is not None and divisor > 0 and divisor & (divisor - 1) == 0:
+            return  # a power of two becomes a shift / mask
+        self.math["int_div_mod"] += 1
+
+    def _is_float(self, node) -> bool:
+        while node is not None and node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        if node is None:
+            return False
+        if node.type == "cast_expression":
+            return syntax.text(node.child_by_field_name("type")).strip() in FLOAT_TYPES
+        if node.type == "number_literal":
+            text = syntax.text(node).lower()
+            return not text.startswith("0x") and ("." in text or "e" in text or text.endswith("f"))
+        if node.type == "identifier":
+            return self.scope.types.get(syntax.text(node), "").rstrip("*") in FLOAT_TYPES and not self.scope.types.get(
+                syntax.text(node), "").endswith("*")
+        if node.type == "call_expression":
+            name = syntax.text(node.child_by_field_name("function")).split("::")[-1]
+            return name in PRECISE_FLOAT_MATH | DOUBLE_MATH | FAST_INTRINSICS or name in (
+                "fabsf", "fmaxf", "fminf", "sqrtf", "rsqrtf")
+        if node.type == "binary_expression":
+            return self._is_float(node.child_by_field_name("left")) or self._is_float(node.child_by_field_name("right"))
+        if node.type == "subscript_expression":
+            base = unwrap(node.child_by_field_name("argument"))
+            while base is not None and base.type == "subscript_expression":
+                base = unwrap(base.child_by_field_name("argument"))
+            if base is not None and base.type == "identifier":
+                name = syntax.text(base)
+                if name in self.scope.shared:
+                    return self.scope.shared[name]["type"] in FLOAT_TYPES
+                if name in self.local:
+                    return self.local[name]["type"] in FLOAT_TYPES
+                ptype = next((p["type"] for p in self.params if p["name"] == name), self.scope.types.get(name, ""))
+                return any(t in FLOAT_TYPES for t in re.findall(r"\w+", ptype))
+        if node.type == "field_expression":
+            return False
+        return False
+
+
+def parent_is_address_of(node) -> bool:
+    parent = node.parent
+    while parent is not None and parent.type == "parenthesized_expression":
+        parent = parent.parent
+    return (parent is not None and parent.type == "pointer_expression"
+            and syntax.text(parent.child_by_field_name("operator")) == "&")
