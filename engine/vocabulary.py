@@ -332,31 +332,13 @@ def focus_kernel(evidence: Evidence, kernel: str | None = None) -> tuple[Evidenc
             reason = evidence.focus_reason or "chosen from the source (no profile)"
             return evidence, KernelRecord(name=evidence.focus_kernel, launches=0), f"{reason}; every metric is missing"
         raise InputError("the evidence holds no kernels", "profile a run that launches at least one kernel")
-    if kernel is not None:
-        try:
-            pattern = re.compile(kernel)
-        except re.error:
-            pattern = re.compile(re.escape(kernel))
-        matches = [k for k in evidence.kernels if kernel in k.name or pattern.search(k.name)]
-        if not matches:
-            raise InputError(f"no kernel matches `{kernel}`",
-                             "kernels present: " + ", ".join(k.name for k in evidence.kernels))
-        chosen = max(matches, key=_total_ns)
-        reason = f"selected with --kernel {kernel}"
-        if len(matches) > 1:
-            reason += f" ({len(matches)} matched; the longest)"
-        return dataclasses.replace(evidence, focus_kernel=chosen.name), chosen, reason
-    named = evidence.focus()
+    named = evidence.focus() if kernel is None else None
     if named is not None:
         return evidence, named, evidence.focus_reason or "named by the evidence"
-    chosen = max(evidence.kernels, key=_total_ns)
-    total = sum(_total_ns(k) for k in evidence.kernels) or 1.0
-    reason = f"{100 * _total_ns(chosen) / total:.0f}% of GPU time ({len(evidence.kernels)} kernel(s))"
-    return dataclasses.replace(evidence, focus_kernel=chosen.name), chosen, reason
-
-
-def _total_ns(kernel: KernelRecord) -> float:
-    return float(kernel.duration_ns or 0.0) * float(kernel.launches or 1)
+    # `--kernel`, or evidence that names no focus: the evidence's own rule chooses, on a copy.
+    focused = dataclasses.replace(evidence)
+    chosen = focused.select_kernel(kernel)
+    return focused, chosen, focused.focus_reason
 
 
 def coerce(value: Any, type_: str) -> Any:

@@ -5,6 +5,7 @@
 #   PLAN=smoke bash tools/gpu_session.sh # two examples, check, fidelity: a quick look after a harness change
 #   PLAN=loop bash tools/gpu_session.sh  # GPU 0: the loop's end-to-end test, then every gpu test | GPU 1: BF16 baselines
 #   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on every GPU (--gpus 0,1 on two), each step timed
+#   PLAN=restructure bash tools/gpu_session.sh  # GPU 0: the examples' saved profiles, the loop test, every gpu test
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -97,6 +98,16 @@ case $PLAN in
                run_step "$all" suite-vendor 150 skillbase bench run --impl vendor --gpus "$all" --results "$bench_results"
                save_bench; }
          b() { :; } ;;
+  restructure) a() {   # after a restructure: the bundled examples' saved profiles, then every GPU test
+               for ex in naive_sgemm vector_add conv2d_direct; do
+                 run_step 0 "profile-$ex" 120 skillbase profile "$repo/examples/$ex/$ex.cu" -o "/tmp/results/examples/$ex"
+               done
+               run_step 0 pytest-loop-gpu "${LOOP_LIMIT:-200}" python3 -m pytest -m gpu -q -rA --timeout 180 \
+                 -p no:cacheprovider "$repo/tests/run/test_loop_gpu.py"
+               run_step 0 pytest-gpu-all "${PYTEST_LIMIT:-280}" python3 -m pytest -m gpu -q -rA --timeout 90 \
+                 -p no:cacheprovider --ignore "$repo/tests/corpus/test_skill_examples.py" \
+                 --ignore "$repo/tests/run/test_loop_gpu.py" "$repo/tests"; }
+               b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
 if [ "$gpus" -gt 1 ]; then a & b & wait; else a; b; fi

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillbase import __version__
-from skillbase.evidence.model import Evidence, KernelRecord
 from skillbase.cuda.names import base_name, without_params
+from skillbase.evidence.model import Evidence, KernelRecord
 
 DURATION = "gpu__time_duration.sum"
 

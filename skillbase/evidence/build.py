@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from skillbase.cuda.names import base_name
+from skillbase.cuda.ptxas import parse_ptxas
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.evidence.model import Evidence
-from skillbase.cuda.names import base_name
 from skillbase.evidence.ncu_csv import load_ncu_csv
 from skillbase.evidence.ncu_rep import load_ncu_report
-from skillbase.cuda.ptxas import parse_ptxas
 from skillbase.evidence.static.features import static_features
 from skillbase.harness.build import BuildError, build
 

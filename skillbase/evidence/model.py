@@ -20,9 +20,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from skillbase import __version__
+from skillbase.cuda.names import base_name
 from skillbase.datafile import schemas
 from skillbase.errors import InputError
-from skillbase.cuda.names import base_name
 
 SCHEMA_VERSION = 1
 
@@ -133,7 +133,7 @@ class Evidence:
             matches = _matching(self.kernels, name)
             if not matches:
                 present = ", ".join(k.name for k in by_time)
-                raise InputError(f"no kernel matches {name!r}; kernels present: {present}",
+                raise InputError(f"no kernel matches `{name}`; kernels present: {present}",
                                  hint="pass --kernel with a substring or regex of one of these names")
             chosen = sorted(matches, key=lambda k: (-(k.duration_ns or 0.0), k.name))[0]
             extra = f", dominant of {len(matches)} matches" if len(matches) > 1 else ""
@@ -225,7 +225,7 @@ def focus_static_kernel(static: dict[str, Any], kernel: str | None = None) -> tu
             except re.error:
                 matches = []
         if not matches:
-            raise InputError(f"no kernel matches {kernel!r}; kernels in the source: {', '.join(names)}")
+            raise InputError(f"no kernel matches `{kernel}`; kernels in the source: {', '.join(names)}")
         return matches[0], f"selected by --kernel {kernel!r} (static analysis only)"
     if len(names) == 1:
         return names[0], "the only kernel in the source (no profile)"
