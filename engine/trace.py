@@ -8,6 +8,7 @@ true; `any` dually; `not` swaps true and false and keeps missing. In JSON they r
 
 from __future__ import annotations
 
+import re
 import string
 from dataclasses import dataclass, field
 from typing import Any
@@ -114,11 +115,9 @@ class Decision:
 
 
 class _Because(string.Formatter):
-    """str.format that renders missing values as "missing" and never fails on a format spec."""
+    """str.format that never fails on a format spec (a value of the wrong type prints as it is)."""
 
     def format_field(self, value: Any, format_spec: str) -> str:
-        if value is MISSING:
-            return "missing"
         try:
             return format(value, format_spec)
         except (ValueError, TypeError):
@@ -126,9 +125,35 @@ class _Because(string.Formatter):
 
 
 _FORMATTER = _Because()
+# Where a `because` sentence can be cut into clauses: a value the evidence lacks removes its clause
+# (never "missing%" in the text), and the sentence says once which names were not measured.
+_CONNECTOR = re.compile(r"(,\s+|;\s+|:\s+|\s+/\s+|\s+vs\.?\s+|\s+and\s+|\s+with\s+|\s+or\s+|\s+but\s+)")
+_FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)[^{}]*\}")
 
 
 def render_because(template: str, values: dict[str, Any]) -> str:
+    """Fill `template` with observed values; clauses whose values are missing are left out and
+    named once at the end: "DRAM 91% (sm_pct not measured)."."""
+    missing = sorted({name for name in _FIELD.findall(template) if values.get(name, MISSING) is MISSING})
+    if not missing:
+        return _fill(template, values)
+    end = re.search(r"[.!?]\s*$", template)
+    body = template[: end.start()] if end else template
+    parts = _CONNECTOR.split(body)
+    kept: list[str] = []
+    for index in range(0, len(parts), 2):
+        clause = parts[index]
+        if any(name in missing for name in _FIELD.findall(clause)):
+            continue
+        if kept:
+            kept.append(parts[index - 1])
+        kept.append(clause)
+    note = f"({', '.join(missing)} not measured)"
+    text = _fill("".join(kept), values).strip()
+    return (f"{text} {note}" if text else note) + (end.group(0).strip() if end else "")
+
+
+def _fill(template: str, values: dict[str, Any]) -> str:
     try:
         return _FORMATTER.vformat(template, (), _Defaulting(values))
     except (KeyError, IndexError, ValueError, AttributeError):

@@ -121,7 +121,8 @@ def test_ranking_best_proposal_all_rules_and_ties(engine):
     top = result.candidates[0]
     assert top.skill == "mem.coalesce" and top.score == 0.9 and top.speedup == 1.0
     assert top.rules == ["x.coalesce", "x.coalesce-weak"] and top.best_rule == "x.coalesce"
-    # three at score 0.5: speedup 0.2 first, then 0.1, then the one without a speedup estimate
+    # three at score 0.5, ordered by the expected saving score x sqrt(speedup): 0.2 first, then 0.1, then
+    # the one without an estimate (assumed 0.1: a computed estimate wins the tie)
     assert skills[1:] == ["mem.smem_tiling", "mem.vectorize", "mem.aaa_nospeedup"]
     assert [c.rank for c in result.candidates] == [1, 2, 3, 4]
 
@@ -143,9 +144,10 @@ def test_history_demotes_failed_then_tried(engine):
     assert result.candidates[-1].demoted == "failed" and result.candidates[-2].demoted == "tried"
 
 
-def test_because_fills_values_and_renders_missing(engine):
+def test_because_fills_values_and_names_what_was_not_measured(engine):
+    # issue 15: a missing value leaves its clause out (never "missing%" in the text) and is named once
     result = engine.evaluate(evidence({M["dram"]: 91.4, M["ls"]: 8.0, M["cpi"]: 10.0}))
-    assert result.decision("bottleneck.memory").because == "DRAM 91% vs SM missing%."
+    assert result.decision("bottleneck.memory").because == "DRAM 91% (sm_pct not measured)."
     assert result.decision("x.coalesce-weak").because == "DRAM at 91%."
 
 
@@ -154,7 +156,10 @@ def test_because_survives_bad_format_spec():
     from skillbase.engine.trace import render_because
 
     rendered = render_because("{a:.2f} and {b:.1f} and {c}", {"a": "text", "b": MISSING, "c": 1})
-    assert rendered == "text and missing and 1"
+    assert rendered == "text and 1 (b not measured)"
+    assert render_because("{x:.0%} of branch targets diverge.", {"x": MISSING}) == "(x not measured)."
+    assert render_because("{d:.0f}% but {l1:.0f}%, hits {h:.0f}%: reused.", {"d": MISSING, "l1": 99, "h": 88}) \
+        == "99%, hits 88%: reused (d not measured)."
 
 
 def test_speedup_missing_is_null_and_not_fired_rule_proposes_nothing(engine):

@@ -124,14 +124,14 @@ def population_items():
         yield skill, (label if isinstance(label, str) else label[0]), report, report.with_name(f"{skill}.before.cu")
 
 
-def evaluate(show_details: set[str]) -> dict:
+def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tune", "test")) -> dict:
     from skillbase.engine import Engine
     from skillbase.evidence import build_evidence
     from skillbase.evidence.model import Evidence
 
     engine = Engine.load()
     rows, details = {}, []
-    for half in ("tune", "test"):
+    for half in halves:
         ranks, ranks_h, ranks_ncu = [], [], []
         for step in devset.steps(half):
             evidence = Evidence.from_json(devset.read_fixture(step))
@@ -180,8 +180,9 @@ def render(result: dict) -> str:
         lines += ["", "| set | step | label | rank | rank +history | rank ncu | top 3 |",
                   "|---|---|---|---|---|---|---|"]
         for d in result["details"]:
+            top3 = ", ".join(d.get("top3", []))
             lines.append(f"| {d['half']} | {d['step']} | {d['label']} | {d['rank'] or '–'} "
-                         f"| {d.get('rank_history') or '–'} | {d.get('rank_ncu') or '–'} | {', '.join(d.get('top3', []))} |")
+                         f"| {d.get('rank_history') or '–'} | {d.get('rank_ncu') or '–'} | {top3} |")
     return "\n".join(lines) + "\n"
 
 
@@ -189,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--details", action="append", default=[], choices=["tune", "test", "in-sample"],
                         help="per-step rows for this set (repeatable)")
+    parser.add_argument("--halves", default="tune,test", help="which dev-set halves to evaluate (comma-separated; "
+                        "while tuning rules, `--halves tune`: the test half is for reporting only)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here")
     args = parser.parse_args(argv)
-    result = evaluate(set(args.details))
+    result = evaluate(set(args.details), [h for h in args.halves.split(",") if h])
     text = render(result)
     print(json.dumps(result, indent=1) if args.json else text)
     if args.out:
