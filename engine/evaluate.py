@@ -77,6 +77,7 @@ class Engine:
         self.rules = rules
         self.derive_order = derive_order
         self.propose_rules = sorted((r for r in rules if r.kind == "propose"), key=lambda r: r.id)
+        self.constrain_rules = sorted((r for r in rules if r.kind == "constrain"), key=lambda r: r.id)
         self.digest = digest
         self.rules_dirs = rules_dirs
         self._compiled = False
@@ -165,7 +166,7 @@ class Engine:
                                             f"also in {seen[rule.id].where}: ids are unique across the built-in "
                                             "and user rule folders, rename yours"))
                     continue
-                if (rule.kind == "derive") != (path.parent.name == "derive"):
+                if rule.kind != path.parent.name:
                     problems.append(Problem(rule.file, rule.line, f"a {rule.kind} rule must live in {rule.kind}/",
                                             f"move it to {path.parent.parent / rule.kind / path.name}"))
                 seen[rule.id] = rule
@@ -252,13 +253,22 @@ class Engine:
                 if decision.fired:
                     proposals.append(dict(entry, rule=rule.id, because=decision.because, focus=decision.focus))
             decisions.append(decision)
+        # What the task forbids (its tolerance, its allowed libraries): the skills stay, ranked below
+        # the others, with the constraint's reason beside them.
+        constraints: dict[str, str] = {}
+        for rule in self.constrain_rules if rules is None else [r for r in rules if r.kind == "constrain"]:
+            decision = self._decide(rule, view)
+            if decision.fired:
+                for skill in rule.demotes:
+                    constraints.setdefault(skill, decision.because)
+            decisions.append(decision)
         facts = {}
         for fact, name in sorted(self.vocabulary.facts.items()):
             value = view[name]
             if value is not MISSING:
                 facts[fact] = value
         return EvaluationResult(
-            candidates=rank(proposals, view.evidence.history if view.evidence is not None else None),
+            candidates=rank(proposals, view.evidence.history if view.evidence is not None else None, constraints),
             facts=facts, decisions=decisions, kernel=view.kernel_name, focus_reason=view.focus_reason,
             thresholds={"path": self.thresholds.path, "digest": self.thresholds.digest},
             rules_digest=self.digest, problems=view.problems + notes)

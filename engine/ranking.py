@@ -1,7 +1,9 @@
 """Ranking proposals into candidates: deterministic, explainable, history-aware.
 
-Order: skills not yet tried on this kernel first, then skills tried before, then skills that
-failed (history is evidence: re-proposing what already failed wastes a round); within a group by
+Order: skills not yet tried on this kernel first, then skills the task constrains (a constrain rule
+fired: its tolerance forbids lower precision, it allows no library; the reason is kept), then skills
+tried before, then skills that failed (history is evidence: re-proposing what already failed wastes
+a round); within a group by
 the expected time saved, `score x sqrt(speedup)` (desc, `expected_saving`): a rule's `speedup`
 estimates the share of the run a skill can save and its `score` is the prior confidence that the
 evidence means what the rule says, so a confident 5 % does not outrank a plausible 55 %. A
@@ -18,7 +20,7 @@ from typing import Any
 
 from .trace import FocusRow
 
-DEMOTION = {None: 0, "tried": 1, "failed": 2}
+DEMOTION = {None: 0, "task": 1, "tried": 2, "failed": 3}
 # The share of the run assumed for a candidate whose own estimate needs a missing value [P]: a
 # typical single-skill gain, below most computed estimates, so a measured estimate usually wins.
 UNKNOWN_SAVED = 0.1
@@ -40,7 +42,8 @@ class Candidate:
     because: str
     focus: list[FocusRow] = field(default_factory=list)
     rank: int = 0
-    demoted: str | None = None  # None | "tried" | "failed": what history says about this skill here
+    demoted: str | None = None  # None | "task" | "tried" | "failed": what the task or history says here
+    constraint: str | None = None  # why the task constrains it (a constrain rule's because)
     best_rule: str = ""
 
     @property
@@ -51,7 +54,8 @@ class Candidate:
         return {"rank": self.rank, "skill": self.skill, "score": self.score, "speedup": self.speedup,
                 "expected": round(self.expected, 4),
                 "rules": self.rules, "best_rule": self.best_rule, "because": self.because,
-                "demoted": self.demoted, "focus": [row.to_json() for row in self.focus]}
+                "demoted": self.demoted, "constraint": self.constraint,
+                "focus": [row.to_json() for row in self.focus]}
 
 
 def _skill_of(item: Any) -> str | None:
@@ -84,8 +88,11 @@ def _order(proposal: dict[str, Any]) -> tuple:
             proposal["rule"])
 
 
-def rank(proposals: list[dict[str, Any]], history: Any = None) -> list[Candidate]:
-    """`proposals`: [{skill, score, speedup, rule, because, focus}] from firing propose rules."""
+def rank(proposals: list[dict[str, Any]], history: Any = None,
+         constraints: dict[str, str] | None = None) -> list[Candidate]:
+    """`proposals`: [{skill, score, speedup, rule, because, focus}] from firing propose rules;
+    `constraints`: skill -> why the task constrains it (from firing constrain rules)."""
+    constraints = constraints or {}
     by_skill: dict[str, list[dict[str, Any]]] = {}
     for proposal in proposals:
         by_skill.setdefault(proposal["skill"], []).append(proposal)
@@ -99,7 +106,8 @@ def rank(proposals: list[dict[str, Any]], history: Any = None) -> list[Candidate
             focus.extend(proposal["focus"])
         candidates.append(Candidate(skill=skill, score=best["score"], speedup=best["speedup"],
                                     rules=sorted({p["rule"] for p in group}), because=best["because"],
-                                    focus=focus, demoted=status.get(skill), best_rule=best["rule"]))
+                                    focus=focus, best_rule=best["rule"], constraint=constraints.get(skill),
+                                    demoted=status.get(skill) or ("task" if skill in constraints else None)))
     candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.expected, c.speedup is None, -c.score, c.skill))
     for index, candidate in enumerate(candidates, 1):
         candidate.rank = index

@@ -1,8 +1,9 @@
 """Rules: one YAML file each, loaded with the line of every leaf and type-checked against the vocabulary.
 
 A rule's `when` is an all/any/not tree whose leaves are rule-engine expressions; `derives` sets
-facts, `proposes` names skills with a score and an estimated-speedup expression; `because` is a
-message template filled with observed values. Loading collects problems (syntax, schema, unknown
+facts, `proposes` names skills with a score and an estimated-speedup expression, `demotes` (a
+constrain rule) names skills that the task forbids when it fires; `because` is a message template
+filled with observed values. Loading collects problems (syntax, schema, unknown
 names, type errors) as `file:line: message (hint)` rather than stopping at the first.
 """
 
@@ -58,7 +59,7 @@ class Derivation:
 @dataclass
 class Rule:
     id: str
-    kind: str  # derive | propose
+    kind: str  # derive | propose | constrain
     summary: str
     when: Node
     because: str
@@ -66,6 +67,7 @@ class Rule:
     line: int
     proposes: list[Proposal] = field(default_factory=list)
     derives: list[Derivation] = field(default_factory=list)
+    demotes: list[str] = field(default_factory=list)
     references: list[str] = field(default_factory=list)
     because_names: tuple[str, ...] = ()
     status: str = "stable"
@@ -107,9 +109,9 @@ class Rule:
 
 
 def rule_files(directory: Path) -> list[Path]:
-    """Rule files under a rules dir: derive/*.yaml and propose/*.yaml, cases excluded."""
+    """Rule files under a rules dir: derive/, propose/ and constrain/ *.yaml, cases excluded."""
     out = []
-    for sub in ("derive", "propose"):
+    for sub in ("derive", "propose", "constrain"):
         folder = directory / sub
         if folder.is_dir():
             out.extend(p for p in folder.glob("*.yaml") if not p.name.endswith(".cases.yaml"))
@@ -134,7 +136,7 @@ def load_rule(path: Path, types: dict[str, str], facts: dict[str, str]) -> tuple
     when = _condition(doc, data["when"], "when", types, problems)
     rule = Rule(id=data["id"], kind=data["kind"], summary=data["summary"], when=when, because=data["because"],
                 file=file, line=doc.line("id"), references=list(data.get("references") or []),
-                status=data.get("status", "stable"))
+                status=data.get("status", "stable"), demotes=list(data.get("demotes") or []))
     for index, spec in enumerate(data.get("proposes") or []):
         where = join("proposes", index)
         speedup = spec.get("speedup")

@@ -29,8 +29,8 @@ from .expressions import EVALUATION_ERRORS, unknown_name_hint
 if TYPE_CHECKING:   # the evidence package's face imports the harness: too slow for a cached `advise`
     from skillbase.evidence.model import Evidence, KernelRecord
 
-SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "fact",
-           "threshold")
+SOURCES = ("ncu", "derived", "static", "ptxas", "launch", "device", "timing", "roofline", "history", "task",
+           "fact", "threshold")
 TYPES = ("float", "int", "bool", "str")
 # unit__counter.rollup[.submetric…], e.g. sm__throughput.avg.pct_of_peak_sustained_elapsed,
 # launch__grid_size, derived__memory_l2_theoretical_sectors_global_excessive; plus the
@@ -309,7 +309,7 @@ def typed_evidence(document: dict[str, Any]) -> Evidence:
     the engine tolerates what the schema refuses (a value of the wrong type is MISSING, with a note)."""
     from skillbase.evidence.model import Evidence, KernelRecord
 
-    blocks = {name: document.get(name) for name in ("static", "ptxas", "timing", "roofline", "history")}
+    blocks = {name: document.get(name) for name in ("static", "ptxas", "timing", "roofline", "history", "task")}
     return Evidence(producer=dict(document.get("producer") or {}), device=dict(document.get("device") or {}),
                     kernels=[KernelRecord.from_dict(k) for k in document.get("kernels") or []],
                     focus_kernel=document.get("focus_kernel"), focus_reason=document.get("focus_reason"), **blocks)
@@ -452,9 +452,9 @@ class View:
                 raw = {"launches": kernel.launches, "time_share": kernel.time_share,
                        "duration_ns": kernel.duration_ns}.get(ref)
             return raw
-        if source == "history":
-            raw = _dotted(evidence.history, ref)
-            # e.g. {history: failed} typed int counts the failed attempts
+        if source in ("history", "task"):
+            raw = _dotted(evidence.history if source == "history" else evidence.task, ref)
+            # e.g. {history: failed} or {task: allow} typed int counts the list's entries
             return len(raw) if isinstance(raw, (list, dict)) and entry.type == "int" else raw
         blocks = {"device": evidence.device, "timing": evidence.timing, "roofline": evidence.roofline}
         return _dotted(blocks[source], ref)

@@ -24,7 +24,8 @@ from skillbase.engine import Engine
 from skillbase.engine.evaluate import EvaluationResult
 from skillbase.engine.trace import result_name
 from skillbase.errors import EnvironmentProblem, InputError
-from skillbase.evidence import Evidence, load_any, load_evidence_json, static_features
+from skillbase.evidence import Evidence, load_any, load_evidence_json
+from skillbase.evidence.build import attach_source
 
 __all__ = ["Advice", "advise", "evidence_for", "why_not"]
 
@@ -65,7 +66,7 @@ def evidence_for(report: str | Path | None = None, evidence: str | Path | Eviden
         loaded = load_any(path, kernel)
         notes = [f"profile from {path}"]
         if cu is not None:
-            loaded.static = static_features(cu)
+            attach_source(loaded, cu)
             notes.append(f"static features from {cu}")
         return loaded, notes
     if source is None:
@@ -94,9 +95,24 @@ def advise(report: str | Path | None = None, evidence: str | Path | Evidence | N
     that kernel (a name, substring or regex)."""
     loaded, notes = evidence_for(report, evidence, source, kernel)
     engine = Engine.load(list(rules_dirs) if rules_dirs else None, thresholds, extra_rules=extra_rules)
+    _note_missing_metrics(loaded, engine)
     # A report or profile was focused when it was loaded; an evidence document is focused here.
     result = engine.evaluate(loaded, kernel=kernel if evidence is not None else None)
     return Advice(loaded, result, engine, notes)
+
+
+def _note_missing_metrics(evidence: Evidence, engine: Engine) -> None:
+    """Say once when the profile lacks metrics the rules read (a report made with a few sections):
+    the rules that need them stay quiet, and the user should know why."""
+    record = evidence.focus()
+    if record is None:
+        return
+    wanted = engine.required_ncu_metrics()
+    absent = [name for name in wanted if name not in record.metrics]
+    if absent and len(absent) * 5 >= len(wanted):      # a fifth or more: more than a metric ncu skips
+        evidence.notes.append(f"the profile lacks {len(absent)} of the {len(wanted)} metrics the rules read "
+                              f"(e.g. {', '.join(absent[:3])}): rules that need them stay quiet; "
+                              "profile with `skillbase profile` or `ncu --set full`")
 
 
 def why_not(advice_or_engine: Advice | Engine, skill: str, result: EvaluationResult | None = None) -> dict[str, Any]:

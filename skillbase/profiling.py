@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillbase.evidence.build import build_evidence
+from skillbase.evidence.build import attach_task, build_evidence
 from skillbase.evidence.model import Evidence
 from skillbase.harness.profile import Profile, ncu_version, profile_kernel
 
@@ -34,6 +34,7 @@ def evidence_from_profile(profile: Profile, source: Path, kernel: str | None = N
     focused on `kernel` (name, substring or regex) when given."""
     evidence = build_evidence(report=profile.report, source=source, ptxas_text=profile.build.log,
                               kernel=kernel, arch=profile.build.arch)
+    attach_task(evidence, source)   # a profiled kernel always has its spec beside it
     # The report itself records neither; we know both because we ran ncu (calibration provenance).
     evidence.producer["clock_control"] = "none"
     evidence.producer["ncu_version"] = ncu_version()

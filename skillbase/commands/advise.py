@@ -48,7 +48,8 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
     given = [x for x in (source_cu, report, evidence_path) if x]
     if len(given) != 1:
         raise InputError("give exactly one of K.cu, --report R.ncu-rep or --evidence E.json",
-                         "e.g. `skillbase advise --report tests/fixtures/profiles/naive_gemm/report.ncu-rep`")
+                         "e.g. `skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep` "
+                         "(after `skillbase examples copy naive_sgemm`)")
     if source_path and not report:
         raise InputError("--source goes with --report",
                          "the evidence JSON already carries static features; K.cu is read directly")
@@ -61,15 +62,16 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
         data["candidates"] = data["candidates"][:top]
         if why is not None:
             data["why_not"] = why
+        data["evidence_notes"] = list(advice.evidence.notes)
         click.echo(json.dumps(data, indent=1))
         return
-    render(result, top, why, show_all)
+    render(result, top, why, show_all, advice.evidence.notes)
 
 
 # ---- human output -----------------------------------------------------------------------------
 
 
-def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool) -> None:
+def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool, evidence_notes=()) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -85,7 +87,7 @@ def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool) ->
     console.print(Text.assemble(("bottleneck ", "bold"), (bottleneck, "bold magenta"),
                                 ("  " + " → ".join(rest), "dim")))
     console.print(Text(f"thresholds {result.thresholds['path']} ({result.thresholds['digest'][:19]})", style="dim"))
-    for problem in result.problems:
+    for problem in [*evidence_notes, *result.problems]:
         console.print(Text(f"note: {problem}", style="yellow"))
     shown = result.candidates[:top]
     if not shown:
@@ -97,9 +99,11 @@ def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool) ->
         for column, justify in columns:
             table.add_column(column, justify=justify, overflow="fold")
         for c in shown:
-            skill = c.skill + (f" ({c.demoted} before)" if c.demoted else "")
+            skill = c.skill + (" (the task constrains it)" if c.demoted == "task"
+                               else f" ({c.demoted} before)" if c.demoted else "")
             speedup = f"{100 * c.speedup:.0f}%" if c.speedup is not None else "—"
-            table.add_row(str(c.rank), skill, f"{c.score:.2f}", speedup, c.because)
+            reason = f"{c.constraint} Otherwise: {c.because}" if c.constraint else c.because
+            table.add_row(str(c.rank), skill, f"{c.score:.2f}", speedup, reason)
         console.print(table)
         for c in shown:
             console.print(Text.assemble((f"{c.rank}. {c.skill}", "bold"), f"  rules: {', '.join(c.rules)}"))

@@ -115,6 +115,35 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
     return result
 
 
+def attach_source(evidence: Evidence, source: str | Path) -> Evidence:
+    """Add SOURCE's static features to a loaded profile (no compile: what `advise --report --source`
+    does), keyed for the profiled kernel; a source without that kernel is said once in the notes
+    and describes nothing. A task spec beside the source (K.task.yaml) adds what the task allows."""
+    attach_task(evidence, source)
+    try:
+        evidence.static = static_features(source)
+    except InputError as error:      # advice still comes, from the profile alone
+        evidence.notes.append(f"no static features: {error.message}")
+        return evidence
+    _align_names(evidence)
+    return evidence
+
+
+def attach_task(evidence: Evidence, source: str | Path) -> Evidence:
+    """`evidence.task` from the spec beside SOURCE (its tolerance, its allowed libraries), when there
+    is one; a spec that does not load is said once and left out."""
+    from skillbase.task.spec import load_task, spec_path_for
+
+    _, spec_path = spec_path_for(Path(source))
+    if not spec_path.is_file():
+        return evidence
+    try:
+        evidence.task = load_task(Path(source)).evidence()
+    except InputError as error:
+        evidence.notes.append(f"the task spec was not used: {error.message}")
+    return evidence
+
+
 def _align_names(evidence: Evidence) -> None:
     """Make `static.kernels[focus]` and `ptxas[focus]` resolve for the focus kernel's name.
 
@@ -130,8 +159,8 @@ def _align_names(evidence: Evidence) -> None:
         if base in evidence.static["kernels"]:
             evidence.static["kernels"][focus_name] = evidence.static["kernels"][base]
         else:
-            evidence.notes.append(f"the source defines no kernel named {base!r} "
-                                  f"(it has {', '.join(evidence.static['kernels'])})")
+            evidence.notes.append(f"the source has no kernel `{base}` (the profiled one; it defines "
+                                  f"{', '.join(evidence.static['kernels'])}): its static features are not used")
     if evidence.ptxas and focus_name not in evidence.ptxas:
         match = None
         if record and record.mangled:

@@ -88,6 +88,8 @@ class Evidence:
     timing: dict[str, Any] | None = None
     roofline: dict[str, Any] | None = None
     history: dict[str, Any] | None = None
+    # What the task spec allows (`TaskSpec.evidence()`): its tightest tolerance, its libraries.
+    task: dict[str, Any] | None = None
     notes: list[str] = field(default_factory=list)
     schema_version: int = SCHEMA_VERSION
 
@@ -164,6 +166,8 @@ class Evidence:
             "roofline": self.roofline,
             "history": self.history,
         }
+        if self.task is not None:
+            out["task"] = dict(self.task)
         if self.notes:
             out["notes"] = list(self.notes)
         return out
@@ -183,7 +187,7 @@ class Evidence:
                    kernels=[KernelRecord.from_dict(k) for k in data.get("kernels") or []],
                    focus_kernel=data.get("focus_kernel"), focus_reason=data.get("focus_reason"),
                    static=data.get("static"), ptxas=data.get("ptxas"), timing=data.get("timing"),
-                   roofline=data.get("roofline"), history=data.get("history"),
+                   roofline=data.get("roofline"), history=data.get("history"), task=data.get("task"),
                    notes=list(data.get("notes") or []), schema_version=data.get("schema_version", SCHEMA_VERSION))
 
     @classmethod
@@ -237,15 +241,16 @@ def focus_static_kernel(static: dict[str, Any], kernel: str | None = None) -> tu
 
 
 def _by_kernel(table: dict[str, Any] | None, name: str | None) -> Any:
-    """A per-kernel block (static kernels, ptxas) for kernel NAME: by name, by base name, else the only one."""
+    """A per-kernel block (static kernels, ptxas) for kernel NAME, by name or base name; with no NAME,
+    the only block. Never another kernel's: a source that lacks the profiled kernel describes nothing
+    about it (issue 15: its only kernel's features were used silently)."""
     if not table:
         return None
-    if name is not None:
-        if name in table:
-            return table[name]
-        if base_name(name) in table:
-            return table[base_name(name)]
-    return next(iter(table.values())) if len(table) == 1 else None
+    if name is None:
+        return next(iter(table.values())) if len(table) == 1 else None
+    if name in table:
+        return table[name]
+    return table.get(base_name(name))
 
 
 def _matching(kernels: list[KernelRecord], pattern: str) -> list[KernelRecord]:

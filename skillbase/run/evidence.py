@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase.evidence import Evidence, build_evidence
+from skillbase.evidence.build import attach_task
 from skillbase.harness.scratch import scratch_copy
 from skillbase.profiling import profile_evidence
 
@@ -44,5 +45,6 @@ class EvidenceCollector:
             evidence = profile_evidence(path, preset=self.preset, extra_flags=flags, write=False).evidence
         else:
             evidence = build_evidence(source=path, arch=self.arch)
+        attach_task(evidence, path)      # what the task allows: the ranking demotes what it forbids
         evidence.history = {**history, "past": self.past()}
         return evidence

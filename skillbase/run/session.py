@@ -196,7 +196,9 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
             applicable = auto and (agent != "none" or mechanical.applicable(proposed.skill, state.best_source))
             candidates.append(Candidate(
                 skill=proposed.skill, score=proposed.score, speedup=proposed.speedup, rules=tuple(proposed.rules),
-                because=proposed.because, applicable=applicable,
+                # a constrained skill carries the task's reason first: the coder must honour it
+                because=(f"{proposed.constraint} Otherwise: {proposed.because}" if proposed.constraint
+                         else proposed.because), applicable=applicable,
                 focus=tuple(EvidenceRow(row.name, row.observed, row.threshold) for row in proposed.focus)))
         if agent == "none":
             offer = mechanical.sweep_offer(candidates, state.best_source)

@@ -306,6 +306,13 @@ class TaskSpec:
                              self.tolerance.atol_scale if self.tolerance.atol_scale is not None else default.atol_scale)
         return default
 
+    def evidence(self) -> dict[str, Any]:
+        """What the task allows, as evidence the rules read (`evidence.task`): the output dtypes,
+        the tightest relative tolerance of a float output, the libraries `allow:` permits."""
+        floats = [self.tolerance_rule(a).rtol for a in self.outputs if DTYPES[a.dtype].is_float]
+        return {"dtypes": sorted({a.dtype for a in self.outputs}), "min_rtol": min(floats) if floats else None,
+                "allow": list(self.allow)}
+
     # -- inputs (skillbase.task.inputs) ------------------------------------------------------
     def make_inputs(self, sizes: str | dict[str, int], seed: int) -> dict[str, np.ndarray]:
         """Host arrays for every in/inout argument at these sizes (see `skillbase.task.inputs.make_inputs`)."""

@@ -103,7 +103,7 @@ def test_select_kernel_is_the_one_focus_rule_with_or_without_a_profile():
         Evidence().select_kernel("a")
 
 
-def test_focus_blocks_resolve_by_name_base_name_or_the_only_entry():
+def test_focus_blocks_resolve_by_name_or_base_name_never_another_kernel():
     ev = make({"hot": 970.0, "cold": 30.0})
     ev.select_kernel()
     ev.static = static_of("hot", "cold")
@@ -112,7 +112,9 @@ def test_focus_blocks_resolve_by_name_base_name_or_the_only_entry():
     ev.focus_kernel = "void hot<128>(float *, int)"
     assert ev.focus_ptxas() == {"registers": 40}
     ev.ptxas = {"other": {"registers": 3}}
-    assert ev.focus_ptxas() == {"registers": 3}
+    assert ev.focus_ptxas() is None               # issue 15: another kernel's block describes nothing
+    ev.focus_kernel = None
+    assert ev.focus_ptxas() == {"registers": 3}   # no focus named: the only block
     ev.ptxas = None
     assert ev.focus_ptxas() is None
 

@@ -56,11 +56,12 @@ class _FileAnalysis:
             raise InputError(f"{self.path}: no __global__ kernel found in the source",
                              hint="give the .cu file that defines the kernel")
         kernels = {}
+        launch_nodes = [n for n in syntax.walk(self.root) if n.type == "kernel_call_syntax"]
         for name, node in self.kernels:
             key = name if name not in kernels else f"{name}@{syntax.line(node)}"
             kernels[key] = kernel_features(node, self.constants, self.functions)
+            kernels[key]["host"] = self._host(name, launch_nodes)
         launchers = {name: self._launcher(node) for name, node in self.launchers}
-        launch_nodes = [n for n in syntax.walk(self.root) if n.type == "kernel_call_syntax"]
         return {
             "file": {
                 "path": self.path,
@@ -109,6 +110,47 @@ class _FileAnalysis:
                 what = f"missing {node.type}" if node.is_missing else f"unparsed `{snippet}`"
                 errors.append(f"{syntax.line(node)}: {what}")
         return errors[:50]
+
+    # -- the host code that drives a kernel --
+
+    def _host(self, kernel: str, launch_nodes: list) -> dict[str, Any]:
+        """The host functions that launch `kernel` and what else they launch: the kernel's own
+        host side. A benchmark's `main` (timing loops, reference checks, other variants' calls) is
+        not the kernel's host code: it counts only when nothing else launches the kernel, and then
+        its loops count as repetitions of the benchmark, not as the kernel's host loop."""
+        by_function: dict[str, list] = {}
+        for node in launch_nodes:
+            function = self._enclosing_function(node)
+            if function is not None:
+                by_function.setdefault(function, []).append(node)
+        drivers = sorted(f for f, nodes in by_function.items()
+                         if f != "main" and any(self._launched(n) == kernel for n in nodes))
+        from_main = not drivers and any(self._launched(n) == kernel for n in by_function.get("main", []))
+        functions = drivers or (["main"] if from_main else [])
+        sites = [n for f in functions for n in by_function[f]]
+        own = [n for n in sites if self._launched(n) == kernel]
+        return {
+            "launchers": functions,
+            # launches in the busiest of those functions: a chain when the kernel is one of several
+            "launches": max((len(by_function[f]) for f in functions), default=0),
+            "kernels_launched": sorted({self._launched(n) for n in sites}),
+            "launches_in_loops": 0 if from_main else sum(1 for n in own if syntax.inside(n, LOOPS)),
+        }
+
+    @staticmethod
+    def _launched(node) -> str:
+        call = node.parent
+        function = call.child_by_field_name("function") if call is not None else None
+        if function is not None and function.type == "template_function":
+            function = function.child_by_field_name("name")
+        return syntax.text(function).split("::")[-1] if function is not None else ""
+
+    @staticmethod
+    def _enclosing_function(node) -> str | None:
+        parent = node.parent
+        while parent is not None and parent.type != "function_definition":
+            parent = parent.parent
+        return syntax.declarator_name(parent.child_by_field_name("declarator")) if parent is not None else None
 
     # -- launchers --
 
