@@ -6,6 +6,7 @@
 #   PLAN=loop bash tools/gpu_session.sh  # GPU 0: the loop's end-to-end test, then every gpu test | GPU 1: BF16 baselines
 #   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on every GPU (--gpus 0,1 on two), each step timed
 #   PLAN=restructure bash tools/gpu_session.sh  # GPU 0: the examples' saved profiles, the loop test, every gpu test
+#   PLAN=gputests bash tools/gpu_session.sh     # GPU 0: the loop test, then every other gpu test
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -108,6 +109,12 @@ case $PLAN in
                  -p no:cacheprovider --ignore "$repo/tests/corpus/test_skill_examples.py" \
                  --ignore "$repo/tests/run/test_loop_gpu.py" "$repo/tests"; }
                b() { :; } ;;
+  gputests) a() { run_step 0 pytest-loop-gpu "${LOOP_LIMIT:-200}" python3 -m pytest -m gpu -q -rA --timeout 180 \
+                   -p no:cacheprovider "$repo/tests/run/test_loop_gpu.py"
+                 run_step 0 pytest-gpu-all "${PYTEST_LIMIT:-280}" python3 -m pytest -m gpu -q -rA --timeout 90 \
+                   -p no:cacheprovider --ignore "$repo/tests/corpus/test_skill_examples.py" \
+                   --ignore "$repo/tests/run/test_loop_gpu.py" "$repo/tests"; }
+            b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
 if [ "$gpus" -gt 1 ]; then a & b & wait; else a; b; fi

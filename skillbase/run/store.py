@@ -368,7 +368,9 @@ class RunStore:
 
     def skill_outcome_stats(self, exclude_run: int | None = None) -> dict[str, dict[str, Any]]:
         """Per-skill outcomes of finished rounds in past runs ({skill: {tried, accepted, failed,
-        mean_accepted_speedup}}): recorded as `evidence.history["past"]`, the prior the ranking will read.
+        mean_accepted_speedup}}): recorded as `evidence.history["past"]` and shown by `explain`. The
+        ranking does not read it yet: outcomes on other kernels are weak evidence for this one, and
+        no measurement says how much they should move a candidate.
 
         A round tries one skill (possibly several variants and repairs); it counts once, as accepted
         or not, with the best accepted speedup of that round.

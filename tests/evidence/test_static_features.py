@@ -195,3 +195,158 @@ def test_unparseable_and_kernelless_sources():
         static_features(BAD / "host_only.cu")
     with pytest.raises(InputError, match="no such file"):
         static_features(BAD / "missing.cu")
+
+
+# -- the structure rules read to tell which step of a progression comes next --------------------
+
+def _kernel(src: str, name: str) -> dict:
+    return static_features(src + "\n")["kernels"][name]   # a newline marks source text, not a path
+
+
+def test_template_tile_sizes_are_compile_time():
+    src = """template <const int BM, const int TM, typename T>
+    __global__ void tile1d(const float* A, float* C, int K) {
+        __shared__ float As[BM * TM];
+        float acc[TM] = {0.0f};
+        for (int k = 0; k < K; k += BM) {            // run-time trip count
+            As[threadIdx.x] = A[k + threadIdx.x];
+            __syncthreads();
+            for (int i = 0; i < TM; ++i) acc[i] += As[threadIdx.x / TM * TM + i];   // compile-time trip count
+            __syncthreads();
+        }
+        for (int i = 0; i < TM; ++i) C[threadIdx.x * TM + i] = acc[i];
+    }"""
+    kern = _kernel(src, "tile1d")
+    assert kern["template"] == {"value_params": 2}                      # BM, TM (not the typename)
+    assert kern["loops"]["constant_trip"] == 2 and kern["loops"]["count"] == 3
+    assert kern["local_arrays"][0]["dynamic_index"] is False           # indexed by a TM-bounded counter
+    assert kern["registers"] == {"accumulator_arrays": 1, "fragment_arrays": 0}   # a 1-D register tile
+    assert kern["shared"]["array_count"] == 1 and kern["shared"]["static_bytes"] is None   # size unfolded, counted
+    assert kern["global_access"]["staging_loops"] == 1                 # global -> shared copy around a barrier
+    # not detected: a kernel without template parameters
+    assert _kernel("__global__ void f(float* x) { x[threadIdx.x] = 0.0f; }", "f")["template"]["value_params"] == 0
+
+
+def test_register_fragments_make_a_two_dim_tile():
+    src = """#define TM 4
+    __global__ void tile2d(const float* A, const float* B, float* C, int K) {
+        __shared__ float As[64][16];
+        __shared__ float Bs[16][64];
+        float acc[TM][TM] = {0.0f}, a[TM], b[TM];
+        for (int k0 = 0; k0 < K; k0 += 16) {
+            As[threadIdx.y][threadIdx.x] = A[k0 + threadIdx.x];
+            Bs[threadIdx.y][threadIdx.x] = B[k0 + threadIdx.x];
+            __syncthreads();
+            for (int k = 0; k < 16; ++k) {
+                for (int i = 0; i < TM; ++i) { a[i] = As[threadIdx.y * TM + i][k]; b[i] = Bs[k][threadIdx.x * TM + i]; }
+                for (int i = 0; i < TM; ++i) for (int j = 0; j < TM; ++j) acc[i][j] += a[i] * b[j];
+            }
+            __syncthreads();
+        }
+        C[threadIdx.x] = acc[0][0];
+    }"""
+    assert _kernel(src, "tile2d")["registers"] == {"accumulator_arrays": 1, "fragment_arrays": 2}
+
+
+def test_reduction_tree_shapes():
+    interleaved = """__global__ void r0(const float* in, float* out) {
+        __shared__ float s[256];
+        unsigned int tid = threadIdx.x;
+        s[tid] = in[blockIdx.x * blockDim.x + tid];
+        __syncthreads();
+        for (unsigned int d = 1; d < blockDim.x; d *= 2) {
+            if (tid % (2 * d) == 0) s[tid] += s[tid + d];
+            __syncthreads();
+        }
+        if (tid == 0) out[blockIdx.x] = s[0];
+    }"""
+    strided = interleaved.replace("r0", "r1").replace(
+        "if (tid % (2 * d) == 0) s[tid] += s[tid + d];",
+        "int index = 2 * d * tid; if (index < blockDim.x) s[index] += s[index + d];")
+    sequential = """__global__ void r4(const float* in, float* out) {
+        __shared__ float s[256];
+        unsigned int tid = threadIdx.x;
+        s[tid] = in[blockIdx.x * blockDim.x * 2 + tid] + in[blockIdx.x * blockDim.x * 2 + tid + blockDim.x];
+        __syncthreads();
+        for (unsigned int d = blockDim.x / 2; d > 32; d >>= 1) {
+            if (tid < d) s[tid] += s[tid + d];
+            __syncthreads();
+        }
+        if (tid < 32) { volatile float* v = s; v[tid] += v[tid + 32]; }
+        if (tid == 0) out[blockIdx.x] = s[0];
+    }"""
+    r0 = _kernel(interleaved, "r0")
+    assert r0["reduction"] == {"tree_loops": 1, "tree_loops_below_warp": 1, "modulo_branches": 1}
+    assert r0["shared"]["strided_index"] == 0
+    r1 = _kernel(strided, "r1")
+    assert r1["reduction"]["modulo_branches"] == 0 and r1["shared"]["strided_index"] >= 1   # 2*d*tid: run-time stride
+    r4 = _kernel(sequential, "r4")
+    assert r4["reduction"] == {"tree_loops": 1, "tree_loops_below_warp": 0, "modulo_branches": 0}   # stops at 32
+    assert r4["global_access"]["loads"] == 2 and r4["global_access"]["loads_in_loops"] == 0
+    # not detected: a padded constant stride, and a tile loop whose counter steps linearly
+    padded = _kernel("""__global__ void p(float* out) {
+        __shared__ float t[32 * 33];
+        t[threadIdx.x * 33] = 1.0f; __syncthreads(); out[threadIdx.x] = t[threadIdx.x * 33];
+    }""", "p")
+    assert padded["shared"]["strided_index"] == 0
+
+
+def test_thread_private_shared_and_pairwise_loads():
+    stencil = """__global__ void zmarch(const float* in, float* out, int n) {
+        __shared__ float prev[16][16];
+        __shared__ float cur[16][16];
+        for (int z = 1; z < n; ++z) {
+            prev[threadIdx.y][threadIdx.x] = cur[threadIdx.y][threadIdx.x];
+            cur[threadIdx.y][threadIdx.x] = in[z * 256 + threadIdx.y * 16 + threadIdx.x];
+            __syncthreads();
+            out[z * 256 + threadIdx.x] = prev[threadIdx.y][threadIdx.x] + cur[threadIdx.y][threadIdx.x + 1];
+            __syncthreads();
+        }
+    }"""
+    kern = _kernel(stencil, "zmarch")
+    assert kern["shared"]["thread_private_arrays"] == 1            # prev only; cur is read at x + 1
+    nbody = """__global__ void forces(const float4* p, float4* f, int n) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        float4 me = p[i];
+        float fx = 0.0f;
+        for (int j = 0; j < n; j++) { float dx = p[j].x - me.x; fx += dx * rsqrtf(dx * dx + 1e-9f); }
+        f[i].x = fx;
+    }"""
+    assert _kernel(nbody, "forces")["global_access"]["pairwise_loads"] >= 1
+    taps = """__global__ void fir(const float* x, const float* h, float* y, int taps) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        float acc = 0.0f;
+        for (int t = 0; t < taps; t++) acc += h[t] * x[i + t];
+        y[i] = acc;
+    }"""
+    g = _kernel(taps, "fir")["global_access"]
+    assert g["pairwise_loads"] == 0                                 # h is a table, not read at a thread's index
+    assert g["loads_in_store_free_loops"] == 2 and g["loads_in_loops"] == 2
+
+
+def test_passes_structs_half_inputs_and_histogram_atomics():
+    passes = """#include <cooperative_groups.h>
+    namespace cg = cooperative_groups;
+    __global__ void norm(const float* inp, float* out, int C) {
+        cg::thread_block_tile<32> warp = cg::tiled_partition<32>(cg::this_thread_block());
+        const float* x = inp + blockIdx.x * C;
+        float s = 0.0f;
+        for (int i = warp.thread_rank(); i < C; i += 32) s += x[i];
+        for (int i = warp.thread_rank(); i < C; i += 32) out[blockIdx.x * C + i] = x[i] - s;
+    }"""
+    g = _kernel(passes, "norm")["global_access"]
+    assert g["reread_loops"] == 1 and g["coalesced"] >= 2 and g["broadcast"] == 0   # thread_rank() is the lane
+    aos = """struct Body { float x, y, z, vx, vy, vz; };
+    __global__ void step(Body* p, const __nv_bfloat16* w, unsigned int* bins, const char* data, float dt) {
+        int i = blockIdx.x * blockDim.x + threadIdx.x;
+        p[i].x += dt * p[i].vx;
+        int c = data[i] - 'a';
+        atomicAdd(&bins[c / 4], 1);
+        atomicAdd(&bins[0], 1);
+    }"""
+    g = _kernel(aos, "step")["global_access"]
+    assert g["struct_field_accesses"] >= 2 and g["half_pointer_inputs"] == 1
+    assert g["data_indexed_atomics"] == 1                              # bins[c / 4]; not bins[0]
+    # not detected: built-in vectors are not structs, float pointers are not 16-bit
+    g = _kernel("__global__ void v(float4* p) { p[threadIdx.x].x = 1.0f; }", "v")["global_access"]
+    assert g["struct_field_accesses"] == 0 and g["half_pointer_inputs"] == 0

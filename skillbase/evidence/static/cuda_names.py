@@ -23,6 +23,8 @@ TYPE_BYTES = {
 VECTOR_TYPES = {"float2", "float3", "float4", "int2", "int3", "int4", "uint2", "uint4", "double2", "double4",
                 "half2", "__half2", "__nv_bfloat162", "nv_bfloat162", "char4", "uchar4", "short4", "longlong2"}
 DOUBLE_TYPES = {"double", "double2", "double3", "double4"}
+HALF_TYPES = {"half", "__half", "half2", "__half2", "__nv_bfloat16", "nv_bfloat16", "__nv_bfloat162", "nv_bfloat162",
+              "__nv_fp8_e4m3", "__nv_fp8_e5m2"}
 FLOAT_TYPES = {"float", "double", "half", "__half", "__nv_bfloat16", "float2", "float4", "double2"}
 INT_TYPES = {"int", "unsigned", "unsigned int", "long", "long long", "unsigned long", "unsigned long long",
              "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t", "short", "char", "unsigned char"}

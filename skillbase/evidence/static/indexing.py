@@ -150,6 +150,11 @@ class Scope:
             name = syntax.text(node.child_by_field_name("function"))
             if name in ("__laneid", "laneid"):
                 return IndexInfo(UNIT, True)
+            method = name.rsplit(".", 1)[-1].rsplit("->", 1)[-1]
+            if method == "thread_rank" and not infos:   # cooperative groups: warp.thread_rank() is the lane
+                return IndexInfo(UNIT, True)
+            if method in ("meta_group_rank", "group_index") and not infos:   # the warp (group) index: lane-uniform
+                return IndexInfo(NONE, True)
             if any(i.tx != NONE or i.thread for i in infos):
                 return IndexInfo(UNKNOWN if any(i.tx != NONE for i in infos) else NONE, True)
             return IndexInfo()
@@ -163,6 +168,53 @@ class Scope:
 
     def assign(self, name: str, info: IndexInfo, first: bool) -> None:
         self.vars[name] = info if first or name not in self.vars else index_either(self.vars[name], info)
+
+
+RUNTIME_STRIDE = -1   # constant_stride: the lane index is scaled by a run-time value
+
+
+def constant_stride(scope: Scope, node, defs: dict | None = None, depth: int = 0,
+                    fixed: set[str] | frozenset[str] = frozenset()) -> int | None:
+    """The factor that multiplies the lane index in `node` (`tid * 33` -> 33; `2 * s * tid` with a
+    run-time `s` -> RUNTIME_STRIDE), following up to two levels of local definitions (`index = 2 * s *
+    tid; sdata[index]`); None when the index is not a product with a lane-varying operand, or when
+    the factor is a compile-time name of unknown value (`fixed`: template parameters)."""
+    node = unwrap(node)
+    if node is None:
+        return None
+    if node.type == "identifier":
+        name = syntax.text(node)
+        if defs and depth < 2 and name in defs:
+            return constant_stride(scope, defs[name], defs, depth + 1, fixed)
+        return None
+    if node.type != "binary_expression":
+        return None
+    op = syntax.text(node.child_by_field_name("operator"))
+    left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+    if op == "*":
+        for varying, factor in ((left, right), (right, left)):
+            if scope.info(varying).tx in (UNIT, STRIDED) and scope.info(factor).tx == NONE:
+                value = scope.constants.eval(factor)
+                if value is None and _names_in(factor) and _names_in(factor) <= (set(scope.constants.values) | fixed):
+                    return None   # a compile-time factor of unknown value
+                return RUNTIME_STRIDE if value is None else value
+        return None
+    if op == "<<" and scope.info(left).tx in (UNIT, STRIDED):
+        shift = scope.constants.eval(right)
+        return RUNTIME_STRIDE if shift is None else 1 << shift
+    if op in ("+", "-"):
+        for child in (left, right):
+            if scope.info(child).tx in (UNIT, STRIDED) or (
+                    child is not None and unwrap(child) is not None and unwrap(child).type == "identifier"
+                    and defs and syntax.text(unwrap(child)) in defs):
+                found = constant_stride(scope, child, defs, depth, fixed)
+                if found is not None:
+                    return found
+    return None
+
+
+def _names_in(node) -> set[str]:
+    return {syntax.text(c) for c in syntax.walk(node) if c.type == "identifier"}
 
 
 def subscript_index(node):

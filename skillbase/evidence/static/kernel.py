@@ -24,24 +24,29 @@ from skillbase.evidence.static.cuda_names import (
     FAST_INTRINSICS,
     FENCES,
     FLOAT_TYPES,
+    HALF_TYPES,
     HINT_STORES,
+    INT_TYPES,
     LDG_CALLS,
     LOOPS,
     PRECISE_FLOAT_MATH,
     SHUFFLES,
     SYNCTHREADS,
     TYPE_BYTES,
+    VECTOR_TYPES,
     VOTES,
     WARP_REDUCES,
     vector_type_in,
 )
 from skillbase.evidence.static.indexing import (
     NONE,
+    RUNTIME_STRIDE,
     STRIDED,
     UNIT,
     UNKNOWN,
     IndexInfo,
     Scope,
+    constant_stride,
     index_sum,
     subscript_index,
     unwrap,
@@ -62,7 +67,8 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) 
     for p in declared:
         if p.name:
             scope.types[p.name] = p.base
-    features = KernelFeatures(functions, scope, params)
+    template = template_value_params(node)
+    features = KernelFeatures(functions, scope, params, compile_time=set(template))
     features.visit(node.child_by_field_name("body"), loop_depth=0,
                    seen={syntax.declarator_name(node.child_by_field_name("declarator"))})
     launch_bounds = None
@@ -73,9 +79,32 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) 
                              "min_blocks": values[1] if len(values) > 1 else None}
     out = {"line": syntax.line(node), "params": params, "launch_bounds": launch_bounds}
     shared["column_access"] = features.column_access
+    shared.update(features.shared_result())
     out["shared"] = shared
     out.update(features.result())
+    out["template"] = {"value_params": len(template)}
     return out
+
+
+def template_value_params(function) -> list[str]:
+    """Names of the non-type (integer) template parameters of a kernel template: compile-time
+    constants whose values the launch site picks (`template <int BM, int BN> __global__ ...`)."""
+    parent = function.parent
+    if parent is None or parent.type != "template_declaration":
+        return []
+    plist = parent.child_by_field_name("parameters") or next(
+        (c for c in parent.children if c.type == "template_parameter_list"), None)
+    names = []
+    for child in plist.named_children if plist is not None else []:
+        if child.type not in ("parameter_declaration", "optional_parameter_declaration"):
+            continue
+        type_node = child.child_by_field_name("type")
+        type_text = syntax.text(type_node) if type_node is not None else ""
+        if type_text in INT_TYPES | {"uint", "bool", "auto"}:
+            name = syntax.declarator_name(child.child_by_field_name("declarator"))
+            if name:
+                names.append(name)
+    return names
 
 
 def shared_arrays(function, constants: Constants) -> dict[str, Any]:
@@ -129,12 +158,31 @@ def array_dims(declarator, constants: Constants) -> tuple[str | None, list[int |
 class KernelFeatures:
     """One walk over a kernel body (and the device functions it calls) counting every feature."""
 
-    def __init__(self, functions: dict[str, Any], scope: Scope, params: list[dict[str, Any]]):
+    def __init__(self, functions: dict[str, Any], scope: Scope, params: list[dict[str, Any]],
+                 compile_time: set[str] | None = None):
         self.functions = functions
         self.scope = scope
         self.params = params
+        self.compile_time = compile_time or set()   # template value parameters: constants of unknown value
         self.g = {"loads": 0, "stores": 0, "vector_loads": 0, "vector_stores": 0, "max_vector_bytes": 0,
-                  "ldg": 0, "cache_hint_calls": 0, "coalesced": 0, "strided": 0, "broadcast": 0, "unknown": 0}
+                  "ldg": 0, "cache_hint_calls": 0, "coalesced": 0, "strided": 0, "broadcast": 0, "unknown": 0,
+                  "loads_in_loops": 0, "pairwise_loads": 0, "reread_loops": 0, "staging_loops": 0,
+                  "struct_field_accesses": 0, "data_indexed_atomics": 0, "loads_in_store_free_loops": 0}
+        self.reduction = {"tree_loops": 0, "tree_loops_below_warp": 0, "modulo_branches": 0}
+        self.smem = {"strided_index": 0}
+        self._smem_subscripts: dict[str, set[str]] = {}   # shared array -> distinct subscript texts
+        self._smem_rw: dict[str, list[int]] = {}           # shared array -> [reads, writes]
+        self._smem_thread: dict[str, bool] = {}            # shared array -> every subscript depends on a thread
+        self.roles: dict[str, set[str]] = {}               # local array -> {"accumulated", "from_shared"}
+        self.defs: dict[str, Any] = {}                     # local variable -> its initialiser
+        self._depth = 0                                    # loop depth of the node being visited
+        self._loop_vars: list[str] = []                    # counters of the enclosing loops
+        self._staged = 0                                   # shared stores of global values seen so far
+        self._top_loads: set[str] | None = None            # parameters loaded inside the current top loop
+        self._top_loop_loads: list[set[str]] = []          # ... of each earlier top-level loop
+        self._broadcast_walks: dict[str, int] = {}         # param -> uniform loads walking it in run-time loops
+        self._lane_loaded: set[str] = set()                # params loaded at a lane-varying index
+        self._loop_counts: list[list[int]] = []            # per open loop: [loads, stores, store-free loads]
         self.atomics = {"global": 0, "shared": 0, "total": 0, "in_loops": 0}
         self.barriers = {"syncthreads": 0, "in_loops": 0, "syncwarp": 0, "grid_sync": 0, "fences": 0}
         self.warp = {"shuffles": 0, "votes": 0, "reduces": 0}
@@ -161,20 +209,39 @@ class KernelFeatures:
         dependent = g["coalesced"] + g["strided"] + g["unknown"]
         g["threadx_fastest"] = None if dependent == 0 else (g["strided"] == 0 and g["coalesced"] > 0 and
                                                             g["unknown"] <= g["coalesced"])
+        # all-pairs: the array every thread walks is the one each thread also reads at its own
+        # index (n-body, pairwise distances); a walked array read nowhere else is a small table
+        # (filter taps, coefficients) or a GEMM operand
+        g["pairwise_loads"] = sum(n for param, n in self._broadcast_walks.items() if param in self._lane_loaded)
+        g["half_pointer_inputs"] = sum(1 for p in pointers
+                                       if any(t in HALF_TYPES for t in re.findall(r"\w+", p["type"] or "")))
+        registers = {"accumulator_arrays": sum(1 for r in self.roles.values() if "accumulated" in r),
+                     "fragment_arrays": sum(1 for r in self.roles.values() if "from_shared" in r)}
         return {"global_access": g, "atomics": self.atomics, "barriers": self.barriers,
                 "warp_intrinsics": self.warp, "loops": self.loops, "tensor_cores": self.tensor,
                 "async_copy": self.async_copy, "local_arrays": list(self.local.values()), "fp64": self.fp64,
-                "math": self.math, "branches": self.branches}
+                "math": self.math, "branches": self.branches, "reduction": self.reduction,
+                "registers": registers}
+
+    def shared_result(self) -> dict[str, Any]:
+        """Shared-memory access facts found on the walk (added to the `shared` block)."""
+        private = sum(1 for name, subs in self._smem_subscripts.items()
+                      if len(subs) == 1 and self._smem_thread.get(name) and all(self._smem_rw[name]))
+        return {"array_count": len(self.scope.shared), "strided_index": self.smem["strided_index"],
+                "thread_private_arrays": private}
 
     # -- traversal --
 
     def visit(self, node, loop_depth: int, seen: set[str], in_callee: bool = False) -> None:
         if node is None:
             return
+        self._depth = loop_depth
         kind = node.type
         if kind in LOOPS:
             self._loop(node, loop_depth, seen, in_callee)
             return
+        if kind == "field_expression" and not in_callee:
+            self._field(node)
         if kind == "declaration":
             self._declaration(node, in_callee)
         elif kind == "preproc_call":
@@ -229,15 +296,83 @@ class KernelFeatures:
         depth = loop_depth + 1
         self.loops["count"] += 1
         self.loops["max_depth"] = max(self.loops["max_depth"], depth)
+        variable = None
         if node.type == "for_statement":
             variable = self._for_variable(node)
             if variable and self._constant_trip(node, variable):
                 self.loops["constant_trip"] += 1
                 self.scope.loop_vars_constant.add(variable)
+        tree = self._tree_step(node, variable) if variable else None
+        barriers, staged = self.barriers["syncthreads"], self._staged
+        top = loop_depth == 0 and not in_callee
+        if top:
+            self._top_loads = set()
+        if variable:
+            self._loop_vars.append(variable)
+        if not in_callee:
+            self._loop_counts.append([0, 0, 0])
         body = node.child_by_field_name("body")
         for child in node.children:
             # header parts (initialiser, condition, update) count at the loop's own level
             self.visit(child, depth if body is not None and child.id == body.id else loop_depth, seen, in_callee)
+        if variable:
+            self._loop_vars.pop()
+        if not in_callee:
+            loads, stores, counted = self._loop_counts.pop()
+            if stores == 0:
+                self.g["loads_in_store_free_loops"] += loads - counted   # a loop that only loads and accumulates
+                counted = loads
+            if self._loop_counts:
+                self._loop_counts[-1][0] += loads
+                self._loop_counts[-1][1] += stores
+                self._loop_counts[-1][2] += counted
+        synced = self.barriers["syncthreads"] > barriers
+        if synced and self._staged > staged:
+            self.g["staging_loops"] += 1    # global -> shared copies and a barrier: a tile loop
+        if tree is not None and synced:
+            self.reduction["tree_loops"] += 1
+            if tree:
+                self.reduction["tree_loops_below_warp"] += 1
+        if top:
+            loaded = self._top_loads or set()
+            if loaded and any(loaded & earlier for earlier in self._top_loop_loads):
+                self.g["reread_loops"] += 1   # a later pass reads an input an earlier pass already read
+            self._top_loop_loads.append(loaded)
+            self._top_loads = None
+
+    def _tree_step(self, node, variable: str) -> bool | None:
+        """A reduction-tree loop: the counter halves (`s >>= 1`, `s /= 2`) or doubles (`s *= 2`,
+        `s <<= 1`) each step. Returns whether the tree keeps going below a warp (the last steps
+        run with fewer than 32 active threads: a halving loop that stops under 32, or any doubling
+        loop), or None when the loop is not a tree."""
+        update = unwrap(node.child_by_field_name("update"))
+        if update is None or update.type != "assignment_expression":
+            return None
+        if syntax.text(update.child_by_field_name("left")).strip() != variable:
+            return None
+        op = syntax.text(update.child_by_field_name("operator"))
+        right = update.child_by_field_name("right")
+        value = self.scope.constants.eval(right)
+        halving = (op == ">>=" and value == 1) or (op == "/=" and value == 2)
+        doubling = (op == "<<=" and value == 1) or (op == "*=" and value == 2)
+        if op == "=" and right is not None and unwrap(right) is not None and unwrap(right).type == "binary_expression":
+            inner = unwrap(right)
+            inner_op = syntax.text(inner.child_by_field_name("operator"))
+            operand = self.scope.constants.eval(inner.child_by_field_name("right"))
+            if syntax.text(inner.child_by_field_name("left")).strip() == variable:
+                halving = (inner_op == ">>" and operand == 1) or (inner_op == "/" and operand == 2)
+                doubling = (inner_op == "<<" and operand == 1) or (inner_op == "*" and operand == 2)
+        if not (halving or doubling):
+            return None
+        if doubling:
+            return True
+        condition = unwrap(node.child_by_field_name("condition"))
+        if condition is None or condition.type != "binary_expression":
+            return True
+        left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
+        bound = right if syntax.text(left).strip() == variable else left
+        stop = self.scope.constants.eval(bound)
+        return stop is None or stop < 32
 
     def _for_variable(self, node) -> str | None:
         init = node.child_by_field_name("initializer")
@@ -260,14 +395,33 @@ class KernelFeatures:
                     start = self.scope.constants.eval(declarator.child_by_field_name("value"))
         elif init is not None and init.type == "assignment_expression":
             start = self.scope.constants.eval(init.child_by_field_name("right"))
+        if init is not None and start is None:
+            value = None
+            if init.type == "declaration":
+                for declarator in init.children_by_field_name("declarator"):
+                    if declarator.type == "init_declarator":
+                        value = declarator.child_by_field_name("value")
+            elif init.type == "assignment_expression":
+                value = init.child_by_field_name("right")
+            if value is not None and self._static_index(value):
+                start = 0   # a compile-time start (template parameter): the value is unknown but fixed
         if start is None or condition is None or condition.type != "binary_expression":
             return False
         left, right = condition.child_by_field_name("left"), condition.child_by_field_name("right")
         if syntax.text(left) == variable:
-            return self.scope.constants.eval(right) is not None
+            return self.scope.constants.eval(right) is not None or self._compile_time(right)
         if syntax.text(right) == variable:
-            return self.scope.constants.eval(left) is not None
+            return self.scope.constants.eval(left) is not None or self._compile_time(left)
         return False
+
+    def _compile_time(self, node) -> bool:
+        """Known when the kernel is compiled: constants and template value parameters (not loop counters)."""
+        if node is None:
+            return False
+        names = [syntax.text(c) for c in syntax.walk(node) if c.type == "identifier"]
+        if any(c.type in ("field_expression", "call_expression", "subscript_expression") for c in syntax.walk(node)):
+            return False
+        return bool(names) and all(n in self.scope.constants.values or n in self.compile_time for n in names)
 
     def _declaration(self, node, in_callee: bool) -> None:
         type_node = node.child_by_field_name("type")
@@ -296,6 +450,8 @@ class KernelFeatures:
                 value = declarator.child_by_field_name("value")
                 if value is None or value.type in ("argument_list", "initializer_list"):
                     continue
+                if not in_callee:
+                    self.defs.setdefault(name, value)
                 stripped = unwrap(value)
                 # a local pointer into a kernel parameter keeps the parameter's identity
                 if "*" in syntax.text(declarator).split("=")[0] and not in_callee:
@@ -340,6 +496,8 @@ class KernelFeatures:
         if left is not None and left.type == "field_expression":  # p[i].x = v stores into p[i]
             inner = unwrap(left.child_by_field_name("argument"))
             left = inner if inner is not None and inner.type == "subscript_expression" else left
+        if left is not None and left.type == "subscript_expression" and not in_callee:
+            self._roles(left, op, node.child_by_field_name("right"), loop_depth)
         if left is not None and left.type == "subscript_expression":
             self._subscript(left, is_store=True, is_load=op != "=", in_callee=in_callee)
             self.done.add(left.id)
@@ -382,6 +540,7 @@ class KernelFeatures:
         name = syntax.text(stripped) if stripped is not None and stripped.type == "identifier" else None
         if name in self.scope.shared:
             self._shared_access(self.scope.shared[name], chain)
+            self._shared_pattern(name, chain, is_store, is_load, address=parent_is_address_of(node))
             return
         if name in self.local:
             if any(not self._static_index(i) for i in chain):
@@ -395,9 +554,23 @@ class KernelFeatures:
         if param is None:
             return
         info = index_sum(offset, self.scope.info(index_node))
-        self._count_access(info, vector, is_store, is_load)
+        self._count_access(info, vector, is_store, is_load, param=param, index=index_node)
 
-    def _count_access(self, info: IndexInfo, vector: int, is_store: bool, is_load: bool) -> None:
+    def _count_access(self, info: IndexInfo, vector: int, is_store: bool, is_load: bool,
+                      param: str | None = None, index=None) -> None:
+        if is_load and self._depth:
+            self.g["loads_in_loops"] += 1
+            if (info.tx == NONE and param is not None and index is not None
+                    and self._mentions_loop_var(index, runtime_only=True)):
+                # every lane reads the same element, a new one each step of a run-time loop
+                self._broadcast_walks[param] = self._broadcast_walks.get(param, 0) + 1
+        if is_load and param is not None and info.tx in (UNIT, STRIDED):
+            self._lane_loaded.add(param)
+        if is_load and param is not None and self._top_loads is not None:
+            self._top_loads.add(param)
+        if self._loop_counts:
+            self._loop_counts[-1][0] += 1 if is_load else 0
+            self._loop_counts[-1][1] += 1 if is_store else 0
         if is_store:
             self.g["stores"] += 1
             if vector:
@@ -424,7 +597,7 @@ class KernelFeatures:
         if not vector:
             vec = vector_type_in(next((p["type"] for p in self.params if p["name"] == alias[0]), ""))
             vector = TYPE_BYTES[vec] if vec else 0
-        self._count_access(alias[1], vector, is_store, not is_store)
+        self._count_access(alias[1], vector, is_store, not is_store, param=alias[0])
 
     def _static_index(self, node) -> bool:
         """Known at compile time after unrolling: constants and counters of constant-trip loops."""
@@ -433,7 +606,8 @@ class KernelFeatures:
         for child in syntax.walk(node):
             if child.type == "identifier":
                 name = syntax.text(child)
-                if name not in self.scope.constants.values and name not in self.scope.loop_vars_constant:
+                if (name not in self.scope.constants.values and name not in self.scope.loop_vars_constant
+                        and name not in self.compile_time):
                     return False
             elif child.type in ("field_expression", "call_expression", "subscript_expression"):
                 return False
@@ -460,6 +634,104 @@ class KernelFeatures:
                         if self.scope.info(varying).tx == UNIT and stride and (stride * element // 4) % 32 == 0:
                             self.column_access += 1
                             return
+
+    def _shared_pattern(self, name: str, chain: list, is_store: bool, is_load: bool, address: bool) -> None:
+        """Per shared array: its distinct subscripts (one subscript that depends on the thread, read
+        and written, is storage private to each thread), and scalar accesses whose lane stride is
+        a run-time or even value (`sdata[2 * s * tid]`): bank conflicts that no fixed padding removes."""
+        text = "][".join(" ".join(syntax.text(i).split()) if i is not None else "" for i in chain)
+        self._smem_subscripts.setdefault(name, set()).add(text)
+        rw = self._smem_rw.setdefault(name, [0, 0])
+        rw[0] += 1 if is_load or address else 0
+        rw[1] += 1 if is_store or address else 0
+        thread = all(i is not None and self._thread_dependent(i) for i in chain)
+        self._smem_thread[name] = self._smem_thread.get(name, True) and thread
+        if len(chain) == 1 and chain[0] is not None and not address:
+            stride = constant_stride(self.scope, chain[0], self.defs, fixed=self.compile_time)
+            element = TYPE_BYTES.get(self.scope.shared[name]["type"], 4)
+            if stride == RUNTIME_STRIDE or (stride is not None and stride > 1 and (stride * element // 4) % 2 == 0
+                                            and (stride * element // 4) % 32 != 0):
+                self.smem["strided_index"] += 1
+
+    def _thread_dependent(self, node) -> bool:
+        info = self.scope.info(node)
+        if info.thread or info.tx != NONE:
+            return True
+        for child in syntax.walk(node):
+            if child.type == "identifier" and syntax.text(child) in self.defs:
+                value = self.defs[syntax.text(child)]
+                if self.scope.info(value).thread:
+                    return True
+        return False
+
+    def _mentions_loop_var(self, node, runtime_only: bool = False) -> bool:
+        names = {syntax.text(c) for c in syntax.walk(node) if c.type == "identifier"}
+        for name in list(names):
+            if name in self.defs:   # one level of local definitions: `int idx = tile * B + j`
+                names |= {syntax.text(c) for c in syntax.walk(self.defs[name]) if c.type == "identifier"}
+        counters = set(self._loop_vars)
+        if runtime_only:
+            counters -= self.scope.loop_vars_constant
+        return bool(names & counters)
+
+    def _roles(self, left, op: str, right, loop_depth: int) -> None:
+        """Register arrays: accumulated in a loop (`acc[i] += ...`: a per-thread output tile) or
+        loaded from shared memory (`a[i] = As[...]`: register fragments of a tile)."""
+        base = unwrap(left.child_by_field_name("argument"))
+        while base is not None and base.type == "subscript_expression":
+            base = unwrap(base.child_by_field_name("argument"))
+        name = syntax.text(base) if base is not None and base.type == "identifier" else None
+        if name is not None and name in self.scope.shared:
+            if right is not None and self._reads_global(right):
+                self._staged += 1
+            return
+        if name is None or name not in self.local:
+            return
+        roles = self.roles.setdefault(name, set())
+        if op in ("+=", "-=") and loop_depth:
+            roles.add("accumulated")
+        value = unwrap(right)
+        while value is not None and value.type == "subscript_expression":
+            value = unwrap(value.child_by_field_name("argument"))
+        if op == "=" and value is not None and value.type == "identifier" and syntax.text(value) in self.scope.shared:
+            roles.add("from_shared")
+
+    def _reads_global(self, node) -> bool:
+        """Does expression `node` load a kernel pointer parameter (directly, through an alias or __ldg)?"""
+        for child in syntax.walk(node):
+            if child.type == "subscript_expression":
+                base = unwrap(child.child_by_field_name("argument"))
+                while base is not None and base.type == "subscript_expression":
+                    base = unwrap(base.child_by_field_name("argument"))
+                if base is not None and self._pointer_alias(base) is not None:
+                    return True
+            elif child.type == "pointer_expression" and syntax.text(child.child_by_field_name("operator")) == "*":
+                argument = unwrap(child.child_by_field_name("argument"))
+                cast = vector_cast(argument) if argument is not None else None
+                if cast is not None:
+                    argument = unwrap(cast[0])
+                if argument is not None and self._pointer_alias(argument) is not None:
+                    return True
+            elif child.type == "call_expression":
+                function = syntax.text(child.child_by_field_name("function")).split("::")[-1]
+                if function in LDG_CALLS or function in CACHE_HINTS:
+                    return True
+        return False
+
+    def _field(self, node) -> None:
+        """`p[i].x` on a pointer to a user struct (not a built-in vector): one field of an array of structs."""
+        argument = unwrap(node.child_by_field_name("argument"))
+        if argument is None or argument.type != "subscript_expression":
+            return
+        base = unwrap(argument.child_by_field_name("argument"))
+        alias = self._pointer_alias(base) if base is not None else None
+        if alias is None:
+            return
+        ptype = next((p["type"] for p in self.params if p["name"] == alias[0]), "") or ""
+        words = [w for w in re.findall(r"[A-Za-z_]\w*", ptype) if w not in ("const", "__restrict__", "restrict",
+                                                                            "volatile", "struct", "unsigned")]
+        if words and not any(w in TYPE_BYTES or w in VECTOR_TYPES for w in words):
+            self.g["struct_field_accesses"] += 1
 
     # -- calls --
 
@@ -525,7 +797,7 @@ class KernelFeatures:
         if alias is None:
             return
         vec = vector_type_in(next((p["type"] for p in self.params if p["name"] == alias[0]), ""))
-        self._count_access(alias[1], TYPE_BYTES[vec] if vec else 0, is_store, not is_store)
+        self._count_access(alias[1], TYPE_BYTES[vec] if vec else 0, is_store, not is_store, param=alias[0])
 
     def _atomic(self, target, loop_depth: int) -> None:
         self.atomics["total"] += 1
@@ -539,6 +811,28 @@ class KernelFeatures:
                           else node.child_by_field_name("left"))
         name = syntax.text(node) if node is not None and node.type == "identifier" else None
         self.atomics["shared" if name in self.scope.shared else "global"] += 1
+        if name not in self.scope.shared and target is not None and self._data_dependent(target):
+            self.g["data_indexed_atomics"] += 1   # histogram-like: the address comes from loaded data
+
+    def _data_dependent(self, node, depth: int = 0) -> bool:
+        """Does the address expression `node` depend on a value loaded from global memory (directly
+        or through up to two levels of local variables)? `&bins[data[i] - 'a']` does; `&out[blockIdx.x]` does not."""
+        node = unwrap(node)
+        if node is None:
+            return False
+        if node.type == "pointer_expression":
+            node = unwrap(node.child_by_field_name("argument"))
+        index = subscript_index(node) if node is not None and node.type == "subscript_expression" else node
+        if index is None:
+            return False
+        if self._reads_global(index):
+            return True
+        if depth < 2:
+            for child in syntax.walk(index):
+                if child.type == "identifier" and syntax.text(child) in self.defs:
+                    if self._data_dependent(self.defs[syntax.text(child)], depth + 1):
+                        return True
+        return False
 
     def _asm(self, text: str) -> None:
         # inline PTX is a string: the one place text matching is the right tool
@@ -562,6 +856,27 @@ class KernelFeatures:
             self.branches["thread_dependent"] += 1
             if loop_depth:
                 self.branches["in_loops"] += 1
+            if self._modulo_of_thread(condition):
+                self.reduction["modulo_branches"] += 1
+
+    def _modulo_of_thread(self, condition) -> bool:
+        """`tid % (2 * s) == 0`, `(tid & (m - 1)) == 0`: the active lanes of a warp are every k-th one
+        (k < 32 or a run-time value), so every warp stays partly active instead of whole warps retiring."""
+        for node in syntax.walk(condition):
+            if node.type != "binary_expression":
+                continue
+            op = syntax.text(node.child_by_field_name("operator"))
+            if op not in ("%", "&"):
+                continue
+            left, right = node.child_by_field_name("left"), node.child_by_field_name("right")
+            if self.scope.info(left).tx == NONE:
+                continue
+            value = self.scope.constants.eval(right)
+            if value is None and right is not None and self._compile_time(right):
+                continue
+            if value is None or (op == "%" and 1 < value < 32) or (op == "&" and 0 < value < 31):
+                return True
+        return False
 
     def _range_guard(self, node) -> bool:
         """`i < n`, `x < cols && y < rows`, `r >= rows`: bounds checks that diverge only at the edge."""
