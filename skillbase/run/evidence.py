@@ -7,8 +7,8 @@ baseline: it is used only while the kernel is byte-identical to the task file.
 
 `history` is this run's memory (tried, failed, won, tabu) plus `past`: per-skill outcomes of the
 store's other runs ({skill: {tried, accepted, failed, mean_accepted_speedup}}), recorded with the
-evidence so `explain` shows what the decision knew. The ranking does not read `past` yet (the next
-issue makes it a prior); it reads only this run's memory.
+evidence so `explain` shows what the decision knew. The ranking does not read `past` (outcomes on
+other kernels are weak evidence for this one); it reads only this run's memory.
 """
 
 from __future__ import annotations
@@ -27,24 +27,28 @@ class EvidenceCollector:
     """Profile on a GPU (ncu) when asked; otherwise static features + ptxas only."""
 
     def __init__(self, task_path: Path, profile: bool, arch: str = "sm_90", preset: str | None = None,
-                 saved_report: Path | None = None, past: Callable[[], dict[str, Any]] = dict):
+                 saved_report: Path | None = None, metrics: list[str] | None = None,
+                 past: Callable[[], dict[str, Any]] = dict):
         self.task_path = task_path
         self.profile = profile
         self.arch = arch
         self.preset = preset
         self.saved_report = saved_report
         self.original = task_path.read_text() if saved_report else None
+        self.metrics = metrics      # what ncu collects (None: the built-in rules' list)
         self.past = past            # -> the other runs' per-skill outcomes (RunStore.skill_outcome_stats)
 
     def evidence(self, source: str, flags: tuple[str, ...], history: dict) -> Evidence:
         # Candidates are written beside nothing the user owns: a content-named copy in the cache.
         path = scratch_copy(self.task_path, source)
-        if self.saved_report is not None and source == self.original and not flags:
-            evidence = build_evidence(report=self.saved_report, source=path, arch=self.arch)
-        elif self.profile:
-            evidence = profile_evidence(path, preset=self.preset, extra_flags=flags, write=False).evidence
+        unchanged = source == self.original and not flags
+        saved = self.saved_report if unchanged else None
+        if self.profile and saved is None:
+            # profile_evidence records what the task allows, from the spec beside the copy
+            evidence = profile_evidence(path, preset=self.preset, extra_flags=flags, metrics=self.metrics,
+                                        write=False).evidence
         else:
-            evidence = build_evidence(source=path, arch=self.arch)
-        attach_task(evidence, path)      # what the task allows: the ranking demotes what it forbids
+            evidence = build_evidence(report=saved, source=path, arch=self.arch)
+            attach_task(evidence, path)  # what the task allows: the ranking demotes what it forbids
         evidence.history = {**history, "past": self.past()}
         return evidence

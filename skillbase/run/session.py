@@ -158,7 +158,9 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
         judge: Judge = HarnessJudge(kernel, preset=preset)
     else:
         judge = CompileOnlyJudge(kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+    # The run's own engine names the metrics to profile: a user's --extra-rules may read more.
     evidence = EvidenceCollector(kernel, profile=gpu, preset=preset, saved_report=saved_report,
+                                 metrics=list(engine.required_ncu_metrics()),
                                  past=lambda: store.skill_outcome_stats(exclude_run=run_id))
     mechanical = MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
     decide = make_decide(settings.agent, engine, corpus, mechanical)

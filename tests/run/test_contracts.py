@@ -221,3 +221,26 @@ def test_explain_shows_what_past_runs_said_about_a_candidate(tmp_path, kernel):
     lines = render_text(second).splitlines()
     assert "    1. tune.flags  score 0.9  est. 50% of runtime  past runs: accepted 0 of 1" in lines
     assert "    2. mem.coalesce  score 0.8  est. 50% of runtime" in lines
+
+
+def test_each_profiled_round_collects_the_runs_own_metrics_and_reads_the_spec_once(task, monkeypatch):
+    # The session passes its engine's metric list (a user's --extra-rules may read more than the
+    # built-in rules); profiling records what the task allows, so the collector does not read it again.
+    from types import SimpleNamespace
+
+    import skillbase.run.evidence as collector_module
+    from skillbase.evidence import build_evidence
+
+    calls, attached = [], []
+
+    def fake_profile(path, **options):
+        calls.append(options)
+        return SimpleNamespace(evidence=build_evidence(source=path))
+
+    monkeypatch.setattr(collector_module, "profile_evidence", fake_profile)
+    monkeypatch.setattr(collector_module, "attach_task", lambda evidence, path: attached.append(path))
+    collector = EvidenceCollector(task, profile=True, metrics=["sm__throughput.avg.pct_of_peak_sustained_elapsed"])
+    collector.evidence(task.read_text(), (), {"tried": []})
+    assert calls[0]["metrics"] == ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] and not attached
+    EvidenceCollector(task, profile=False).evidence(task.read_text(), (), {"tried": []})
+    assert len(attached) == 1
