@@ -10,14 +10,17 @@ trap 'rm -rf "$work"' EXIT
 say() { printf '\n== %s\n' "$*"; }
 
 say "build the wheel"
+# From a copy of the working tree (tracked and untracked-not-ignored files): setuptools writes
+# build/ and *.egg-info beside the sources, and nothing in the checkout is touched.
+mkdir "$work/src"
+(cd "$repo" && git ls-files -z --cached --others --exclude-standard | xargs -0 cp --parents -t "$work/src" 2>/dev/null)
 python3 -m venv "$work/build-env"
 "$work/build-env/bin/python" -m pip install -q --upgrade pip build
-"$work/build-env/bin/python" -m build --wheel --outdir "$work/dist" "$repo" > "$work/build.log" 2>&1 \
+"$work/build-env/bin/python" -m build --wheel --outdir "$work/dist" "$work/src" > "$work/build.log" 2>&1 \
   || { cat "$work/build.log"; exit 1; }
 if grep -nEi "deprecat|BuildBackendWarning|SetuptoolsWarning" "$work/build.log"; then
   echo "the build printed deprecation warnings (above)"; exit 1
 fi
-rm -rf "$repo/build" "$repo"/*.egg-info 2>/dev/null || true   # what setuptools leaves in the checkout
 wheel="$(ls "$work"/dist/skillbase-*.whl)"
 
 say "install $(basename "$wheel") into a fresh environment"

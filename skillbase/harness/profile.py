@@ -15,6 +15,7 @@ plain processes (a candidate can detect a profiler).
 
 from __future__ import annotations
 
+import functools
 import re
 import subprocess
 from collections.abc import Callable
@@ -136,6 +137,7 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     return Profile(report=report, build=built, preset=preset)
 
 
+@functools.cache
 def ncu_version() -> str | None:
     """`ncu --version`'s version number (e.g. 2025.3.1.0), or None."""
     try:
