@@ -9,7 +9,6 @@ names, type errors) as `file:line: message (hint)` rather than stopping at the f
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -19,7 +18,7 @@ from skillbase.datafile.schemas import check
 from skillbase.datafile.yamldoc import YamlDoc, join, load_yaml
 from skillbase.errors import InputError
 
-from . import expressions
+from . import because, expressions
 
 
 @dataclass
@@ -194,21 +193,13 @@ def _parse(doc: YamlDoc, text: str, path: str, types: dict[str, str], expect: st
 
 
 def _template_names(doc: YamlDoc, template: str, types: dict[str, str], problems: list[Problem]) -> tuple[str, ...]:
-    names = []
     try:
-        for _, field_name, _, _ in string.Formatter().parse(template):
-            if field_name is None:
-                continue
-            name = field_name.split(".")[0].split("[")[0]
-            if not name:
-                problems.append(Problem(str(doc.path), doc.line("because"), "`because` uses a positional `{}`",
-                                        "name the value: {mem_pct:.0f}"))
-            elif name not in types:
-                problems.append(Problem(str(doc.path), doc.line("because"), f"`because` reads unknown name `{name}`",
-                                        expressions.unknown_name_hint(name, types)))
-            elif name not in names:
-                names.append(name)
-    except ValueError as error:
-        problems.append(Problem(str(doc.path), doc.line("because"), f"`because` is not a valid template: {error}",
-                                "use {name} or {name:.1f}; write {{ and }} for literal braces"))
-    return tuple(names)
+        used = because.names(template)
+    except because.TemplateError as error:
+        problems.append(Problem(str(doc.path), doc.line("because"), error.message, error.hint))
+        return ()
+    for name in used:
+        if name not in types:
+            problems.append(Problem(str(doc.path), doc.line("because"), f"`because` reads unknown name `{name}`",
+                                    expressions.unknown_name_hint(name, types)))
+    return tuple(name for name in used if name in types)

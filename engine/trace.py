@@ -9,10 +9,10 @@ true; `any` dually; `not` swaps true and false and keeps missing. In JSON they r
 from __future__ import annotations
 
 import re
-import string
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import because
 from .vocabulary import MISSING
 
 
@@ -114,17 +114,6 @@ class Decision:
         return out
 
 
-class _Because(string.Formatter):
-    """str.format that never fails on a format spec (a value of the wrong type prints as it is)."""
-
-    def format_field(self, value: Any, format_spec: str) -> str:
-        try:
-            return format(value, format_spec)
-        except (ValueError, TypeError):
-            return str(value)
-
-
-_FORMATTER = _Because()
 # Where a `because` sentence can be cut into clauses: a value the evidence lacks removes its clause
 # (never "missing%" in the text), and the sentence says once which names were not measured.
 _CONNECTOR = re.compile(r"(,\s+|;\s+|:\s+|\s+/\s+|\s+vs\.?\s+|\s+and\s+|\s+with\s+|\s+or\s+|\s+but\s+)")
@@ -154,12 +143,4 @@ def render_because(template: str, values: dict[str, Any]) -> str:
 
 
 def _fill(template: str, values: dict[str, Any]) -> str:
-    try:
-        return _FORMATTER.vformat(template, (), _Defaulting(values))
-    except (KeyError, IndexError, ValueError, AttributeError):
-        return template
-
-
-class _Defaulting(dict):
-    def __missing__(self, key: str) -> Any:
-        return MISSING
+    return because.fill(template, values, absent=MISSING)
