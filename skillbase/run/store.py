@@ -173,6 +173,58 @@ class RunRow:
         return None
 
 
+# Batches (`bench optimize`) came after schema 1: their tables are made on first use.
+_BATCH_SCHEMA = """
+CREATE TABLE IF NOT EXISTS batches (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    settings_json TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS batch_runs (
+    run_id INTEGER PRIMARY KEY REFERENCES runs(id),
+    batch_id INTEGER NOT NULL REFERENCES batches(id),
+    operator TEXT NOT NULL,
+    dtype TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS batch_runs_by_batch ON batch_runs(batch_id, run_id)
+"""
+
+_BATCH_REF = re.compile(r"^(?:batch_)?(\d+)$")
+
+
+def parse_batch_ref(ref: str | int) -> int:
+    """`batch_3`, `3` or 3 -> 3; anything else is a one-line error."""
+    if isinstance(ref, int):
+        return ref
+    match = _BATCH_REF.match(str(ref).strip())
+    if not match:
+        raise InputError(f"not a batch id: {ref!r}", hint="batch ids look like batch_3; `skillbase pending` names them")
+    return int(match.group(1))
+
+
+def batch_name(batch_id: int) -> str:
+    return f"batch_{batch_id}"
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    id: int
+    created_at: float
+    settings: dict
+
+    @property
+    def name(self) -> str:
+        return batch_name(self.id)
+
+
+@dataclass(frozen=True)
+class BatchMember:
+    batch_id: int
+    run_id: int
+    operator: str
+    dtype: str
+
+
 class RunStore:
     """SQLite database + artifact folder. Open with `RunStore.open(path_or_None)`."""
 
@@ -397,6 +449,88 @@ class RunStore:
             speedups = entry.pop("speedups")
             entry["mean_accepted_speedup"] = sum(speedups) / len(speedups) if speedups else None
         return stats
+
+
+    # -- batches (`bench optimize`): runs of one suite advanced together ---------------------
+
+    def _ensure_batch_tables(self) -> None:
+        # Made on first use, so a store written before batches existed gains them without a migration.
+        for statement in _BATCH_SCHEMA.split(";"):
+            if statement.strip():
+                self.db.execute(statement)
+
+    def create_batch(self, settings: dict) -> int:
+        """A new batch with its settings (agent, rounds, dtype, engine on/off, the candidates folder)."""
+        self._ensure_batch_tables()
+        with self.transaction() as tx:
+            cursor = tx.execute("INSERT INTO batches(created_at, settings_json) VALUES (?,?)",
+                                (time.time(), _dumps(settings)))
+        return int(cursor.lastrowid)
+
+    def set_batch_settings(self, batch_id: int, settings: dict) -> None:
+        self._ensure_batch_tables()
+        with self.transaction() as tx:
+            tx.execute("UPDATE batches SET settings_json=? WHERE id=?", (_dumps(settings), batch_id))
+
+    def add_batch_run(self, batch_id: int, run_id: int, operator: str, dtype: str) -> None:
+        self._ensure_batch_tables()
+        with self.transaction() as tx:
+            tx.execute("INSERT OR REPLACE INTO batch_runs(run_id, batch_id, operator, dtype) VALUES (?,?,?,?)",
+                       (run_id, batch_id, operator, dtype))
+            tx.event(run_id, "batch", {"batch": batch_name(batch_id), "operator": operator, "dtype": dtype})
+
+    def get_batch(self, ref: str | int) -> BatchRow:
+        self._ensure_batch_tables()
+        batch_id = parse_batch_ref(ref)
+        row = self.db.execute("SELECT * FROM batches WHERE id=?", (batch_id,)).fetchone()
+        if row is None:
+            raise InputError(f"no batch {batch_name(batch_id)} in the store at {self.location}",
+                             hint="`skillbase pending` names the batches of paused runs; --store picks another store")
+        return BatchRow(id=row["id"], created_at=row["created_at"], settings=json.loads(row["settings_json"]))
+
+    def list_batches(self) -> list[BatchRow]:
+        self._ensure_batch_tables()
+        return [BatchRow(id=row["id"], created_at=row["created_at"], settings=json.loads(row["settings_json"]))
+                for row in self.db.execute("SELECT * FROM batches ORDER BY id")]
+
+    def batch_members(self, batch_id: int | None = None) -> list[BatchMember]:
+        """The runs of one batch (every batch when None), in the order they were started."""
+        self._ensure_batch_tables()
+        sql = "SELECT * FROM batch_runs"
+        args: tuple = ()
+        if batch_id is not None:
+            sql += " WHERE batch_id=?"
+            args = (batch_id,)
+        return [BatchMember(batch_id=row["batch_id"], run_id=row["run_id"], operator=row["operator"],
+                            dtype=row["dtype"]) for row in self.db.execute(sql + " ORDER BY run_id", args)]
+
+    def note_waiting(self, run_id: int, key: str, reason: str) -> None:
+        """Why a paused run's candidate was not judged (missing, empty, not CUDA ...), for `pending`."""
+        with self.transaction() as tx:
+            tx.event(run_id, "candidate-waiting", {"key": key, "reason": reason})
+
+    def last_event(self, run_id: int, kind: str) -> dict | None:
+        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id DESC LIMIT 1",
+                              (run_id, kind)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def judged_sources(self, run_id: int) -> dict[str, str]:
+        """The artifact digest of every candidate judged in the run, by its step key (`r0/v0/a0`)."""
+        found = {}
+        for row in self.db.execute("SELECT key, result_json FROM steps WHERE run_id=? AND key LIKE '%/candidate'",
+                                   (run_id,)):
+            source = json.loads(row["result_json"]).get("source")
+            if source:
+                found[row["key"].removesuffix("/candidate")] = source
+        return found
+
+    def backup_to(self, target: Path) -> None:
+        """A consistent copy of the database (SQLite's online backup), even while runs write to it."""
+        copy = sqlite3.connect(target)
+        try:
+            self.db.backup(copy)
+        finally:
+            copy.close()
 
 
 class _Tx:

@@ -1,0 +1,116 @@
+"""Runs paused for someone else's kernel (`--agent external`): what each waits for, and where.
+
+A run paused by the external applier has written one prompt (`<store>/runs/run_N/<key>.prompt.md`)
+and a `waiting.json` naming it. `list_pending()` reads every paused run of the store into a
+`PendingPrompt`: the prompt to hand a coder, whether it is a first try (coder) or a repair
+(debugger), the round and skill, and where its candidate is expected: `<candidates>/run_N.cu`
+(with an optional `run_N.meta.json` beside it), `<candidates>` being the run's batch folder
+(`bench optimize`) or `<store>/candidates` for a run started on its own. `skillbase pending`,
+`resume --all` and the MCP server read this one list.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from skillbase.run.store import RunStore, batch_name, parse_batch_ref
+from skillbase.run.types import RunStatus
+
+_KEY = re.compile(r"^r(?P<round>\d+)/v(?P<variant>\d+)/a(?P<attempt>\d+)$")
+
+CODER = "coder"          # a first try at applying the round's skill
+DEBUGGER = "debugger"    # a repair of the try before it (its error is in the prompt)
+
+
+@dataclass(frozen=True)
+class PendingPrompt:
+    """One paused run's open request: a prompt in, one candidate file out."""
+
+    run: str                     # run_N
+    run_id: int
+    task: str                    # the task's name (the operator's dtype for a bench run)
+    operator: str | None         # bench runs: the operator and dtype
+    dtype: str | None
+    batch: str | None            # batch_N, or None for a run started on its own
+    kind: str                    # coder | debugger
+    round: int
+    attempt: int                 # 0 = the first try, 1.. = repairs
+    key: str                     # the attempt's step key, r3/v0/a1
+    skill: str
+    prompt_path: Path | None     # None when the run's prompt file is gone (resume re-writes it)
+    candidate_path: Path         # where the candidate is expected
+    meta_path: Path              # its optional {"model", "wall_s", "reply_tokens"}
+    waiting: str | None = None   # why the last `resume --all` did not judge a candidate (missing, empty ...)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "task": self.task, "operator": self.operator, "dtype": self.dtype,
+                "batch": self.batch, "kind": self.kind, "round": self.round, "attempt": self.attempt,
+                "key": self.key, "skill": self.skill,
+                "prompt": str(self.prompt_path) if self.prompt_path else None,
+                "candidate": str(self.candidate_path), "meta": str(self.meta_path), "waiting": self.waiting}
+
+
+def candidates_folder(store: RunStore, batch_settings: dict | None) -> Path:
+    """Where a paused run's candidate is expected by default: its batch's folder, else the store's."""
+    if batch_settings and batch_settings.get("candidates"):
+        return Path(batch_settings["candidates"])
+    return store.location / "candidates"
+
+
+def run_folder(store: RunStore, run_id: int) -> Path:
+    """The run's own folder (prompts, waiting.json, best.cu)."""
+    return store.location / "runs" / f"run_{run_id}"
+
+
+def list_pending(store_path=None, batch: str | int | None = None) -> list[PendingPrompt]:
+    """Every paused run of the store (of one batch when `batch` is given), oldest run first."""
+    store = RunStore.open(store_path)
+    try:
+        return pending_in(store, batch)
+    finally:
+        store.close()
+
+
+def pending_in(store: RunStore, batch: str | int | None = None) -> list[PendingPrompt]:
+    """`list_pending` on an open store."""
+    wanted = parse_batch_ref(batch) if batch is not None else None
+    if wanted is not None:
+        store.get_batch(wanted)   # an unknown batch is an error, not an empty list
+    members = {m.run_id: m for m in store.batch_members(wanted)}
+    settings = {b.id: b.settings for b in store.list_batches()}
+    runs = sorted((r for r in store.list_runs(status=RunStatus.PAUSED)
+                   if wanted is None or r.id in members), key=lambda r: r.id)
+    found = []
+    for run in runs:
+        waiting = _waiting_file(store, run.id)
+        key = waiting.get("key", "")
+        match = _KEY.match(key)
+        if match is None:
+            continue   # paused before batches (or by hand) without a readable request: `resume run_N` re-asks
+        member = members.get(run.id)
+        folder = candidates_folder(store, settings.get(member.batch_id) if member else None)
+        note = store.last_event(run.id, "candidate-waiting")
+        attempt = int(match["attempt"])
+        prompt = Path(waiting["prompt"]) if waiting.get("prompt") else None
+        found.append(PendingPrompt(
+            run=run.name, run_id=run.id, task=run.task_name,
+            operator=member.operator if member else None, dtype=member.dtype if member else None,
+            batch=batch_name(member.batch_id) if member else None,
+            kind=DEBUGGER if attempt > 0 else CODER, round=int(match["round"]), attempt=attempt, key=key,
+            skill=waiting.get("skill", ""), prompt_path=prompt if prompt and prompt.exists() else None,
+            candidate_path=folder / f"{run.name}.cu", meta_path=folder / f"{run.name}.meta.json",
+            waiting=note["reason"] if note and note.get("key") == key else None))
+    return found
+
+
+def _waiting_file(store: RunStore, run_id: int) -> dict:
+    path = run_folder(store, run_id) / "waiting.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
