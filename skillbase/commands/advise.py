@@ -63,15 +63,17 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
         if why is not None:
             data["why_not"] = why
         data["evidence_notes"] = list(advice.evidence.notes)
+        data["ncu_guided_analysis"] = advice.evidence.guided_analysis()
         click.echo(json.dumps(data, indent=1))
         return
-    render(result, top, why, show_all, advice.evidence.notes)
+    render(result, top, why, show_all, advice.evidence.notes, advice.evidence.guided_analysis())
 
 
 # ---- human output -----------------------------------------------------------------------------
 
 
-def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool, evidence_notes=()) -> None:
+def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool, evidence_notes=(),
+           guided: list[dict[str, Any]] = ()) -> None:
     from rich.table import Table
     from rich.text import Text
 
@@ -126,10 +128,28 @@ def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool, ev
                     metric = "derived"
                 rows.add_row(f"  {row.name}", fmt_value(row.observed), bar, metric)
             console.print(rows)
+    _render_guided(console, guided, top)
     if why is not None:
         _render_why(console, why)
     if show_all:
         _render_all(console, result)
+
+
+def _render_guided(console: Any, guided: list[dict[str, Any]], top: int) -> None:
+    """ncu's own findings beside skillbase's: the quickest way to see what the rules add."""
+    from rich.text import Text
+
+    findings = [g for g in guided if g["type"] != "INF"]
+    if not findings:
+        return
+    console.print(Text("Nsight Compute's guided analysis says", style="bold"))
+    for finding in findings[:top]:
+        estimate = (f"  (est. {finding['speedup_pct']:.0f}% {finding['speedup_type'] or ''})".replace(" )", ")")
+                    if finding.get("speedup_pct") is not None else "")
+        console.print(Text.assemble(f"  {finding['type']} ", (finding["summary"], ""), (estimate, "dim")))
+    if len(findings) > top:
+        console.print(Text(f"  … {len(findings) - top} more (--top, or --json for every result with its message)",
+                           style="dim"))
 
 
 def _render_why(console: Any, why: dict[str, Any]) -> None:

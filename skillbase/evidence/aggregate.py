@@ -6,6 +6,7 @@ durations summed, numeric metrics averaged over launches, launch count kept, tim
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,10 +65,28 @@ def device_from(metrics: dict[str, float], strings: dict[str, str]) -> dict[str,
 
 
 def compact_rule(rule: str, type_: str, title: str | None, section: str | None,
-                 speedup: float | None, speedup_type: str | None) -> dict[str, Any]:
-    return {"rule": rule, "type": type_, "title": title or None, "section": section or None,
+                 speedup: float | None, speedup_type: str | None, *, name: str | None = None,
+                 message: str | None = None, focus_metrics: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """One of ncu's guided-analysis results as the evidence keeps it: what ncu printed (its rule's
+    display name, title, message with ncu's link markup reduced to the label) and its estimate."""
+    return {"rule": rule, "type": type_, "name": name or None, "title": title or None, "section": section or None,
+            "message": plain_message(message) or None,
             "speedup_pct": round(float(speedup), 4) if speedup is not None else None,
-            "speedup_type": speedup_type}
+            "speedup_type": speedup_type, "focus_metrics": list(focus_metrics or [])}
+
+
+# ncu's rule messages link with `@section:ID:Label@` and `@url:Label:https://...@`; ncu's own CSV
+# export prints them as "Label" and "Label (https://...)", and so does the evidence
+_SECTION_LINK = re.compile(r"@section:[^:@]*:([^@]*)@")
+_URL_LINK = re.compile(r"@url:([^:@]*):([^@]*)@")
+
+
+def plain_message(message: str | None) -> str | None:
+    """An ncu rule message as plain text, as ncu's CSV export prints it; whitespace collapsed."""
+    if not message:
+        return None
+    text = _URL_LINK.sub(r"\1 (\2)", _SECTION_LINK.sub(r"\1", message))
+    return " ".join(text.split())
 
 
 def build(launches: list[Launch], source_kind: str, source_path: str, kernel: str | None = None,

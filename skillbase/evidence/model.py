@@ -102,6 +102,19 @@ class Evidence:
                 return record
         return None
 
+    def guided_analysis(self) -> list[dict[str, Any]]:
+        """Nsight Compute's own guided-analysis results for the focus kernel, in the order ncu's
+        details page ranks them: errors and warnings, then optimisation hints by estimated speedup,
+        then information. Each is the evidence's `ncu_rules` entry plus `summary` (its title, else its
+        message's first sentence). Empty when the profile carried no rule results."""
+        record = self.focus()
+        if record is None:
+            return []
+        order = {"ERR": 0, "WRN": 1, "OPT": 2, "INF": 3}
+        shown = [r for r in record.ncu_rules if r.get("type") in order]
+        shown.sort(key=lambda r: (order[r["type"]], -(r.get("speedup_pct") or 0.0)))
+        return [{**rule, "summary": rule_summary(rule)} for rule in shown]
+
     def compute_time_shares(self) -> None:
         total = sum(k.duration_ns or 0.0 for k in self.kernels)
         for k in self.kernels:
@@ -214,6 +227,15 @@ def _pct(share: float | None) -> str:
     if 0.0 < value < 0.5:
         return f"{value:.2f}%"
     return f"{value:.0f}%"
+
+
+def rule_summary(rule: dict[str, Any]) -> str:
+    """One line for an ncu rule result: its display name, and its title or its message's first sentence."""
+    name = rule.get("name") or rule.get("rule") or "?"
+    detail = rule.get("title")
+    if not detail and rule.get("message"):
+        detail = re.split(r"(?<=[a-z0-9)%])\. ", rule["message"], maxsplit=1)[0].rstrip(".")
+    return f"{name}: {detail}" if detail and detail != name else name
 
 
 def focus_static_kernel(static: dict[str, Any], kernel: str | None = None) -> tuple[str, str]:

@@ -150,7 +150,8 @@ def _attach_rules(details: Path, raw_header: list[str], raw_rows, launches: list
         by_id.setdefault(row[index["ID"]].strip(), []).append(compact_rule(
             rule, row[index["Rule Type"]].strip() or "NONE", None,
             row[index["Section Name"]].strip() if "Section Name" in index else None,
-            speedup, speedup_type if speedup_type in ("local", "global") else None))
+            speedup, speedup_type if speedup_type in ("local", "global") else None,
+            message=row[index["Rule Description"]] if "Rule Description" in index else None))
     if by_id and not set(by_id) & set(raw_ids):
         raise InputError(f"{details}: its launch IDs match none of the raw CSV's; export both from one report",
                          hint=DETAILS_COMMAND)

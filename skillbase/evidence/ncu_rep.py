@@ -99,7 +99,24 @@ def _rules(action) -> list[dict[str, Any]]:
         speedup = result.get("speedup_estimation") or {}
         out.append(compact_rule(result.get("rule_identifier") or result.get("name") or "?", type_,
                                 message.get("title"), result.get("section_identifier"),
-                                speedup.get("speedup"), SPEEDUP_TYPES.get(speedup.get("type"))))
+                                speedup.get("speedup"), SPEEDUP_TYPES.get(speedup.get("type")),
+                                name=result.get("name"), message=message.get("message"),
+                                focus_metrics=_focus_metrics(result.get("focus_metrics") or [])))
+    return out
+
+
+_SEVERITIES = {0: "default", 1: "low", 2: "high"}  # ncu_report.FocusSeverity
+
+
+def _focus_metrics(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The metrics a rule result points at (ncu's "focus metrics"): name, value, severity, advice."""
+    out = []
+    for row in rows:
+        value = row.get("value")
+        out.append({"metric": row.get("name") or "?",
+                    "value": float(value) if isinstance(value, (int, float)) and math.isfinite(value) else None,
+                    "severity": _SEVERITIES.get(int(row.get("severity") or 0), "default"),
+                    "info": row.get("info") or None})
     return out
 
 
