@@ -2,18 +2,26 @@
 
 Parsing the built-in rules (YAML with marks, JSON Schema, rule-engine's parser) takes far longer
 than evaluating them, and importing rule-engine alone costs ~0.3 s. A cached `advise` therefore
-loads one pickle and compiles the stored Python translations. The key covers the vocabulary,
+loads one JSON file and compiles the stored Python translations. The key covers the vocabulary,
 every rule file, the thresholds file, the engine's own source and the Python version, so any edit
 invalidates it. Set SKILLBASE_NO_CACHE=1 to bypass it; SKILLBASE_CACHE moves it (with every other cache).
+
+The file name is a digest of public files, so anyone who can write the folder could plant one:
+the cache is data only (JSON decoded into a fixed list of the engine's own dataclasses, never
+pickle), every stored translation is checked against the translator's grammar before it is
+compiled (`expressions.is_translation`), and the folder is made private (0700) and used only while
+it is owned by the user and closed to others. Anything else is ignored and the rules are parsed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import pickle
+import stat
 import sys
 import tempfile
+from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,36 +63,156 @@ def digest(dirs: list[Path], thresholds: Path) -> str:
     return h.hexdigest()
 
 
+_FORMAT = 1   # bump when the encoding below changes
+_PRIVATE = 0o700
+
+
+def _folder() -> Path:
+    return cache_dir() / "rules"
+
+
 def _path(key: str) -> Path:
-    return cache_dir() / f"rules-{key[:32]}.pickle"
+    return _folder() / f"rules-{key[:32]}.json"
+
+
+def _private(path: Path) -> bool:
+    """Owned by this user and neither group- nor world-writable (a folder: closed to others)."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    if stat.S_ISLNK(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+        return False
+    closed = 0o077 if stat.S_ISDIR(info.st_mode) else 0o022
+    return not info.st_mode & closed
 
 
 def read(key: str) -> Any:
     if not enabled():
         return None
+    path = _path(key)
+    if not (_private(_folder()) and _private(path)):
+        return None
     try:
-        with open(_path(key), "rb") as handle:
-            return pickle.load(handle)
-    # absent, unreadable, truncated, or naming a class that has since moved: rebuild
-    except (OSError, EOFError, pickle.UnpicklingError, AttributeError, ImportError):
+        document = json.loads(path.read_bytes())
+        if not isinstance(document, dict) or document.get("format") != _FORMAT or document.get("key") != key:
+            return None
+        return _decode_engine(document["engine"])
+    # absent, unreadable, truncated, planted or from an older engine: parse the rules instead
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 
 def write(key: str, engine: Any) -> None:
     if not enabled():
         return
-    directory = cache_dir()
+    directory = _folder()
     temporary: Path | None = None
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=directory, delete=False, suffix=".tmp") as handle:
+        directory.mkdir(mode=_PRIVATE, parents=True, exist_ok=True)
+        if not _private(directory):
+            return   # somebody else's or an open folder: never write where others could swap the file
+        text = json.dumps({"format": _FORMAT, "key": key, "engine": _encode_engine(engine)})
+        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp", encoding="utf-8") as handle:
             temporary = Path(handle.name)
-            pickle.dump(engine, handle, protocol=pickle.HIGHEST_PROTOCOL)
+            handle.write(text)
         os.replace(temporary, _path(key))
         # every edit of a rule makes a new key: keep the newest few so the folder stays small
-        old = sorted(directory.glob("rules-*.pickle"), key=lambda p: p.stat().st_mtime, reverse=True)[8:]
+        old = sorted(directory.glob("rules-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)[8:]
         for stale in old:
             stale.unlink(missing_ok=True)
     except OSError:   # a read-only home (or a concurrent prune) must not break advise: we parse next time too
         if temporary is not None:
             temporary.unlink(missing_ok=True)
+
+
+# ---- the encoding: plain JSON, decoded only into the engine's own dataclasses -------------------
+
+def _types() -> dict[str, type]:
+    from .expressions import Comparison, Expression
+    from .rules import Derivation, Node, Proposal, Rule
+    from .vocabulary import Entry, Thresholds
+
+    return {cls.__name__: cls for cls in (Comparison, Expression, Derivation, Node, Proposal, Rule, Entry, Thresholds)}
+
+
+def _encode(value: Any) -> Any:
+    from .vocabulary import MISSING
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if value is MISSING:
+        return {"$": "MISSING"}
+    if isinstance(value, Path):
+        return {"$": "Path", "path": str(value)}
+    if isinstance(value, (list, tuple)):
+        items = [_encode(item) for item in value]
+        return items if isinstance(value, list) else {"$": "tuple", "items": items}
+    if isinstance(value, dict):
+        return {"$": "dict", "items": [[_encode(k), _encode(v)] for k, v in value.items()]}
+    if is_dataclass(value) and type(value).__name__ in _types():
+        out = {f.name: _encode(getattr(value, f.name)) for f in fields(value) if f.name != "_fn"}
+        out["$"] = type(value).__name__
+        return out
+    raise TypeError(f"cannot cache a {type(value).__name__}")
+
+
+def _decode(value: Any, types: dict[str, type]) -> Any:
+    from .expressions import Expression, is_translation
+    from .vocabulary import MISSING
+
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, list):
+        return [_decode(item, types) for item in value]
+    if not isinstance(value, dict):
+        raise TypeError("not a cached value")
+    kind = value.get("$")
+    if kind == "MISSING":
+        return MISSING
+    if kind == "Path":
+        return Path(value["path"])
+    if kind == "tuple":
+        return tuple(_decode(item, types) for item in value["items"])
+    if kind == "dict":
+        return {_decode(k, types): _decode(v, types) for k, v in value["items"]}
+    cls = types.get(kind) if isinstance(kind, str) else None
+    if cls is None:
+        raise TypeError(f"unknown cached type {kind!r}")
+    names = {f.name for f in fields(cls) if f.name != "_fn"}
+    if set(value) - {"$"} != names:
+        raise TypeError(f"cached {kind} has other fields")
+    obj = cls(**{name: _decode(value[name], types) for name in names})
+    if isinstance(obj, Expression) and obj.python is not None and not (
+            isinstance(obj.python, str) and is_translation(obj.python)):
+        raise TypeError("a cached translation outside the translator's grammar")
+    return obj
+
+
+def _encode_engine(engine: Any) -> dict[str, Any]:
+    vocabulary = engine.vocabulary
+    return {"vocabulary": {"entries": _encode(vocabulary.entries), "derived_order": _encode(vocabulary.derived_order),
+                           "files": _encode(vocabulary.files)},
+            "thresholds": _encode(engine.thresholds), "rules": _encode(engine.rules),
+            "derive_order": [rule.id for rule in engine.derive_order], "digest": engine.digest,
+            "rules_dirs": _encode(engine.rules_dirs)}
+
+
+def _decode_engine(document: dict[str, Any]) -> Any:
+    from .evaluate import Engine
+    from .rules import Rule
+    from .vocabulary import Entry, Thresholds, Vocabulary
+
+    types = _types()
+    vocab = document["vocabulary"]
+    entries = _decode(vocab["entries"], types)
+    rules = _decode(document["rules"], types)
+    thresholds = _decode(document["thresholds"], types)
+    if not (isinstance(entries, dict) and all(isinstance(e, Entry) for e in entries.values())
+            and isinstance(rules, list) and all(isinstance(r, Rule) for r in rules)
+            and isinstance(thresholds, Thresholds)):
+        raise TypeError("cached engine of the wrong shape")
+    by_id = {rule.id: rule for rule in rules}
+    vocabulary = Vocabulary(entries, _decode(vocab["derived_order"], types), _decode(vocab["files"], types))
+    return Engine(vocabulary, thresholds, rules, [by_id[i] for i in document["derive_order"]],
+                  document["digest"], _decode(document["rules_dirs"], types))

@@ -13,6 +13,7 @@ the translation against rule-engine on every built-in expression.
 
 from __future__ import annotations
 
+import ast
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -284,6 +285,38 @@ def _translate(node) -> str:
         items = [_translate(item) for item in node.value]
         return "(" + "".join(f"{item}, " for item in items) + ")"
     raise Untranslatable(kind)
+
+
+_SAFE_NODES = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.BinOp, ast.Add, ast.Sub, ast.Mult, ast.Div,
+               ast.FloorDiv, ast.Mod, ast.Pow, ast.UnaryOp, ast.Not, ast.USub, ast.Compare, ast.Eq, ast.NotEq,
+               ast.Lt, ast.LtE, ast.Gt, ast.GtE, ast.In, ast.IfExp, ast.Constant, ast.Tuple, ast.Load,
+               ast.Subscript, ast.Name, ast.Call)
+_SAFE_NAMES = {"v", "bool", *_BUILTINS.values()}
+
+
+def is_translation(python: str) -> bool:
+    """Whether `python` lies inside the grammar `_translate` writes: names read as v['name'], literals,
+    operators and the four helpers. A translation read back from the rule cache is checked with this
+    before it is compiled, so a planted cache file cannot run code of its own."""
+    try:
+        tree = ast.parse(python, mode="eval")
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if not isinstance(node, _SAFE_NODES):
+            return False
+        if isinstance(node, ast.Name) and node.id not in _SAFE_NAMES:
+            return False
+        # _translate writes numbers as floats: an int literal (a `9**9**9**9` bomb) is not ours
+        if isinstance(node, ast.Constant) and not isinstance(node.value, (str, float, bool, type(None))):
+            return False
+        if isinstance(node, ast.Subscript) and not (
+                isinstance(node.value, ast.Name) and node.value.id == "v"
+                and isinstance(node.slice, ast.Constant) and isinstance(node.slice.value, str)):
+            return False
+        if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
+            return False
+    return True
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}
