@@ -16,7 +16,7 @@ from pathlib import Path
 
 from skillbase.errors import EnvironmentProblem
 
-_GPU_FIELDS = ("name", "driver_version", "compute_cap", "memory.total")
+_GPU_FIELDS = ("name", "driver_version", "compute_cap", "memory.total", "uuid")
 
 
 @dataclass(frozen=True)
@@ -26,6 +26,7 @@ class Gpu:
     driver_version: str
     compute_cap: str       # "9.0"
     memory_total: str      # as nvidia-smi prints it, e.g. "143771 MiB"
+    uuid: str = ""         # "GPU-<8-4-4-4-12 hex>": names the physical GPU (harness.gpu_lock)
 
     @property
     def arch(self) -> str:
@@ -54,7 +55,7 @@ def nvidia_smi_gpus() -> tuple[list[Gpu], str | None]:
     gpus = []
     for index, line in enumerate(lines):
         parts = [p.strip() for p in line.split(",")] + ["?"] * len(_GPU_FIELDS)
-        gpus.append(Gpu(index, parts[0], parts[1], parts[2], parts[3]))
+        gpus.append(Gpu(index, parts[0], parts[1], parts[2], parts[3], parts[4]))
     return gpus, None
 
 

@@ -1,0 +1,107 @@
+"""The per-GPU lock: timed phases of two skillbase processes never overlap on one GPU (issue 16).
+
+Real processes (multiprocessing, spawn) and the real fcntl lock in a temporary cache folder: each
+process writes when it enters and leaves its locked region; the intervals of one GPU must not
+overlap, those of two GPUs may."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+import time
+
+import pytest
+
+from skillbase.harness import gpu_lock as lock_module
+from skillbase.harness.gpu_lock import device_uuid, format_uuid, gpu_lock, holds_lock
+
+
+def _hold(cache: str, uuid: str, seconds: float, log: str) -> None:
+    os.environ["SKILLBASE_CACHE"] = cache
+    with gpu_lock(uuid=uuid):
+        entered = time.monotonic()
+        time.sleep(seconds)
+        left = time.monotonic()
+    with open(log, "a") as out:
+        out.write(f"{uuid} {entered} {left}\n")
+
+
+def _intervals(log) -> dict[str, list[tuple[float, float]]]:
+    out: dict[str, list[tuple[float, float]]] = {}
+    for line in log.read_text().splitlines():
+        uuid, entered, left = line.split()
+        out.setdefault(uuid, []).append((float(entered), float(left)))
+    return out
+
+
+def _run(tmp_path, uuids: list[str], seconds: float) -> dict[str, list[tuple[float, float]]]:
+    log = tmp_path / "log.txt"
+    context = multiprocessing.get_context("spawn")
+    procs = [context.Process(target=_hold, args=(str(tmp_path / "cache"), u, seconds, str(log))) for u in uuids]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    return _intervals(log)
+
+
+def test_processes_on_one_gpu_take_turns(tmp_path):
+    uuid = "GPU-00000000-1111-2222-3333-444444444444"
+    spans = sorted(_run(tmp_path, [uuid] * 3, 0.4)[uuid])
+    assert len(spans) == 3
+    for (_, left), (entered, _) in zip(spans, spans[1:], strict=False):
+        assert entered >= left, f"two processes held the lock of one GPU at once: {spans}"
+
+
+def test_processes_on_two_gpus_run_together(tmp_path):
+    a, b = "GPU-aaaaaaaa-0000-0000-0000-000000000000", "GPU-bbbbbbbb-0000-0000-0000-000000000000"
+    spans = _run(tmp_path, [a, b], 1.5)
+    (a_in, a_out), (b_in, b_out) = spans[a][0], spans[b][0]
+    assert max(a_in, b_in) < min(a_out, b_out), f"different GPUs waited for each other: {spans}"
+
+
+def test_lock_is_reentrant_in_one_process_and_released(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    uuid = "GPU-12345678-0000-0000-0000-000000000000"
+    with gpu_lock(uuid=uuid) as path:
+        assert holds_lock(uuid=uuid)
+        with gpu_lock(uuid=uuid):          # a nested timed phase of the same process must not deadlock
+            assert holds_lock(uuid=uuid)
+        assert holds_lock(uuid=uuid)
+        assert path.read_text().split()[0] == str(os.getpid())
+    assert not holds_lock(uuid=uuid)
+
+
+def test_waiting_is_said_once(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    monkeypatch.setattr(lock_module, "WAIT_NOTICE_S", 0.1)
+    uuid = "GPU-99999999-0000-0000-0000-000000000000"
+    context = multiprocessing.get_context("spawn")
+    holder = context.Process(target=_hold, args=(str(tmp_path), uuid, 1.0, str(tmp_path / "log.txt")))
+    holder.start()
+    deadline = time.monotonic() + 30
+    while not list(tmp_path.glob("gpu-locks/*.lock")) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    time.sleep(0.2)
+    said: list[str] = []
+    with gpu_lock(uuid=uuid, on_wait=said.append):
+        pass
+    holder.join(30)
+    assert len(said) == 1 and "waiting for the GPU lock" in said[0] and str(holder.pid) in said[0], said
+
+
+def test_uuid_formats_like_nvidia_smi():
+    raw = bytes(range(16))
+    assert format_uuid(raw) == "GPU-00010203-0405-0607-0809-0a0b0c0d0e0f"
+    assert format_uuid("GPU-abc") == "GPU-abc"
+
+
+@pytest.mark.parametrize("visible, index, expected", [
+    ("GPU-1f2e3d4c-0000-0000-0000-000000000000,3", 0, "GPU-1f2e3d4c-0000-0000-0000-000000000000"),
+    ("5,3", 1, "index-3"),      # no nvidia-smi here: the physical index names the lock
+])
+def test_cuda_visible_devices_is_applied(monkeypatch, visible, index, expected):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
+    monkeypatch.setattr("skillbase.harness.env.gpus", lambda: [])
+    assert device_uuid(index) == expected
