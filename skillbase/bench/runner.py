@@ -3,18 +3,16 @@
 A `BenchJob` is one harness evaluation on one GPU: verify a kernel (every scored size plus the
 irregular one) and time it at some presets, interleaved with a baseline kernel when it has one.
 It names files only, so any executor can ship it to any GPU; `measure(job)` runs it where it
-lands and returns the results as JSON dicts (one `SizeResult` per preset). An `Executor` runs a
-list of jobs and reports each result as it arrives: `LocalExecutor` runs them on this host's GPUs,
-in-process on one GPU, else one spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before
-the harness initialises CUDA) taking jobs from a shared queue. A cluster executor (Ray) is another
-implementation of the same protocol around the same `measure`.
+lands and returns the results as JSON dicts (one `SizeResult` per preset); `BenchJob.as_job()` is
+the same work as a `skillbase.harness.jobs.Job`. An `Executor` runs a list of jobs and reports each
+result as it arrives: `LocalExecutor` runs them on this host's GPUs through the harness's job
+executor (in-process on one GPU, else one spawned worker process per GPU taking jobs from a shared
+queue). A cluster executor (Ray) is another implementation of the same protocol.
 """
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
-import queue
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,8 +24,10 @@ from skillbase.bench.results import VERIFIED, SizeResult, gpu_slug, results_dir,
 from skillbase.bench.suite import Implementation, discover, select
 from skillbase.errors import InputError
 from skillbase.harness import env
+from skillbase.harness import jobs as gpu_jobs
+from skillbase.harness.jobs import JobResult
 
-__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "LocalExecutor", "collect", "jobs_for", "measure",
+__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "LocalExecutor", "jobs_for", "measure", "measure_payload",
            "run_bench", "visible_devices"]
 
 # Harness CheckResult status -> bench result status (everything but ok is a failure; unknown ones are errors).
@@ -63,6 +63,23 @@ class BenchJob:
         task = impl.cu_path if impl.kind == "vendor" else impl.baseline_path
         return cls(impl.op, impl.dtype, impl.name, tuple(presets), impl.spec_path, impl.baseline_path,
                    task=task, candidate=impl.cu_path)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"op": self.op, "dtype": self.dtype, "impl": self.impl, "presets": list(self.presets),
+                "spec": str(self.spec), "baseline": str(self.baseline),
+                "task": str(self.task) if self.task else None,
+                "candidate": str(self.candidate) if self.candidate else None}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> BenchJob:
+        return cls(data["op"], data["dtype"], data["impl"], tuple(data["presets"]), Path(data["spec"]),
+                   Path(data["baseline"]), task=Path(data["task"]) if data.get("task") else None,
+                   candidate=Path(data["candidate"]) if data.get("candidate") else None)
+
+    def as_job(self) -> gpu_jobs.Job:
+        """This measurement as a GPU job any executor can run (`measure_payload` where it lands)."""
+        return gpu_jobs.Job("bench-measure", "skillbase.bench.runner:measure_payload", self.to_json(),
+                            label=f"{self.op} {self.impl}")
 
     def failure(self, preset: str, reason: str) -> SizeResult:
         """The `error` result of a preset this job could not measure."""
@@ -136,6 +153,11 @@ def measure(job: BenchJob) -> list[dict[str, Any]]:
     return [r.to_dict() for r in out]
 
 
+def measure_payload(payload: dict[str, Any]) -> list[dict[str, Any]]:
+    """`measure` of a job shipped as JSON (the GPU job's function)."""
+    return measure(BenchJob.from_json(payload))
+
+
 # -- executors -------------------------------------------------------------------------------------
 
 class Executor(Protocol):
@@ -161,73 +183,28 @@ def visible_devices(gpu_ids: Sequence[str]) -> list[str]:
 
 
 class LocalExecutor:
-    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one, else one
-    spawned worker process per GPU taking jobs from a shared queue."""
+    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values), through `skillbase.harness.jobs`:
+    in-process on one, else one spawned worker process per GPU taking jobs from a shared queue."""
 
     def __init__(self, gpu_ids: Sequence[str]):
         self.gpu_ids = list(gpu_ids)
 
     def run(self, jobs: Sequence[BenchJob], on_result: Callable[[SizeResult], None]) -> list[SizeResult]:
-        if len(self.gpu_ids) == 1:
-            os.environ["CUDA_VISIBLE_DEVICES"] = self.gpu_ids[0]
-            results = []
-            for job in jobs:
-                for data in measure(job):
-                    result = SizeResult.from_dict(data)
-                    result.device = self.gpu_ids[0]
-                    results.append(result)
-                    on_result(result)
-            return results
-        ctx = mp.get_context("spawn")
-        tasks, done = ctx.Queue(), ctx.Queue()
-        for i, job in enumerate(jobs):
-            tasks.put((i, job))
-        for _ in self.gpu_ids:
-            tasks.put(None)
-        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done), daemon=True) for gpu in self.gpu_ids]
-        for w in workers:
-            w.start()
-        by_job = collect(jobs, done, workers, on_result)
-        for w in workers:
-            w.join()
+        by_job: dict[int, list[SizeResult]] = {}
+
+        def arrived(done: JobResult) -> None:
+            job = jobs[done.index]
+            if done.error is not None:
+                measured = [job.failure(preset, done.error) for preset in job.presets]
+            else:
+                measured = [SizeResult.from_dict(d) for d in done.value]
+            for result in measured:
+                result.device = done.device
+                on_result(result)
+            by_job[done.index] = measured
+
+        gpu_jobs.LocalExecutor(self.gpu_ids).run([job.as_job() for job in jobs], arrived)
         return [r for i in sorted(by_job) for r in by_job[i]]
-
-
-def collect(jobs: Sequence[BenchJob], done, workers, on_result: Callable[[SizeResult], None],
-            poll_s: float = 5.0) -> dict[int, list[SizeResult]]:
-    """Results from the workers' queue as they arrive. A worker that dies (a driver fault can take
-    the process down) loses the job it held: once no worker is left alive, every job without a
-    result is recorded as an error instead of waiting for it forever."""
-    by_job: dict[int, list[SizeResult]] = {}
-    while len(by_job) < len(jobs):
-        try:
-            i, data = done.get(timeout=poll_s)
-        except queue.Empty:
-            if any(w.is_alive() for w in workers):
-                continue
-            codes = ", ".join(str(w.exitcode) for w in workers)
-            for i, job in enumerate(jobs):
-                if i not in by_job:
-                    by_job[i] = [job.failure(preset, f"the worker process exited (exit codes {codes}) "
-                                                     "before this implementation was measured")
-                                 for preset in job.presets]
-                    for result in by_job[i]:
-                        on_result(result)
-            break
-        by_job[i] = [SizeResult.from_dict(d) for d in data]
-        for result in by_job[i]:
-            on_result(result)
-    return by_job
-
-
-def _worker(gpu: str, tasks, done) -> None:
-    os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
-    while True:
-        item = tasks.get()
-        if item is None:
-            return
-        i, job = item
-        done.put((i, [dict(d, device=gpu) for d in measure(job)]))
 
 
 # -- the entry point -------------------------------------------------------------------------------

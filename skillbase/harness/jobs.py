@@ -1,0 +1,156 @@
+"""GPU jobs and the executors that run them: one place for "run this on one GPU".
+
+A `Job` is one unit of GPU work with a JSON payload: measure a bench implementation
+(`skillbase.bench.runner:measure_payload`), start or advance one optimization run of a batch
+(`skillbase.run.batch:start_payload`, `advance_payload`: judge its candidate, profile the new best,
+time a baseline). It names the function that runs it as `module:function`, so any executor can
+ship it to any process or machine and call it there; the function takes the payload and returns
+a JSON-serialisable value. An `Executor` runs a list of jobs and reports each `JobResult` as it
+arrives. `LocalExecutor` runs them on this host: in-process on one GPU (or without any), else one
+spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before anything initialises CUDA) taking
+jobs from a shared queue, so two jobs never run on one GPU at once. A cluster executor (Ray) is
+another implementation of the same protocol around the same `run_job`.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import multiprocessing as mp
+import os
+import queue
+import signal
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+__all__ = ["Executor", "Job", "JobResult", "LocalExecutor", "collect", "run_job"]
+
+
+@dataclass(frozen=True)
+class Job:
+    kind: str                          # what it does, for progress and errors: bench-measure, advance-run ...
+    function: str                      # module:function that runs it, importable in any worker
+    payload: dict[str, Any] = field(default_factory=dict)
+    label: str = ""                    # who it is about: an operator, a run
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "function": self.function, "payload": self.payload, "label": self.label}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Job:
+        return cls(kind=data["kind"], function=data["function"], payload=data.get("payload") or {},
+                   label=data.get("label", ""))
+
+
+@dataclass
+class JobResult:
+    index: int                         # the job's place in the list handed to the executor
+    job: Job
+    device: str | None                 # the CUDA_VISIBLE_DEVICES value it ran under (None: no GPU)
+    value: Any = None                  # what the job's function returned
+    error: str | None = None           # why it returned nothing (an exception, a dead worker)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.index, "job": self.job.to_json(), "device": self.device, "value": self.value,
+                "error": self.error}
+
+
+def run_job(job: Job) -> Any:
+    """Call the job's function with its payload, in this process."""
+    module, _, name = job.function.partition(":")
+    return getattr(importlib.import_module(module), name)(job.payload)
+
+
+class Executor(Protocol):
+    def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
+        """Run every job, call `on_result` with each result as it arrives, return them all in job order."""
+        ...
+
+
+def _attempt(index: int, job: Job, device: str | None) -> JobResult:
+    # The one call site of a job on a GPU (a per-GPU lock, when one exists, wraps this call).
+    try:
+        return JobResult(index, job, device, value=run_job(job))
+    except Exception as error:  # the executor's boundary: a job's failure is its result, never the end of the batch
+        return JobResult(index, job, device, error=f"{type(error).__name__}: {error}"[:500])
+
+
+class LocalExecutor:
+    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one (or on none: work
+    that needs no GPU), else one spawned worker process per GPU taking jobs from a shared queue."""
+
+    def __init__(self, gpu_ids: Sequence[str]):
+        self.gpu_ids = list(gpu_ids)
+
+    def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
+        if len(self.gpu_ids) <= 1:
+            device = self.gpu_ids[0] if self.gpu_ids else None
+            if device is not None:
+                os.environ["CUDA_VISIBLE_DEVICES"] = device
+            results = []
+            for index, job in enumerate(jobs):
+                result = _attempt(index, job, device)
+                results.append(result)
+                on_result(result)
+            return results
+        ctx = mp.get_context("spawn")
+        tasks, done = ctx.Queue(), ctx.Queue()
+        for index, job in enumerate(jobs):
+            tasks.put((index, job.to_json()))
+        for _ in self.gpu_ids:
+            tasks.put(None)
+        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done, os.getpid()), daemon=True)
+                   for gpu in self.gpu_ids]
+        for worker in workers:
+            worker.start()
+        by_index = collect(jobs, done, workers, on_result)
+        for worker in workers:
+            worker.join()
+        return [by_index[i] for i in sorted(by_index)]
+
+
+def collect(jobs: Sequence[Job], done, workers, on_result: Callable[[JobResult], None],
+            poll_s: float = 5.0) -> dict[int, JobResult]:
+    """Results from the workers' queue as they arrive. A worker that dies (a driver fault can take
+    the process down) loses the job it held: once no worker is left alive, every job without a
+    result is recorded as an error instead of waiting for it forever."""
+    by_index: dict[int, JobResult] = {}
+    while len(by_index) < len(jobs):
+        try:
+            data = done.get(timeout=poll_s)
+        except queue.Empty:
+            if any(w.is_alive() for w in workers):
+                continue
+            codes = ", ".join(str(w.exitcode) for w in workers)
+            for index, job in enumerate(jobs):
+                if index not in by_index:
+                    by_index[index] = JobResult(index, job, None, error=f"the worker process exited (exit codes "
+                                                                        f"{codes}) before this job ran")
+                    on_result(by_index[index])
+            break
+        result = JobResult(data["index"], jobs[data["index"]], data["device"], data["value"], data["error"])
+        by_index[result.index] = result
+        on_result(result)
+    return by_index
+
+
+def _die_with_parent() -> None:
+    """A worker must not outlive its parent: after a kill -9 of the batch, a `resume` must not find a
+    worker still judging a run (Linux: PR_SET_PDEATHSIG; elsewhere the parent check below)."""
+    try:
+        ctypes.CDLL(None).prctl(1, signal.SIGKILL)   # 1 = PR_SET_PDEATHSIG
+    except (OSError, AttributeError):
+        pass
+
+
+def _worker(gpu: str, tasks, done, parent: int) -> None:
+    os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
+    _die_with_parent()
+    while True:
+        item = tasks.get()
+        if item is None or os.getppid() != parent:
+            return
+        index, job = item
+        result = _attempt(index, Job.from_json(job), gpu)
+        done.put({"index": index, "device": gpu, "value": result.value, "error": result.error})
