@@ -6,14 +6,17 @@ start-up stays fast (`advise` from a saved report must finish in well under a se
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import json
+import os
 import sys
 
 import click
 
-from skillbase import __version__
-from skillbase.errors import SkillbaseError
+from skillbase import __version__, config, ui
+from skillbase.errors import SkillbaseError, error_document
 
 # name -> "module:attribute"; each module defines one click command or group.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -33,6 +36,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "bench": ("skillbase.commands.bench:bench", "Run and score the MSKernelBench-style suite."),
     "calibrate": ("skillbase.commands.calibrate:calibrate", "Derive classification thresholds from profiles (Otsu)."),
     "examples": ("skillbase.commands.examples:examples", "List the bundled example kernels and copy one out."),
+    "lint": ("skillbase.commands.lint:lint", "Statically check kernel sources (no GPU): text, JSON, SARIF or GitHub."),
+    "config": ("skillbase.commands.config:config", "Show every setting, its value and where it came from."),
 }
 
 
@@ -64,33 +69,97 @@ def _available(name: str) -> bool:
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="skillbase")
-def cli() -> None:
-    """Make CUDA kernels faster the way an expert does, and show the reasoning."""
+@click.option("-q", "--quiet", is_flag=True, help="Print errors only (and the document asked for with --json).")
+@click.option("-v", "--verbose", is_flag=True, help="Print debug lines on stderr (settings, files read, timings).")
+@click.pass_context
+def cli(ctx: click.Context, quiet: bool, verbose: bool) -> None:
+    """Make CUDA kernels faster the way an expert does, and show the reasoning.
+
+    Shell completion (bash; zsh and fish likewise): eval "$(_SKILLBASE_COMPLETE=bash_source skillbase)"
+    """
+    if quiet and verbose:
+        raise click.UsageError("give -q or -v, not both")
+    ui.set_verbosity(quiet=quiet, verbose=verbose)
+    if quiet and not (ctx.obj or {}).get("json"):
+        # the exit status and errors (stderr) are the whole answer; a --json document is still data
+        ctx.with_resource(contextlib.redirect_stdout(ctx.with_resource(open(os.devnull, "w"))))
+    ctx.default_map = _command_defaults(ctx)
+
+
+def _command_defaults(ctx: click.Context) -> dict | None:
+    """The configuration file's command tables as click's default_map: each option key (`top`,
+    `extra-rules`) becomes its parameter's name; folders are relative to the file. Click then
+    gives a flag, then its variable, then these, then the built-in default."""
+    found = config.load_config_file()
+    if found is None:
+        return None
+    defaults: dict = {}
+    for path, options in found.commands.items():
+        command, group_ctx = ctx.command, ctx
+        for depth, name in enumerate(path):
+            sub = command.get_command(group_ctx, name) if isinstance(command, click.Group) else None
+            if sub is None:
+                known = command.list_commands(group_ctx) if isinstance(command, click.Group) else []
+                where = " ".join(path[:depth]) or "skillbase"
+                raise SkillbaseError(f"{found.path}: [{found.table_name(path[:depth + 1])}]: `{where}` has no command "
+                                     f"`{name}`", f"the commands are: {', '.join(known)}")
+            command, group_ctx = sub, click.Context(sub, info_name=name, parent=group_ctx)
+        table = defaults
+        for name in path:
+            table = table.setdefault(name, {})
+        params = {opt.lstrip("-"): p for p in command.params if isinstance(p, click.Option) for opt in p.opts}
+        for key, value in options.items():
+            param = params.get(key) or params.get(key.replace("_", "-"))
+            if param is None:
+                raise SkillbaseError(f"{found.path}: `skillbase {' '.join(path)}` has no option --{key}",
+                                     f"its options: {', '.join(sorted(o for o in params if len(o) > 1))}")
+            if isinstance(param.type, click.Path):
+                value = [found.resolve(v) for v in value] if isinstance(value, list) else found.resolve(value)
+            table[param.name] = value
+    return defaults
+
+
+def _wants_json(argv: list[str]) -> bool:
+    """`--json` among the options (not after `--`): errors then come as a JSON object on stdout."""
+    options = argv[:argv.index("--")] if "--" in argv else argv
+    return ("--json" in options or "--format=json" in options
+            or any(a == "--format" and b == "json" for a, b in zip(options, options[1:], strict=False)))
+
+
+def _fail(message: str, hint: str | None, exit_code: int, as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(error_document(message, hint, exit_code), indent=1))
+    else:
+        click.echo(f"error: {message}", err=True)
+        if hint:
+            click.echo(f"hint: {hint}", err=True)
+    sys.exit(exit_code)
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: user errors become one line on stderr and a non-zero exit."""
+    """Console entry point: user errors become one line on stderr (a JSON object on stdout with
+    --json) and the exit code of `skillbase.errors.EXIT_CODES`."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    as_json = _wants_json(argv)
     try:
         # Without standalone mode click returns ctx.exit(n)'s code instead of exiting: pass it on.
-        code = cli.main(args=argv, prog_name="skillbase", standalone_mode=False)
+        code = cli.main(args=argv, prog_name="skillbase", standalone_mode=False, obj={"json": as_json})
         if isinstance(code, int) and code != 0:
             sys.exit(code)
     except SkillbaseError as error:
-        click.echo(f"error: {error.message}", err=True)
-        if error.hint:
-            click.echo(f"hint: {error.hint}", err=True)
-        sys.exit(error.exit_code)
+        _fail(error.message, error.hint, error.exit_code, as_json)
     except click.exceptions.Abort:
-        click.echo("aborted", err=True)
-        sys.exit(130)
+        _fail("interrupted", None, 130, as_json)   # click turns Ctrl-C into Abort
     except click.ClickException as error:
-        error.show()
-        sys.exit(error.exit_code)
+        if not as_json:
+            error.show()
+            sys.exit(error.exit_code)
+        hint = f"see `{error.ctx.command_path} --help`" if getattr(error, "ctx", None) else None
+        _fail(error.format_message(), hint, error.exit_code, as_json)
     except click.exceptions.Exit as error:
         sys.exit(error.exit_code)
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        sys.exit(130)
+        _fail("interrupted", None, 130, as_json)
     except BrokenPipeError:
         sys.exit(0)
 

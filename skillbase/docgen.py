@@ -42,15 +42,43 @@ def cli_reference() -> str:
         ctx = click.Context(command, info_name=" ".join(["skillbase", *path]), terminal_width=100,
                             max_content_width=100, help_option_names=names)
         parts += [f"## skillbase {' '.join(path)}", "", "```", command.get_help(ctx), "```", ""]
-    return "\n".join(parts)
+    return "\n".join(parts + exit_codes_section())
+
+
+def exit_codes_section() -> list[str]:
+    """The one place the exit codes are documented (from `skillbase.errors.EXIT_CODES`)."""
+    from skillbase.errors import EXIT_CODES
+
+    lines = ["## Exit codes", "",
+             "Every command exits with one of these. With `--json`, a failure (codes 2, 3, 130) prints a JSON "
+             "object on stdout instead of text on stderr: "
+             '`{"schema_version": 1, "error": {"message", "hint", "kind", "exit_code"}}` '
+             "(`skillbase/schemas/error.schema.json`); `kind` is the name below.", "",
+             "| code | kind | meaning |", "|---|---|---|"]
+    lines += [f"| {e.code} | `{e.kind}` | {e.meaning} |" for e in EXIT_CODES]
+    return [*lines, "",
+            "## Shell completion", "",
+            "click's completion, for bash (zsh and fish: `zsh_source`, `fish_source`):", "",
+            "```", 'eval "$(_SKILLBASE_COMPLETE=bash_source skillbase)"   # in ~/.bashrc', "```", ""]
 
 
 def config_reference() -> str:
     lines = ["# Configuration", "",
              "Generated from `skillbase/config.py` by `python -m skillbase.docgen`; a test fails when it is stale.",
-             "Empty values count as unset. Command-line options win over variables.", "",
-             "| variable | what it sets | default |", "|---|---|---|"]
-    lines += [f"| `{v.name}` | {v.meaning} | {v.default} |" for v in config.VARIABLES]
+             "Empty values count as unset. Precedence: a command-line option, then the variable, then the "
+             "configuration file, then the default. `skillbase config` shows each setting's value and source.", "",
+             "| variable | file key | what it sets | default |", "|---|---|---|---|"]
+    lines += [f"| `{v.name}` | `{v.key}` | {v.meaning} | {v.default} |" for v in config.VARIABLES]
+    lines += ["", "## The configuration file", "",
+              f"The nearest of {', '.join(f'`{n}`' for n in config.CONFIG_FILES)} from the working directory "
+              "upward (a `pyproject.toml` counts only with a `[tool.skillbase]` table; as ruff finds its own). "
+              "Its keys are the file keys above; a table per command gives defaults to that command's options "
+              "(an option's long name, without `--`). Relative folders are relative to the file.", "",
+              "```toml", "[tool.skillbase]            # in skillbase.toml: the same keys at the top level",
+              'store = "runs"', 'rules-path = ["my_rules"]', "llm-timeout = 300", "",
+              "[tool.skillbase.advise]", "top = 10", "",
+              "[tool.skillbase.rules.test]  # a group's sub-command", "failed = true", "```", "",
+              "An unknown key, command or option is an error that names the file and the nearest match."]
     lines += ["", "Folders (Linux; other systems use their platform's equivalents, via platformdirs):", "",
               "- cache: `~/.cache/skillbase` (`$XDG_CACHE_HOME` honoured; `$SKILLBASE_CACHE` moves it);",
               "- data: `~/.local/share/skillbase` (`$XDG_DATA_HOME` honoured): the run store and bench results.",

@@ -108,6 +108,57 @@ def _print_results(results, load_errors, case_problems) -> None:
     console.print(table)
 
 
+@rules.command("list")
+@extra_rules_option
+@click.option("--kind", type=click.Choice(["derive", "propose", "constrain"]), default=None,
+              help="Only rules of this kind.")
+@rules_dir_option
+@json_option
+def list_command(extra_rules, kind, rules_dirs, as_json):
+    """List every rule: id, kind, status, what it proposes or derives, its summary."""
+    from skillbase.engine import Engine
+    from skillbase.engine.catalogue import list_rules
+
+    catalogue = list_rules(Engine.load(list(rules_dirs) or None, extra_rules=extra_rules), kind=kind)
+    if as_json:
+        click.echo(json.dumps(catalogue, indent=1))
+        return
+    for rule in catalogue["rules"]:
+        target = ", ".join(rule["skills"] or rule["facts"] or rule["demotes"])
+        click.echo(f"{rule['id']}  [{rule['kind']}{'' if rule['status'] == 'stable' else ', ' + rule['status']}]"
+                   f"  -> {target}")
+    click.echo(f"{len(catalogue['rules'])} rules (`skillbase rules show ID` for one)", err=True)
+
+
+@rules.command("show")
+@extra_rules_option
+@click.argument("rule_id")
+@rules_dir_option
+@json_option
+def show_command(extra_rules, rule_id, rules_dirs, as_json):
+    """Show rule RULE_ID: its condition, the names it reads, what it proposes or derives, its cases, its file."""
+    from skillbase.engine import Engine
+    from skillbase.engine.catalogue import show_rule
+
+    shown = show_rule(Engine.load(list(rules_dirs) or None, extra_rules=extra_rules), rule_id)
+    if as_json:
+        click.echo(json.dumps(shown, indent=1))
+        return
+    rule = shown["rule"]
+    lines = [f"{rule['id']}  ({rule['kind']}, {rule['status']})", f"file:     {rule['file']}:{rule['line']}",
+             f"summary:  {rule['summary']}", f"when:     {rule['when']}", f"reads:    {', '.join(rule['reads'])}"]
+    lines += [f"proposes: {p['skill']} (score {p['score']}, est. time saved {p['time_saved_fraction']})"
+              for p in rule["proposes"]]
+    lines += [f"derives:  {d['fact']} = {d['value']}" for d in rule["derives"]]
+    lines += [f"demotes:  {', '.join(rule['demotes'])}"] if rule["demotes"] else []
+    lines += [f"because:  {rule['because']}"] if rule["because"] else []
+    lines += [f"ref:      {ref}" for ref in rule["references"]]
+    lines.append(f"cases:    {rule['cases_file'] or 'none'}")
+    lines += [f"  {c['expect']:<5} {c['name']}: {c['reason']}" for c in rule["cases"]]
+    lines += [f"  problem: {p}" for p in rule["case_problems"]]
+    click.echo("\n".join(lines))
+
+
 @rules.command("metrics")
 @extra_rules_option
 @click.option("--format", "fmt", type=click.Choice(["list", "csv"]), default="list", show_default=True,

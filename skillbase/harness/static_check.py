@@ -43,6 +43,7 @@ class Violation:
     snippet: str
     rationale: str
     severity: str = "error"   # "error" rejects the candidate; "warning" is reported only
+    column: int = 1           # 1-based, of the first construct reported on the line (for editors and CI)
 
     def __str__(self) -> str:
         return f"line {self.line}: {self.rule}: {self.rationale} [{self.snippet}]"
@@ -238,12 +239,13 @@ class _Checker:
                 (rule.id in HOOK_EXEMPT_RULES or (rule.id == "launcher-sync" and what in HOOK_EXEMPT_NAMES)):
             return
         line = node_or_line if isinstance(node_or_line, int) else syntax.line(node_or_line)
+        column = 1 if isinstance(node_or_line, int) else node_or_line.start_point[1] + 1
         snippet = self.lines[line - 1].strip() if 0 < line <= len(self.lines) else what
         if len(snippet) > 120:
             snippet = snippet[:117] + "..."
         key = (rule.id, line, "")  # one report per rule and line is enough to act on
         if key not in self.found:
-            self.found[key] = Violation(rule.id, line, snippet, rule.rationale, rule.severity)
+            self.found[key] = Violation(rule.id, line, snippet, rule.rationale, rule.severity, column)
 
     # -- walk -----------------------------------------------------------------------------------
     def run(self, root) -> list[Violation]:
