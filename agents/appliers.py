@@ -15,12 +15,21 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from skillbase.agents.client import ChatClient, LLMUnavailable
-from skillbase.agents.coder import NoCodeInReply, Prompt, coder_prompt, debugger_prompt, extract_cuda
+from skillbase.agents.coder import (
+    FREE_CHOICE,
+    NoCodeInReply,
+    Prompt,
+    coder_prompt,
+    debugger_prompt,
+    extract_cuda,
+    free_coder_prompt,
+)
+from skillbase.agents.tokens import count_tokens
 from skillbase.corpus.model import HEADINGS, Skill
 from skillbase.run.types import ApplyRequest, Candidate, LLMCall, LoopState, Paused, Produced, Status
 
@@ -83,6 +92,9 @@ class PromptBuilder:
         self.example_lookup = example_lookup      # (id, current kernel, candidate) -> verified example text or ""
 
     def build(self, request: ApplyRequest, state: LoopState) -> Prompt:
+        if (request.attempt == 0 or not request.history) and request.skill == FREE_CHOICE:
+            return free_coder_prompt(launcher=self.launcher, memory=render_memory(state),
+                                     kernel_name=self.kernel_name, kernel=state.best_source)
         if request.attempt == 0 or not request.history:
             skill = self.skill_lookup(request.skill)
             return coder_prompt(launcher=self.launcher, skill_id=request.skill,
@@ -93,7 +105,8 @@ class PromptBuilder:
                                 kernel_name=self.kernel_name, kernel=state.best_source)
         last = request.history[-1]
         earlier = "\n".join(f"- try {h.attempt + 1}: {h.status}: {h.reason}" for h in request.history[:-1])
-        return debugger_prompt(launcher=self.launcher, skill_id=request.skill, failure_kind=last.status,
+        skill_id = "the optimization this kernel applies" if request.skill == FREE_CHOICE else request.skill
+        return debugger_prompt(launcher=self.launcher, skill_id=skill_id, failure_kind=last.status,
                                error=(last.details or last.reason), history=earlier,
                                kernel=last.source if last.source is not None else state.best_source)
 
@@ -112,7 +125,7 @@ class LLMApplier:
 
     def produce(self, request: ApplyRequest, state: LoopState) -> Produced:
         prompt = self.prompts.build(request, state)
-        call = LLMCall(role=prompt.template.role, model=self.client.config.model,
+        call = LLMCall(role=prompt.role, model=self.client.config.model,
                        endpoint_name=self.client.config.endpoint_name, prompt_version=prompt.template.name,
                        prompt=prompt.text)
         try:
@@ -131,25 +144,52 @@ class LLMApplier:
         return Produced(source=source, flags=state.best_flags, tokens=tokens, llm_call=call)
 
 
+@dataclass(frozen=True)
+class CoderReply:
+    """What a coder outside skillbase says about its candidate (`run_N.meta.json`): who wrote it, how
+    long it took, how many tokens its reply was. The prompt's tokens are counted by skillbase."""
+
+    model: str | None = None
+    wall_s: float | None = None
+    reply_tokens: int | None = None
+
+
 class ExternalApplier:
-    """`--agent external`: writes the prompt for a person or another agent and pauses until a candidate is given."""
+    """`--agent external`: writes the prompt for a person or another agent and pauses until a candidate is given.
+
+    The candidate handed back is recorded as a call of the coder (or debugger): the prompt it was
+    given and its token count, the candidate as the reply, and what `reply` says about it."""
 
     can_repair = True
 
-    def __init__(self, prompts: PromptBuilder, run_dir: Path):
+    def __init__(self, prompts: PromptBuilder, run_dir: Path, reply: CoderReply | None = None):
         self.prompts = prompts
         self.run_dir = run_dir
+        self.reply = reply
 
     def variants(self, skill: str, params: dict, state: LoopState) -> list[dict]:
         return [params]
 
+    def prompt_path(self, request: ApplyRequest) -> Path:
+        return self.run_dir / f"{request.key.replace('/', '-')}.prompt.md"
+
     def produce(self, request: ApplyRequest, state: LoopState) -> Produced:
-        if request.external_source is not None:
-            return Produced(source=request.external_source, flags=state.best_flags)
         prompt = self.prompts.build(request, state)
+        path = self.prompt_path(request)
+        if request.external_source is not None:
+            return self._answered(request, prompt, path.read_text() if path.exists() else prompt.text, state)
         self.run_dir.mkdir(parents=True, exist_ok=True)
-        path = self.run_dir / f"{request.key.replace('/', '-')}.prompt.md"
         path.write_text(prompt.text)
         (self.run_dir / "waiting.json").write_text(json.dumps({"key": request.key, "skill": request.skill,
-                                                               "prompt": str(path)}))
+                                                               "kind": prompt.role, "prompt": str(path)}))
         raise Paused(request.skill, path)
+
+    def _answered(self, request: ApplyRequest, prompt: Prompt, shown: str, state: LoopState) -> Produced:
+        reply = self.reply or CoderReply()
+        self.reply = None                       # it describes this one candidate only
+        prompt_tokens = count_tokens(shown)
+        call = LLMCall(role=prompt.role, model=reply.model or "(not named)", endpoint_name="external",
+                       prompt_version=prompt.template.name, prompt=shown, response=request.external_source,
+                       prompt_tokens=prompt_tokens, completion_tokens=reply.reply_tokens, duration_s=reply.wall_s)
+        return Produced(source=request.external_source, flags=state.best_flags,
+                        tokens=prompt_tokens + (reply.reply_tokens or 0), llm_call=call)

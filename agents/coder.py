@@ -31,6 +31,11 @@ class Prompt:
     def text(self) -> str:
         return "\n\n".join(m["content"] for m in self.messages)
 
+    @property
+    def role(self) -> str:
+        """coder (a first try, with or without the engine's skill) or debugger (a repair)."""
+        return "coder" if self.template.role.startswith("coder") else self.template.role
+
 
 def coder_prompt(*, launcher: str, skill_id: str, skill_title: str, skill_card: str, evidence: str,
                  memory: str, example: str, kernel_name: str, kernel: str, version: int | None = None) -> Prompt:
@@ -39,6 +44,19 @@ def coder_prompt(*, launcher: str, skill_id: str, skill_title: str, skill_card: 
                            evidence=evidence or "(no profile evidence: chosen from static features)",
                            memory=memory or "(nothing yet)", example=example or "(no verified example)",
                            kernel_name=kernel_name, kernel=kernel)
+    return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
+
+
+# The decision of an engine-off run (`--no-engine`, the ablation): no skill is chosen for the coder.
+FREE_CHOICE = "free-choice"
+
+
+def free_coder_prompt(*, launcher: str, memory: str, kernel_name: str, kernel: str,
+                      version: int | None = None) -> Prompt:
+    """The coder prompt without the engine: the same rules and kernel, the choice left to the coder."""
+    template = load_prompt("coder_free", version)
+    user = template.render(launcher=launcher, memory=memory or "(nothing yet)", kernel_name=kernel_name,
+                           kernel=kernel)
     return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
 
 

@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from skillbase import __version__, ui
-from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
+from skillbase.agents.appliers import CoderReply, ExternalApplier, LLMApplier, PromptBuilder
 from skillbase.agents.client import ChatClient, default_model, load_config
+from skillbase.agents.coder import FREE_CHOICE
 from skillbase.corpus.examples import example_for_coder
 from skillbase.corpus.load import load_corpus
 from skillbase.corpus.model import Corpus
@@ -62,7 +63,13 @@ class Collaborators:
 
 
 def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None, gpu: bool = True,
-              progress: Callable[[str], None] | None = None, saved_report: Path | None = None) -> dict:
+              progress: Callable[[str], None] | None = None, saved_report: Path | None = None,
+              on_created: Callable[[RunStore, int], None] | None = None) -> dict:
+    """A new run of `kernel`, executed until it finishes or pauses; `on_created(store, run_id)` is
+    called once the run exists, before any work (a batch records its member there)."""
+    if not settings.engine and settings.agent == "none":
+        raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
+                         hint="use --agent external or --agent openai with --no-engine")
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
     if gpu:
@@ -70,6 +77,8 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
     if settings.agent == "openai" and settings.model is None:
         settings = replace(settings, model=default_model())   # recorded: `resume` asks the same model
     run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
+    if on_created is not None:
+        on_created(store, run_id)
     try:
         wired = _collaborators(kernel, spec, settings, store, run_id, preset, gpu, saved_report)
     except BaseException:
@@ -83,7 +92,9 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
 
 
 def resume_run(ref, store_path=None, candidate: str | None = None,
-               progress: Callable[[str], None] | None = None) -> dict:
+               progress: Callable[[str], None] | None = None, reply: CoderReply | None = None) -> dict:
+    """Continue a run; `candidate` answers a paused one, `reply` says who wrote it (model, wall time,
+    reply tokens: an external coder's meta file)."""
     store = RunStore.open(store_path)
     run = store.get_run(ref)
     if run.status == RunStatus.FINISHED:
@@ -103,7 +114,7 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     settings = Settings(**{k: v for k, v in stored.items() if k in Settings.__dataclass_fields__})
     saved = run.manifest.get("saved_report")
     wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
-                           run.manifest.get("gpu_run", True), Path(saved) if saved else None)
+                           run.manifest.get("gpu_run", True), Path(saved) if saved else None, reply)
     store.update_run(run.id, status=RunStatus.RUNNING, stop_reason=None)
     return _execute(store, run.id, kernel, settings, wired, candidate, progress)
 
@@ -150,7 +161,8 @@ def _require_gpu() -> None:
 
 
 def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunStore, run_id: int,
-                   preset: str | None, gpu: bool, saved_report: Path | None) -> Collaborators:
+                   preset: str | None, gpu: bool, saved_report: Path | None,
+                   reply: CoderReply | None = None) -> Collaborators:
     engine = Engine.load(extra_rules=tuple(settings.extra_rules))
     corpus = load_corpus()
     if gpu:
@@ -163,7 +175,7 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
                                  metrics=list(engine.required_ncu_metrics()),
                                  past=lambda: store.skill_outcome_stats(exclude_run=run_id))
     mechanical = MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
-    decide = make_decide(settings.agent, engine, corpus, mechanical)
+    decide = make_decide(settings.agent, engine, corpus, mechanical, engine_on=settings.engine)
     if settings.agent == "none":
         return Collaborators(engine, corpus, judge, evidence, decide, mechanical)
 
@@ -177,7 +189,7 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
         return Collaborators(engine, corpus, judge, evidence, decide, LLMApplier(client, prompts),
                              endpoint=client.config.endpoint_name)
     return Collaborators(engine, corpus, judge, evidence, decide,
-                         ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}"))
+                         ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}", reply))
 
 
 def _mechanical_of(corpus: Corpus, skill_id: str) -> dict | None:
@@ -185,11 +197,20 @@ def _mechanical_of(corpus: Corpus, skill_id: str) -> dict | None:
     return skill.mechanical if skill is not None else None
 
 
-def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: MechanicalApplier) -> Decide:
-    """The engine's ranking -> candidates, each marked applicable or not in this agent mode."""
+def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: MechanicalApplier,
+                engine_on: bool = True) -> Decide:
+    """The engine's ranking -> candidates, each marked applicable or not in this agent mode. With the
+    engine off (the ablation) the one candidate is the coder's free choice; the engine's result is
+    still recorded, so `explain` shows what it would have chosen."""
 
     def decide(evidence, state: LoopState) -> tuple[list[Candidate], str]:
         result = engine.evaluate(evidence)
+        if not engine_on:
+            # A new parameter each round: a rejected free choice does not make the next round tabu.
+            free = Candidate(skill=FREE_CHOICE, score=0.0, speedup=None, rules=(),
+                             because="engine off: the coder chooses the optimization",
+                             params={"round": len(state.tried)})
+            return [free], json.dumps(result.to_json(), sort_keys=True, default=str)
         candidates = []
         for proposed in result.candidates:
             skill = corpus.get(proposed.skill)

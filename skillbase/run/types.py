@@ -189,6 +189,7 @@ class Settings:
     token_budget: int | None = None
     sweep_limit: int = 24
     extra_rules: tuple[str, ...] = ()   # the user's rule folders (--extra-rules), absolute
+    engine: bool = True                 # False (--no-engine, the ablation): the coder picks the optimization
 
 
 @dataclass(frozen=True)
