@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,10 +163,26 @@ def parse(text: str, types: dict[str, str], expect: str | None = None) -> Expres
     `expect` is the vocabulary type the result must have (bool for conditions, float for
     speedups, the fact's type for derived values). Raises ExpressionError with a hint.
     """
-    import rule_engine
 
     if not isinstance(text, str) or not text.strip():
         raise ExpressionError("empty expression", "write a rule-engine expression such as `mem_pct >= 60`")
+    if len(text) > MAX_EXPRESSION_CHARS:
+        raise ExpressionError(f"expression of {len(text)} characters (at most {MAX_EXPRESSION_CHARS})", _SPLIT_HINT)
+    try:
+        return _parse_bounded(text, types, expect)
+    # rule-engine's reducer, our translator and Python's compiler all recurse over the tree
+    except (RecursionError, MemoryError):
+        raise ExpressionError(f"expression nested too deeply: `{text[:60]}…`", _SPLIT_HINT) from None
+
+
+MAX_EXPRESSION_CHARS = 2000
+MAX_REGEX_CHARS = 200
+_SPLIT_HINT = "split it into derived vocabulary names or several leaves under all:/any:"
+
+
+def _parse_bounded(text: str, types: dict[str, str], expect: str | None) -> Expression:
+    import rule_engine
+
     try:
         rule = _rule_engine_parse(text, types)
     except rule_engine.errors.SymbolResolutionError as error:
@@ -193,14 +210,89 @@ def parse(text: str, types: dict[str, str], expect: str | None = None) -> Expres
             "a condition must compare something (e.g. `x > 3`)" if expect == "bool"
             else f"make the expression yield a {expect}",
         )
+    for pattern in _regex_operands(root, text):
+        problem = regex_problem(pattern)
+        if problem:
+            raise ExpressionError(f"regex {pattern[:60]!r} in `{text[:80]}`: {problem}",
+                                  "use a simpler pattern: no repeat inside a repeat, no alternatives under "
+                                  "a repeat, no backreferences")
     try:
         python = _translate(root)
+        compile(python, "<rule expression>", "eval")   # Python's compiler has its own nesting limits
     except Untranslatable:
         python = None
+    except (SyntaxError, ValueError) as error:
+        raise ExpressionError(f"expression too complex ({error.msg if isinstance(error, SyntaxError) else error})",
+                              _SPLIT_HINT) from None
     expression = Expression(text=text, symbols=tuple(sorted(symbols)), result_type=result_type, python=python,
                             comparison=_comparison(root))
     expression._types = {name: types[name] for name in expression.symbols if name in types}
     return expression
+
+
+def _regex_operands(root, text: str) -> list[str]:
+    """The patterns of every `=~` / `=~~` / `!~` / `!~~` in the tree; a pattern must be a string literal
+    (one read from the evidence could be anything)."""
+    found: list[str] = []
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if type(node).__name__ == "FuzzyComparisonExpression":
+            if type(node.right).__name__ != "StringExpression":
+                raise ExpressionError(f"the pattern of a regex match must be a string literal in `{text[:80]}`",
+                                      "write the pattern in quotes: name =~ \"^sgemm\"")
+            found.append(str(node.right.value))
+        for attr in ("left", "right", "condition", "case_true", "case_false", "member", "container", "expression",
+                     "object", "start", "stop"):
+            child = getattr(node, attr, None)
+            if child is not None and hasattr(child, "evaluate"):
+                stack.append(child)
+        for attr in ("arguments", "value"):
+            children = getattr(node, attr, None)
+            if isinstance(children, (list, tuple)):
+                stack.extend(c for c in children if hasattr(c, "evaluate"))
+    return found
+
+
+def regex_problem(pattern: str) -> str | None:
+    """Why `pattern` could backtrack catastrophically (or not parse), None when it cannot.
+
+    Python's `re` backtracks, and patterns run over strings from evidence files anyone may send,
+    so a rule may only use patterns of star height one: no repeat inside a repeat (`(a+)+`), no
+    alternatives under a repeat (`(a|aa)*`), no backreferences; and at most MAX_REGEX_CHARS long."""
+    import re._constants as c  # noqa: PLC2701 - the stdlib's own regex parser is the only exact reader
+    import re._parser as sre  # noqa: PLC2701
+
+    if len(pattern) > MAX_REGEX_CHARS:
+        return f"longer than {MAX_REGEX_CHARS} characters"
+    try:
+        parsed = sre.parse(pattern)
+    except (re.error, RecursionError, OverflowError) as error:
+        return f"not a valid regex ({error})"
+    repeats = (c.MAX_REPEAT, c.MIN_REPEAT, getattr(c, "POSSESSIVE_REPEAT", c.MAX_REPEAT))
+    stack = [(parsed, False)]
+    while stack:
+        items, repeated = stack.pop()
+        for op, av in items:
+            if op in repeats:
+                low, high, sub = av
+                many = high is c.MAXREPEAT or high > 1
+                if many and repeated:
+                    return "a repeat inside a repeat can backtrack exponentially"
+                stack.append((sub, repeated or many))
+            elif op is c.BRANCH:
+                if repeated:
+                    return "alternatives under a repeat can backtrack exponentially"
+                stack.extend((branch, repeated) for branch in av[1])
+            elif op in (c.GROUPREF, c.GROUPREF_EXISTS):
+                return "backreferences are not allowed"
+            elif op is c.SUBPATTERN:
+                stack.append((av[-1], repeated))
+            elif op in (c.ASSERT, c.ASSERT_NOT):
+                stack.append((av[1], repeated))
+            elif op is getattr(c, "ATOMIC_GROUP", None):
+                stack.append((av, repeated))
+    return None
 
 
 def _type_hint(text: str, types: dict[str, str]) -> str:

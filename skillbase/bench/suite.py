@@ -13,10 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from skillbase import config
 from skillbase.datafile.problems import suggestions
+from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
 
 __all__ = ["DTYPES", "KINDS", "Implementation", "Operator", "bench_dir", "discover", "select"]
@@ -65,10 +64,7 @@ class Operator:
 
 
 def _read_yaml(path: Path) -> dict:
-    try:
-        data = yaml.safe_load(path.read_text()) or {}
-    except yaml.YAMLError as error:
-        raise InputError(f"{path}: not valid YAML ({error})") from None
+    data = load_yaml(path).data or {}
     if not isinstance(data, dict):
         raise InputError(f"{path}: expected a mapping")
     return data

@@ -9,9 +9,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from skillbase.calibrate.population import Member, Population
+from skillbase.datafile.yamldoc import load_yaml
 from skillbase.engine import Engine
 from skillbase.engine.ranking import Candidate
 from skillbase.errors import InputError
@@ -46,10 +45,7 @@ def load_expectations(path: str | Path) -> dict[str, list[str]]:
             if skill_id.match(skill) and re.match(r"^[A-Za-z0-9_.\-/:]+$", name):
                 out[name] = [skill]
     else:
-        try:
-            data = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            raise InputError(f"{path}: not valid YAML/JSON ({str(error).splitlines()[0]})") from None
+        data = load_yaml(path, text).data
         if not isinstance(data, dict):
             raise InputError(f"{path}: expected a mapping name: skill (or name: [skills])")
         for name, skills in data.items():

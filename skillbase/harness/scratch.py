@@ -12,9 +12,9 @@ import hashlib
 import shutil
 from pathlib import Path
 
-import yaml
-
 from skillbase.config import cache_root
+from skillbase.datafile.yamldoc import load_yaml
+from skillbase.errors import InputError
 
 
 def scratch_copy(task_path: Path, source: str) -> Path:
@@ -46,8 +46,8 @@ def spec_files(spec_path: Path) -> list[str]:
     """Files a task spec refers to, relative to it: reference.python / reference.cuda (with that
     kernel's own spec), and every init hook. Unreadable specs name nothing (load_task reports them)."""
     try:
-        data = yaml.safe_load(Path(spec_path).read_text()) or {}
-    except (OSError, yaml.YAMLError):
+        data = load_yaml(Path(spec_path), exponent_floats=True).data or {}
+    except InputError:
         return []
     names: list[str] = []
     reference = data.get("reference") if isinstance(data, dict) else None

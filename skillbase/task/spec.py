@@ -14,18 +14,17 @@ launcher is read by `skillbase.cuda.launchers`, and `skillbase init` drafts a sp
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import yaml
 
 from skillbase.cuda.launchers import Launcher, Param, launchers
 from skillbase.datafile import schemas
 from skillbase.datafile.problems import suggestions
+from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
 from skillbase.task import generators, inputs
 from skillbase.task.dtypes import DTYPES, c_type_dtypes
@@ -339,21 +338,6 @@ def spec_path_for(path: str | Path) -> tuple[Path, Path]:
     return path, path.with_name(path.stem + ".task.yaml")
 
 
-class _SpecLoader(yaml.SafeLoader):
-    """SafeLoader that reads `1e-4` as a float: PyYAML follows YAML 1.1, which needs `1.0e-4`,
-    and a tolerance silently loaded as the string '1e-4' would be a confusing schema error."""
-
-
-_SpecLoader.add_implicit_resolver(
-    "tag:yaml.org,2002:float",
-    re.compile(r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
-                  |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-                  |\.[0-9_]+(?:[eE][-+][0-9]+)?
-                  |[-+]?\.(?:inf|Inf|INF)
-                  |\.(?:nan|NaN|NAN))$""", re.X),
-    list("-+0123456789."))
-
-
 def _did_you_mean(word: str, choices) -> str | None:
     # The task spec's wording quotes the suggestion ('x'); the closeness is the one shared rule.
     match = suggestions(word, choices, cutoff=0.5)
@@ -373,12 +357,7 @@ def load_task(path: str | Path, check_launcher: bool = True) -> TaskSpec:
     if not spec_path.is_file():
         raise InputError(f"{kernel_path}: no task spec {spec_path.name} beside it",
                          hint=f"run `skillbase init {kernel_path}` to draft one")
-    try:
-        data = yaml.load(spec_path.read_text(), Loader=_SpecLoader)  # noqa: S506 - a SafeLoader subclass
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "YAML"
-        raise InputError(f"{spec_path}: {where}: {getattr(error, 'problem', None) or error}") from None
+    data = load_yaml(spec_path, exponent_floats=True).data
     return spec_from_dict(data, spec_path, kernel_path, check_launcher=check_launcher)
 
 

@@ -251,7 +251,7 @@ def test_yaml_syntax_error_names_the_line(tmp_path):
     cu = write_task(tmp_path, "launcher: sgemm\nargs: [\n  {name: A\n")
     with pytest.raises(InputError) as info:
         load_task(cu)
-    assert "line" in info.value.message
+    assert "k.task.yaml:4:1:" in info.value.message   # file:line:col, like every other data file
 
 
 def test_default_tolerances_and_overrides(tmp_path):
