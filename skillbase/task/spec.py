@@ -64,6 +64,9 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 
 # The irregular size must break tiling assumptions: at least one symbol not a multiple of this.
 IRREGULAR_MULTIPLE = 32
+# All of a task's arrays at one size must fit in one GPU's memory (an H200 holds 141 GB); a shape
+# such as 2**60 is refused when the spec loads rather than when the harness allocates it.
+MAX_TASK_BYTES = 128 * 2**30
 
 # Pointer roles. `scratch` is a work buffer the launcher needs because it may not allocate: poisoned
 # before every call like an output, free for the kernel to write, never compared with the reference
@@ -249,19 +252,32 @@ class TaskSpec:
     def work(self, sizes: str | dict[str, int]) -> tuple[float, float]:
         """(flops, bytes) of one launcher call at these sizes."""
         s = self.sizes_for(sizes)
-        return self.number_at(self.work_flops, s, "work.flops"), self.number_at(self.work_bytes, s, "work.bytes")
+        out = []
+        for where, expression in (("work.flops", self.work_flops), ("work.bytes", self.work_bytes)):
+            value = self.number_at(expression, s, where)
+            if not (math.isfinite(value) and value >= 0):
+                raise InputError(f"{self.path}: {where}: {value} at sizes {s}; the work model must be a finite "
+                                 "count, zero or more", "it feeds the roofline floor and the faster-than-physics guard")
+            out.append(value)
+        return out[0], out[1]
 
     def resolve(self, sizes: str | dict[str, int]) -> ResolvedTask:
         """Shapes, byte counts, scalar values and the work model at one set of sizes."""
         s = self.sizes_for(sizes)
         resolved = []
+        total_bytes = 0
         for a in self.args:
             if a.pointer:
                 shape = tuple(self.int_at(e, s, f"args[{a.index}].shape[{i}]") for i, e in enumerate(a.shape))
-                if any(d < 0 for d in shape):
-                    raise InputError(f"{self.path}: args[{a.index}].shape: {a.name} has a negative dimension "
-                                     f"{shape} at sizes {s}")
+                if any(d <= 0 for d in shape):
+                    raise InputError(f"{self.path}: args[{a.index}].shape: {a.name} has a dimension of zero or less "
+                                     f"{shape} at sizes {s}", "every array needs at least one element to verify")
                 numel = math.prod(shape)
+                total_bytes += numel * DTYPES[a.dtype].itemsize
+                if total_bytes > MAX_TASK_BYTES:
+                    raise InputError(f"{self.path}: args[{a.index}].shape: the arrays up to {a.name} need "
+                                     f"{total_bytes:.3g} bytes at sizes {s}, more than any GPU holds "
+                                     f"({MAX_TASK_BYTES // 2**30} GiB here)", "use smaller sizes in sizes.presets")
                 resolved.append(ResolvedArg(a.name, a.dtype, a.role, True, shape, numel,
                                             numel * DTYPES[a.dtype].itemsize))
             else:
@@ -460,6 +476,10 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
                  hint="use role inout if the kernel reads its initial contents")
         if role == "scratch" and raw.get("tolerance") is not None:
             fail(f"{where}.tolerance", f"'{name}' is scratch and never compared; tolerances apply to out/inout")
+        if role in (None, "in") and raw.get("tolerance") is not None:
+            fail(f"{where}.tolerance", f"'{name}' is an input and never compared; tolerances apply to out/inout",
+                 hint="move the tolerance to the output it is meant for")
+        _check_tolerance(raw.get("tolerance"), f"{where}.tolerance", fail)
         shape = tuple(expr(e, f"{where}.shape[{j}]") for j, e in enumerate(raw["shape"])) if has_shape else None
         value = expr(raw["value"], f"{where}.value") if has_value else None
         if init is not None:
@@ -513,6 +533,7 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
 
     # --- tolerance, work, allow, reference ----------------------------------------------------
     tolerance = None
+    _check_tolerance(data.get("tolerance"), "tolerance", fail)
     if "tolerance" in data:
         tolerance = Tolerance(data["tolerance"].get("rtol"), data["tolerance"].get("atol_scale"))
     work_flops = expr(data["work"]["flops"], "work.flops")
@@ -520,8 +541,8 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
     reference = data.get("reference")
     if reference:
         file_part = (reference.get("python") or reference.get("cuda")).rpartition(":")[0] or reference.get("cuda")
-        if not (spec_path.parent / file_part).is_file():
-            fail("reference", f"{file_part} not found next to the spec")
+        field_name = "reference.python" if reference.get("python") else "reference.cuda"
+        _check_beside(spec_path, file_part, field_name, fail)
 
     allow = tuple(data.get("allow") or ())
     for i, name in enumerate(data.get("link") or ()):
@@ -595,8 +616,26 @@ def _check_init(init: dict, dtype_name: str, where: str, expr, fail, spec_path: 
         extra = sorted(set(init) - {"hook"})
         if extra:
             fail(f"{where}.{extra[0]}", "a hook takes no parameters (it receives sizes and the rng)")
-        if not (spec_path.parent / file_part).is_file():
-            fail(f"{where}.hook", f"{file_part} not found next to the spec")
+        _check_beside(spec_path, file_part, f"{where}.hook", fail)
+
+
+def _check_tolerance(tolerance: Any, where: str, fail) -> None:
+    """rtol and atol_scale are finite numbers, zero or more (the schema's `minimum` lets NaN through)."""
+    for key, value in tolerance.items() if isinstance(tolerance, dict) else ():
+        number = isinstance(value, (int, float)) and not isinstance(value, bool)
+        if number and not (math.isfinite(value) and value >= 0):
+            fail(f"{where}.{key}", f"{value} is not a finite tolerance", hint="use a number such as 1e-4")
+
+
+def _check_beside(spec_path: Path, file_part: str, where: str, fail) -> None:
+    """A file a spec names (a reference, an init hook) lies in the spec's own folder or below it:
+    a spec shared with others must not run Python from elsewhere on their machine."""
+    folder = spec_path.parent.resolve()
+    target = (spec_path.parent / file_part).resolve()
+    if not target.is_relative_to(folder):
+        fail(where, f"{file_part} is outside the spec's folder", hint="put the file next to the spec")
+    if not target.is_file():
+        fail(where, f"{file_part} not found next to the spec")
 
 
 def _schema_check(data: dict, spec_path: Path) -> None:
