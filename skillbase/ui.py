@@ -1,6 +1,7 @@
 """What every face of skillbase draws with: one way to make a rich Console (full width on a
 terminal, 160 columns when piped or logged: rich's 80-column fallback squeezes tables into
-unreadable cells in CI logs and device transcripts), and matplotlib figures as inline SVG.
+unreadable cells in CI logs and device transcripts), and the parts of the reports' pages (Markdown and
+HTML tables, a self-contained HTML page, matplotlib figures as inline SVG).
 """
 
 from __future__ import annotations
@@ -34,8 +35,57 @@ def console(stderr: bool = False, piped_width: int = 160, **options):
     return Console(stderr=stderr, width=width, quiet=stderr and _quiet, **options)
 
 
+Cell = str | list[str]      # a table cell: one line, or several (drawn one under another)
+
+
+def markdown_table(header: list[str], rows: list[list[Cell]]) -> list[str]:
+    """A GitHub Markdown table's lines; a cell of several lines joins them with <br>, and a `|`
+    inside a cell is escaped, so no value can break the table."""
+    def cell(value: Cell) -> str:
+        text = "<br>".join(value) if isinstance(value, list) else value
+        return text.replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def html_table(header: list[str] | None, rows: list[list[Cell]], css_class: str | None = None) -> str:
+    """An HTML table, every value escaped; a cell of several lines shows them one under another.
+    No header (None): a table of key-value rows."""
+    import html
+
+    def cell(value: Cell) -> str:
+        return "<br>".join(html.escape(v) for v in value) if isinstance(value, list) else html.escape(value)
+
+    head = "<thead><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr></thead>" if header else ""
+    body = "".join("<tr>" + "".join(f"<td>{cell(c)}</td>" for c in row) + "</tr>" for row in rows)
+    attribute = f" class='{css_class}'" if css_class else ""
+    return f"<table{attribute}>{head}<tbody>{body}</tbody></table>"
+
+
+PAGE_STYLE = ("body{font-family:system-ui,sans-serif;margin:2em}"
+              "table{border-collapse:collapse;margin-bottom:2em}"
+              "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right;vertical-align:top}"
+              "th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}figure{margin:1em 0}")
+
+
+def html_page(title: str, body: str, style: str = "") -> str:
+    """A self-contained HTML page (no external resource) around BODY; TITLE is escaped."""
+    import html
+
+    title = html.escape(title)
+    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title>"
+            f"<style>{PAGE_STYLE}{style}</style></head><body><h1>{title}</h1>{body}</body></html>\n")
+
+
 def figure_svg(figure) -> str:
     """A matplotlib figure as inline SVG markup, for self-contained HTML pages."""
+    import matplotlib
+
     buffer = io.StringIO()
-    figure.savefig(buffer, format="svg", bbox_inches="tight")
+    # text stays text (not glyph paths): the page is smaller, searchable, and its labels can be checked
+    # and a fixed salt for the SVG's ids: the same run gives the same page
+    with matplotlib.rc_context({"svg.fonttype": "none", "svg.hashsalt": "skillbase"}):
+        figure.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})  # same run, same page
     return buffer.getvalue()[buffer.getvalue().index("<svg"):]

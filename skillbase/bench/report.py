@@ -22,6 +22,7 @@ from skillbase.bench.results import (
     roofline_pct,
     scores,
 )
+from skillbase.ui import html_page, html_table, markdown_table
 
 __all__ = ["DETAIL_HEADER", "SUMMARY_HEADER", "detail_rows", "number", "render_html", "render_markdown",
            "save_results", "summary_rows"]
@@ -78,15 +79,9 @@ def render_markdown(meta: dict, results: list[SizeResult]) -> str:
                   + (f", git {meta['git']}" if meta.get("git") else "") + ".", ""]
     lines += ["Speedups are against the baseline kernel of the same operator and dtype; only verified results "
               "carry one, and failures stay in every denominator (see docs/bench.md).", ""]
-    lines += _md_table(SUMMARY_HEADER, summary_rows(results, gpu)) + [""]
-    lines += ["## Per size", ""] + _md_table(DETAIL_HEADER, detail_rows(results, gpu)) + [""]
+    lines += markdown_table(SUMMARY_HEADER, summary_rows(results, gpu)) + [""]
+    lines += ["## Per size", ""] + markdown_table(DETAIL_HEADER, detail_rows(results, gpu)) + [""]
     return "\n".join(lines)
-
-
-def _md_table(header: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
-    out += ["| " + " | ".join(row) + " |" for row in rows]
-    return out
 
 
 def save_results(gpu: str, new: list[SizeResult], meta: dict | None = None, root: str | Path | None = None) -> Path:
@@ -106,19 +101,9 @@ def save_results(gpu: str, new: list[SizeResult], meta: dict | None = None, root
 
 def render_html(meta: dict, results: list[SizeResult]) -> str:
     gpu = gpu_slug(meta["gpu"]) if meta.get("gpu") else None
-
-    def table(header, rows):
-        head = "".join(f"<th>{html.escape(h)}</th>" for h in header)
-        body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in row) + "</tr>" for row in rows)
-        return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
-
-    title = html.escape(f"Bench results: {meta.get('gpu', 'unknown GPU')}")
     plots = "".join(f"<figure>{svg}</figure>" for svg in (speedup_svg(results), roofline_share_svg(results, gpu))
                     if svg)
-    style = ("body{font-family:system-ui,sans-serif;margin:2em}table{border-collapse:collapse;margin-bottom:2em}"
-             "td,th{border:1px solid #ccc;padding:.25em .6em;text-align:right}th{background:#f4f4f4}"
-             "td:first-child,th:first-child{text-align:left}figure{margin:1em 0}")
-    return (f"<!doctype html><html><head><meta charset='utf-8'><title>{title}</title><style>{style}</style></head>"
-            f"<body><h1>{title}</h1><p>{html.escape(str(meta.get('updated', '')))}</p>"
-            f"{table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
-            f"{table(DETAIL_HEADER, detail_rows(results, gpu))}</body></html>\n")
+    return html_page(f"Bench results: {meta.get('gpu', 'unknown GPU')}",
+                     f"<p>{html.escape(str(meta.get('updated', '')))}</p>"
+                     f"{html_table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
+                     f"{html_table(DETAIL_HEADER, detail_rows(results, gpu))}")

@@ -14,7 +14,9 @@ from skillbase.commands.options import store_option
 @click.option("--force", is_flag=True, help="Overwrite existing report files.")
 @store_option
 def report(run_ref, out_dir, force, store_path):
-    """Write RUN_REF's report (speedup per round, roofline plot, every round's outcome)."""
+    """Write RUN_REF's report as RUN.md and a self-contained RUN.html: the run, every round's outcome,
+    skillbase's advice beside Nsight Compute's guided analysis per round, and (HTML) plots of the best
+    speedup per round and of the roofline with each round's kernel."""
     from skillbase.run.report import write_report
     from skillbase.run.store import RunStore
 
