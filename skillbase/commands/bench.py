@@ -15,7 +15,8 @@ import click
 from skillbase.bench import report as bench_report
 from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
-from skillbase.commands.options import json_option
+from skillbase.commands.options import json_option, store_option
+from skillbase.run.types import AGENTS, Settings
 
 suite_option = click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
                             help="Suite folder (default: $SKILLBASE_BENCH_DIR, else the suite shipped in the package).")
@@ -79,6 +80,39 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) ->
     else:
         speedup = bench_report.number(s["weighted_speedup"])
         click.echo(f"{s['verified']}/{s['tasks']} verified; weighted speedup {speedup}; results in {done.path}")
+
+
+@bench.command("optimize")
+@click.option("--agent", type=click.Choice(AGENTS), required=True,
+              help="Who applies the skills: external (a coder answers each prompt; `pending`, `resume --all`), "
+                   "openai (the configured endpoint) or none (mechanical skills only).")
+@click.option("--ops", "ops_csv", default=None, help="Comma-separated operators (default: all).")
+@click.option("--dtype", type=click.Choice(suite.DTYPES), default="fp32", show_default=True, help="The runs' dtype.")
+@click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True, help="Rounds per run.")
+@click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
+              help="At most this many debugger repairs per attempt.")
+@click.option("--preset", default=None, help="Size preset to profile and time (default: each task's scored presets).")
+@click.option("--no-engine", is_flag=True,
+              help="The ablation: the coder chooses the optimization itself; everything else is the same.")
+@click.option("--model", default=None, help="Model name for --agent openai.")
+@click.option("--no-gpu", is_flag=True, help="Compile-only runs (no verification or timing; nothing is accepted).")
+@click.option("--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")
+@click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
+@suite_option
+@store_option
+@json_option
+def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, root,
+             store_path, as_json) -> None:
+    """Start one optimization run per operator of the suite, as one batch in the run store."""
+    from skillbase.commands.pending import print_batch_outcome
+    from skillbase.run.batch import start_batch
+
+    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
+    outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
+                          candidates=candidates, suite=root, gpus=_split(gpus),
+                          progress=None if as_json else lambda line: click.echo(line, err=True))
+    print_batch_outcome(outcome, as_json)
 
 
 @bench.command("report")

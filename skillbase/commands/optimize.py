@@ -49,13 +49,41 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 
 
 @click.command("resume")
-@click.argument("run_ref")
+@click.argument("run_ref", required=False)
 @click.option("--candidate", type=click.Path(dir_okay=False, exists=True), default=None,
               help="For a run paused by --agent external: the new kernel to judge.")
+@click.option("--all", "all_runs", is_flag=True,
+              help="Every paused run: judge each candidate present (run_N.cu, optional run_N.meta.json), "
+                   "continue killed batch runs, leave the rest waiting with the reason.")
+@click.option("--candidates", type=click.Path(file_okay=False, exists=True), default=None,
+              help="With --all: the folder holding the candidates (default: where `pending` says).")
+@click.option("--batch", default=None, help="With --all: only this batch's runs (batch_N).")
+@click.option("--gpus", default=None, help="With --all: comma-separated GPU indices, one worker each (default: all).")
 @json_option
 @store_option
-def resume(run_ref, candidate, as_json, store_path):
-    """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause)."""
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, as_json, store_path):
+    """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
+    or with --all every paused run of the store at once."""
+    from skillbase.errors import InputError
+
+    if all_runs:
+        if run_ref or candidate:
+            raise InputError("--all resumes every paused run; it takes no RUN_REF or --candidate",
+                             hint="put each candidate in the folder as run_N.cu and pass --candidates FOLDER")
+        from skillbase.commands.pending import print_batch_outcome
+        from skillbase.run.batch import resume_all
+
+        outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
+                             gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+                             progress=None if as_json else lambda line: click.echo(line, err=True))
+        print_batch_outcome(outcome, as_json)
+        return
+    if run_ref is None:
+        raise InputError("which run? pass RUN_REF, or --all for every paused run",
+                         hint="`skillbase pending` lists the paused runs")
+    if candidates or batch or gpus:
+        raise InputError("--candidates, --batch and --gpus go with --all",
+                         hint="skillbase resume --all --candidates DIR")
     from skillbase.run.session import resume_run
 
     summary = resume_run(run_ref, store_path=store_path,

@@ -107,6 +107,12 @@ def pending_in(store: RunStore, batch: str | int | None = None) -> list[PendingP
     return found
 
 
+def waiting_key(store: RunStore, run_id: int) -> str | None:
+    """The step key of the prompt the run last wrote (`r3/v0/a1`), or None when it wrote none."""
+    key = _waiting_file(store, run_id).get("key")
+    return key if isinstance(key, str) and _KEY.match(key) else None
+
+
 def _waiting_file(store: RunStore, run_id: int) -> dict:
     path = run_folder(store, run_id) / "waiting.json"
     try:

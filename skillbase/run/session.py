@@ -64,9 +64,10 @@ class Collaborators:
 
 def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None, gpu: bool = True,
               progress: Callable[[str], None] | None = None, saved_report: Path | None = None,
-              on_created: Callable[[RunStore, int], None] | None = None) -> dict:
+              on_created: Callable[[RunStore, int], None] | None = None, task_name: str | None = None) -> dict:
     """A new run of `kernel`, executed until it finishes or pauses; `on_created(store, run_id)` is
-    called once the run exists, before any work (a batch records its member there)."""
+    called once the run exists, before any work (a batch records its member there); `task_name` names
+    the task in `runs` (default: the kernel's file name)."""
     if not settings.engine and settings.agent == "none":
         raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                          hint="use --agent external or --agent openai with --no-engine")
@@ -76,7 +77,7 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
         _require_gpu()   # before a run exists: a machine without a GPU leaves no failed run behind
     if settings.agent == "openai" and settings.model is None:
         settings = replace(settings, model=default_model())   # recorded: `resume` asks the same model
-    run_id = store.create_run(str(kernel.resolve()), kernel.stem, {})
+    run_id = store.create_run(str(kernel.resolve()), task_name or kernel.stem, {})
     if on_created is not None:
         on_created(store, run_id)
     try:
@@ -207,8 +208,7 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
         result = engine.evaluate(evidence)
         if not engine_on:
             # A new parameter each round: a rejected free choice does not make the next round tabu.
-            free = Candidate(skill=FREE_CHOICE, score=0.0, speedup=None, rules=(),
-                             because="engine off: the coder chooses the optimization",
+            free = Candidate(FREE_CHOICE, 0.0, None, (), "engine off: the coder chooses the optimization",
                              params={"round": len(state.tried)})
             return [free], json.dumps(result.to_json(), sort_keys=True, default=str)
         candidates = []
@@ -218,7 +218,8 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
             auto = skill is None or skill.auto_apply
             applicable = auto and (agent != "none" or mechanical.applicable(proposed.skill, state.best_source))
             candidates.append(Candidate(
-                skill=proposed.skill, score=proposed.score, speedup=proposed.speedup, rules=tuple(proposed.rules),
+                skill=proposed.skill, score=proposed.score, time_saved_fraction=proposed.time_saved_fraction,
+                rules=tuple(proposed.rules),
                 # a constrained skill carries the task's reason first: the coder must honour it
                 because=(f"{proposed.constraint} Otherwise: {proposed.because}" if proposed.constraint
                          else proposed.because), applicable=applicable,

@@ -1,0 +1,335 @@
+"""Batches: one optimization run per (operator, dtype) of the bench suite, advanced together.
+
+`start_batch()` (`skillbase bench optimize`) records a batch in the store and starts its runs; with
+`--agent external` each pauses at its first prompt. `resume_all()` (`skillbase resume --all`)
+advances every paused run of the store in one process: the candidate each one expects
+(`<candidates>/run_N.cu`, with an optional `run_N.meta.json`: model, wall_s, reply_tokens) is
+judged; a missing, empty, binary, non-CUDA or stale candidate leaves its run waiting with a one-line
+reason (nothing else in the batch is affected); a run killed mid-way continues from its last
+finished step; members a killed `bench optimize` never started are started. Every run's work is
+one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
+GPU: two runs never verify or time on one GPU at once. Everything is in the store, so a batch
+killed at any point is resumed by running `resume --all` again.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillbase.agents.appliers import CoderReply
+from skillbase.agents.coder import NoCodeInReply, extract_cuda
+from skillbase.agents.tokens import count_tokens
+from skillbase.bench.runner import visible_devices
+from skillbase.bench.suite import discover, select
+from skillbase.errors import InputError
+from skillbase.harness import env
+from skillbase.harness.jobs import Executor, Job, JobResult, LocalExecutor
+from skillbase.run.artifacts import digest_bytes
+from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
+from skillbase.run.session import resume_run, start_run
+from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
+from skillbase.run.types import RunStatus, Settings
+from skillbase.task import load_task
+
+__all__ = ["BatchOutcome", "MemberOutcome", "advance_payload", "read_candidate", "resume_all", "start_batch",
+           "start_payload"]
+
+
+@dataclass(frozen=True)
+class MemberOutcome:
+    """What one `bench optimize` / `resume --all` did to one run."""
+
+    label: str                   # run_N, or `operator dtype` for a run that failed to start
+    action: str                  # started | judged | continued | waiting | failed
+    reason: str                  # the verdict, the pause, why it waits, or the error
+    status: str | None = None    # the run's status afterwards
+    run: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BatchOutcome:
+    batch: str | None
+    members: list[MemberOutcome] = field(default_factory=list)
+    pending: list[PendingPrompt] = field(default_factory=list)     # what waits for a coder now
+
+    def to_json(self) -> dict[str, Any]:
+        counts: dict[str, int] = {}
+        for member in self.members:
+            counts[member.action] = counts.get(member.action, 0) + 1
+        return {"batch": self.batch, "counts": counts, "members": [m.to_json() for m in self.members],
+                "pending": [p.to_json() for p in self.pending]}
+
+
+# -- bench optimize -------------------------------------------------------------------------------
+
+def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32", preset: str | None = None,
+                gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
+                gpus: Sequence[str] = (), executor: Executor | None = None,
+                progress: Callable[[str], None] | None = None) -> BatchOutcome:
+    """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
+
+    The selection and the preset are checked before anything is recorded; `candidates` is where
+    the batch's candidates are expected (default `<store>/batches/batch_N/candidates`)."""
+    if not settings.engine and settings.agent == "none":
+        raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
+                         hint="use --agent external or --agent openai with --no-engine")
+    impls = select(discover(suite), list(ops), dtype, "baseline")
+    if not impls:
+        raise InputError(f"no {dtype} baseline for that selection", hint="see `skillbase bench list`")
+    if preset is not None:
+        for impl in impls:
+            spec = load_task(impl.spec_path)
+            if preset not in spec.presets:
+                raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})",
+                                 hint="the bench's tasks share xs, s, m, l, xl")
+    gpu_ids = _gpu_ids(gpu, gpus)
+    store = RunStore.open(store_path)
+    try:
+        batch_id = store.create_batch({})
+        folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
+            "candidates"
+        folder.mkdir(parents=True, exist_ok=True)
+        store.set_batch_settings(batch_id, {
+            "settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu, "candidates": str(folder),
+            "members": [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]})
+        jobs = [_start_job(store, batch_id, i.op, i.dtype, str(i.cu_path)) for i in impls]
+        return _run_jobs(store, batch_name(batch_id), jobs, executor or LocalExecutor(gpu_ids), progress)
+    finally:
+        store.close()
+
+
+def _start_job(store: RunStore, batch_id: int, operator: str, dtype: str, kernel: str) -> Job:
+    return Job("start-run", "skillbase.run.batch:start_payload",
+               {"store": str(store.location), "batch": batch_id, "operator": operator, "dtype": dtype,
+                "kernel": kernel}, label=f"{operator} {dtype}")
+
+
+def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The GPU job that starts one member of a batch (in whichever worker it lands)."""
+    store = RunStore.open(payload["store"])
+    try:
+        batch = store.get_batch(payload["batch"]).settings
+    finally:
+        store.close()
+    stored = batch["settings"]
+    settings = Settings(**{k: v for k, v in stored.items() if k in Settings.__dataclass_fields__})
+    settings.extra_rules = tuple(settings.extra_rules)
+
+    def join(run_store: RunStore, run_id: int) -> None:
+        run_store.add_batch_run(payload["batch"], run_id, payload["operator"], payload["dtype"])
+
+    summary = start_run(Path(payload["kernel"]), settings, store_path=payload["store"], preset=batch.get("preset"),
+                        gpu=batch.get("gpu", True), progress=_quiet, on_created=join,
+                        task_name=f"{payload['operator']}-{payload['dtype']}")
+    return {"run": summary["run"], "action": "started", "status": summary["status"],
+            "reason": summary["stop_reason"] or ""}
+
+
+# -- resume --all ---------------------------------------------------------------------------------
+
+def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
+               gpus: Sequence[str] = (), executor: Executor | None = None,
+               progress: Callable[[str], None] | None = None) -> BatchOutcome:
+    """Judge every paused run's candidate present, continue killed runs, start missing members.
+
+    `candidates` overrides where candidates are looked for (default: each run's expected path);
+    `batch` limits the work to one batch. Runs without a usable candidate stay paused, each with
+    its reason (also shown by `skillbase pending`)."""
+    store = RunStore.open(store_path)
+    try:
+        wanted = parse_batch_ref(batch) if batch is not None else None
+        if wanted is not None:
+            store.get_batch(wanted)
+        members: list[MemberOutcome] = []
+        jobs: list[Job] = []
+        needs_gpu = False
+        killed = _killed(store, wanted)   # first: a killed run may be paused again, and judged below
+        for prompt in pending_in(store, wanted):
+            run = store.get_run(prompt.run_id)
+            cu, meta = _candidate_paths(prompt, candidates)
+            read = read_candidate(cu, meta, prompt, run.manifest.get("launcher"), store.judged_sources(run.id))
+            if isinstance(read, str):
+                store.note_waiting(run.id, prompt.key, read)
+                members.append(MemberOutcome(prompt.run, "waiting", read, RunStatus.PAUSED, prompt.run))
+                continue
+            source, reply = read
+            jobs.append(_advance_job(store, run.id, source, reply, prompt.key))
+            needs_gpu |= bool(run.manifest.get("gpu_run", True))
+        for run_id in killed:
+            run = store.get_run(run_id)
+            jobs.append(_advance_job(store, run_id, None, None, None))
+            needs_gpu |= bool(run.manifest.get("gpu_run", True))
+        for batch_row in ([store.get_batch(wanted)] if wanted is not None else store.list_batches()):
+            started = {(m.operator, m.dtype) for m in store.batch_members(batch_row.id)}
+            for member in batch_row.settings.get("members", []):
+                if (member["operator"], member["dtype"]) not in started:
+                    jobs.append(_start_job(store, batch_row.id, member["operator"], member["dtype"],
+                                           member["kernel"]))
+                    needs_gpu |= bool(batch_row.settings.get("gpu", True))
+        if any(job.payload.get("candidate") is not None for job in jobs):
+            count_tokens("")   # the tokens extra is needed for the coder protocol: say so before any judging
+        gpu_ids = _gpu_ids(needs_gpu, gpus) if jobs else []
+        outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, jobs,
+                            executor or LocalExecutor(gpu_ids), progress)
+        outcome.members[:0] = members
+        return outcome
+    finally:
+        store.close()
+
+
+def _candidate_paths(prompt: PendingPrompt, candidates: Path | None) -> tuple[Path, Path]:
+    if candidates is None:
+        return prompt.candidate_path, prompt.meta_path
+    folder = Path(candidates)
+    return folder / f"{prompt.run}.cu", folder / f"{prompt.run}.meta.json"
+
+
+def _killed(store: RunStore, batch: int | None) -> list[int]:
+    """The batch runs whose process died (kill -9, a lost machine) mid-way. One killed before it
+    recorded the candidate it was answering is paused again, so this same call judges that candidate
+    (its file is still there); the others continue from their last finished step."""
+    members = {m.run_id for m in store.batch_members(batch)}
+    found = []
+    for run in sorted(store.list_runs(status=RunStatus.INTERRUPTED), key=lambda r: r.id):
+        if run.id not in members:
+            continue   # a run of its own: `skillbase resume run_N` is its owner's call, not the batch's
+        key = waiting_key(store, run.id)
+        if key is not None and store.step_result(run.id, f"{key}/candidate") is None:
+            store.update_run(run.id, status=RunStatus.PAUSED,
+                             stop_reason=f"waiting for a candidate (its process was killed before judging {key})")
+        else:
+            found.append(run.id)
+    return found
+
+
+def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderReply | None,
+                 key: str | None) -> Job:
+    return Job("advance-run", "skillbase.run.batch:advance_payload",
+               {"store": str(store.location), "run": run_id, "candidate": source, "key": key,
+                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id))
+
+
+def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The GPU job that judges one run's candidate (or continues a killed run) until its next pause."""
+    reply = CoderReply(**payload["reply"]) if payload.get("reply") else None
+    summary = resume_run(payload["run"], store_path=payload["store"], candidate=payload.get("candidate"),
+                         progress=_quiet, reply=reply)
+    action, reason = "continued", summary["stop_reason"] or ""
+    if payload.get("candidate") is not None and payload.get("key"):
+        store = RunStore.open(payload["store"])
+        try:
+            verdict = store.step_result(payload["run"], f"{payload['key']}/verdict")
+        finally:
+            store.close()
+        action = "judged"
+        if verdict is not None:
+            speedup = f" ({verdict['speedup']:.2f}x)" if verdict.get("speedup") else ""
+            reason = f"{payload['key']}: {verdict['status']}{speedup}: {verdict['reason']}; then {reason}"
+    return {"run": summary["run"], "action": action, "status": summary["status"], "reason": reason}
+
+
+def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Executor,
+              progress: Callable[[str], None] | None) -> BatchOutcome:
+    outcome = BatchOutcome(batch)
+    total = len(jobs)
+
+    def arrived(done: JobResult) -> None:
+        if done.error is not None:
+            member = MemberOutcome(done.job.label, "failed", done.error, None,
+                                   done.job.label if done.job.label.startswith("run_") else None)
+        else:
+            value = done.value
+            member = MemberOutcome(value["run"], value["action"], value["reason"], value["status"], value["run"])
+        outcome.members.append(member)
+        if progress is not None:
+            progress(f"[{len(outcome.members)}/{total}] {member.label}: {member.action} -- {member.reason}")
+
+    executor.run(jobs, arrived)
+    outcome.pending = pending_in(store, parse_batch_ref(batch) if batch else None)
+    return outcome
+
+
+def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES values to run on: none for a compile-only batch, else --gpus or every GPU."""
+    if not gpu:
+        return []
+    found = env.gpus()
+    if not found:
+        env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
+    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    return visible_devices(list(gpus) or [str(i) for i in range(len(visible) or len(found))])
+
+
+def _quiet(message: str) -> None:
+    """A run's own progress lines stay out of a batch's output (its store holds every step)."""
+
+
+# -- candidates -----------------------------------------------------------------------------------
+
+def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher: str | None,
+                   judged: dict[str, str]) -> tuple[str, CoderReply | None] | str:
+    """The candidate for `prompt` and what its meta file says, or the one-line reason it cannot be judged."""
+    if not path.is_file():
+        return f"missing: no {path.name} in {path.parent}"
+    data = path.read_bytes()
+    if not data.strip():
+        return f"empty: {path.name} holds nothing"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return f"binary: {path.name} is not UTF-8 text"
+    if "\0" in text:
+        return f"binary: {path.name} holds NUL bytes"
+    source = text
+    if "```" in text:   # a reply with the file in a fence, as a chat model writes it
+        try:
+            source = extract_cuda(text, launcher or "launch")
+        except NoCodeInReply as problem:
+            return f"not CUDA: {path.name}: {problem.message.replace('the LLM reply', 'the reply')}"
+    if "__global__" not in source:
+        return f"not CUDA: {path.name} defines no __global__ kernel"
+    if launcher and not re.search(rf"\b{re.escape(launcher)}\s*\(", source):
+        return f"for another task: {path.name} does not define this task's launcher {launcher}()"
+    digest = digest_bytes(source.encode("utf-8"))
+    for key, seen in judged.items():
+        if seen == digest:
+            return f"for another prompt: {path.name} was already judged for {key}; {prompt.key} needs a new candidate"
+    reply = _read_meta(meta_path, prompt)
+    if isinstance(reply, str):
+        return reply
+    return source, reply
+
+
+def _read_meta(path: Path, prompt: PendingPrompt) -> CoderReply | None | str:
+    if not path.exists():
+        return None
+    try:
+        meta = json.loads(path.read_text())
+    except (OSError, UnicodeDecodeError, ValueError):
+        return f"meta: {path.name} is not JSON"
+    if not isinstance(meta, dict):
+        return f"meta: {path.name} is not a JSON object"
+    if meta.get("run") not in (None, prompt.run):
+        return f"for another run: {path.name} names {meta['run']}, this is {prompt.run}"
+    if meta.get("key") not in (None, prompt.key):
+        return f"for another prompt: {path.name} answers {meta['key']}, {prompt.run} waits for {prompt.key}"
+    model = meta.get("model")
+    if not isinstance(model, str) or not model.strip():
+        return f"meta: {path.name} names no model (\"model\": \"...\" is required)"
+    wall_s, reply_tokens = meta.get("wall_s"), meta.get("reply_tokens")
+    if wall_s is not None and (not isinstance(wall_s, int | float) or isinstance(wall_s, bool) or wall_s < 0):
+        return f"meta: {path.name}: wall_s must be a number of seconds"
+    if reply_tokens is not None and (not isinstance(reply_tokens, int) or isinstance(reply_tokens, bool)
+                                     or reply_tokens < 0):
+        return f"meta: {path.name}: reply_tokens must be a whole number"
+    return CoderReply(model=model.strip(), wall_s=float(wall_s) if wall_s is not None else None,
+                      reply_tokens=reply_tokens)
