@@ -248,7 +248,7 @@ class Engine:
                 if isinstance(speedup, expressions.Expression):
                     speedup = _evaluate(speedup, view, decision.notes) if decision.fired else None
                 speedup = None if speedup is MISSING or speedup is None else min(1.0, max(0.0, float(speedup)))
-                entry = {"skill": proposal.skill, "score": proposal.score, "speedup": speedup}
+                entry = {"skill": proposal.skill, "score": proposal.score, "time_saved_fraction": speedup}
                 decision.proposals.append(entry)
                 if decision.fired:
                     proposals.append(dict(entry, rule=rule.id, because=decision.because, focus=decision.focus))

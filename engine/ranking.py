@@ -3,11 +3,11 @@
 Order: skills not yet tried on this kernel first, then skills the task constrains (a constrain rule
 fired: its tolerance forbids lower precision, it allows no library; the reason is kept), then skills
 tried before, then skills that failed (history is evidence: re-proposing what already failed wastes
-a round); within a group by
-the expected time saved, `score x sqrt(speedup)` (desc, `expected_saving`): a rule's `speedup`
-estimates the share of the run a skill can save and its `score` is the prior confidence that the
-evidence means what the rule says, so a confident 5 % does not outrank a plausible 55 %. A
-candidate whose estimate could not be computed (a metric it needs is missing) counts UNKNOWN_SAVED.
+a round); within a group by the expected time saved, `score x sqrt(time_saved_fraction)` (desc,
+`expected_saving`): a rule's `speedup:` estimate (ncu's word for it) is the share of the run a skill
+can save, 0..1, and its `score` is the prior confidence that the evidence means what the rule says,
+so a confident 5 % does not outrank a plausible 55 %. A candidate whose estimate could not be
+computed (a metric it needs is missing) counts UNKNOWN_SAVED.
 Ties: a computed estimate before an assumed one, then score, then skill id. A skill proposed by
 several rules keeps the proposal with the largest expected saving and lists every rule.
 """
@@ -26,18 +26,18 @@ DEMOTION = {None: 0, "task": 1, "tried": 2, "failed": 3}
 UNKNOWN_SAVED = 0.1
 
 
-def expected_saving(score: float, speedup: float | None) -> float:
+def expected_saving(score: float, time_saved_fraction: float | None) -> float:
     """What the ranking orders by: score x sqrt(estimated share of the run saved). The square root
     keeps the rules' estimates (heuristics, mostly [P]) from swamping the confidence prior, while a
     55 % estimate at score 0.4 (0.30) still outranks a 5 % one at score 0.9 (0.20)."""
-    return score * math.sqrt(speedup if speedup is not None else UNKNOWN_SAVED)
+    return score * math.sqrt(time_saved_fraction if time_saved_fraction is not None else UNKNOWN_SAVED)
 
 
 @dataclass
 class Candidate:
     skill: str
     score: float
-    speedup: float | None
+    time_saved_fraction: float | None   # the estimated share of the runtime saved, 0..1 (not a ratio)
     rules: list[str]
     because: str
     focus: list[FocusRow] = field(default_factory=list)
@@ -48,10 +48,11 @@ class Candidate:
 
     @property
     def expected(self) -> float:
-        return expected_saving(self.score, self.speedup)
+        return expected_saving(self.score, self.time_saved_fraction)
 
     def to_json(self) -> dict[str, Any]:
-        return {"rank": self.rank, "skill": self.skill, "score": self.score, "speedup": self.speedup,
+        return {"rank": self.rank, "skill": self.skill, "score": self.score,
+                "time_saved_fraction": self.time_saved_fraction,
                 "expected": round(self.expected, 4),
                 "rules": self.rules, "best_rule": self.best_rule, "because": self.because,
                 "demoted": self.demoted, "constraint": self.constraint,
@@ -84,13 +85,13 @@ def history_status(history: Any) -> dict[str, str]:
 
 
 def _order(proposal: dict[str, Any]) -> tuple:
-    return (-expected_saving(proposal["score"], proposal["speedup"]), proposal["speedup"] is None, -proposal["score"],
-            proposal["rule"])
+    share = proposal["time_saved_fraction"]
+    return (-expected_saving(proposal["score"], share), share is None, -proposal["score"], proposal["rule"])
 
 
 def rank(proposals: list[dict[str, Any]], history: Any = None,
          constraints: dict[str, str] | None = None) -> list[Candidate]:
-    """`proposals`: [{skill, score, speedup, rule, because, focus}] from firing propose rules;
+    """`proposals`: [{skill, score, time_saved_fraction, rule, because, focus}] from firing propose rules;
     `constraints`: skill -> why the task constrains it (from firing constrain rules)."""
     constraints = constraints or {}
     by_skill: dict[str, list[dict[str, Any]]] = {}
@@ -104,11 +105,12 @@ def rank(proposals: list[dict[str, Any]], history: Any = None,
         focus: list[FocusRow] = []
         for proposal in group:  # the best rule's evidence first, then the others'
             focus.extend(proposal["focus"])
-        candidates.append(Candidate(skill=skill, score=best["score"], speedup=best["speedup"],
+        candidates.append(Candidate(skill=skill, score=best["score"],
+                                    time_saved_fraction=best["time_saved_fraction"],
                                     rules=sorted({p["rule"] for p in group}), because=best["because"],
                                     focus=focus, best_rule=best["rule"], constraint=constraints.get(skill),
                                     demoted=status.get(skill) or ("task" if skill in constraints else None)))
-    candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.expected, c.speedup is None, -c.score, c.skill))
+    candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.expected, c.time_saved_fraction is None, -c.score, c.skill))
     for index, candidate in enumerate(candidates, 1):
         candidate.rank = index
     return candidates

@@ -103,9 +103,9 @@ def render(result: Any, top: int, why: dict[str, Any] | None, show_all: bool, ev
         for c in shown:
             skill = c.skill + (" (the task constrains it)" if c.demoted == "task"
                                else f" ({c.demoted} before)" if c.demoted else "")
-            speedup = f"{100 * c.speedup:.0f}%" if c.speedup is not None else "—"
+            saved = f"{100 * c.time_saved_fraction:.0f}%" if c.time_saved_fraction is not None else "—"
             reason = f"{c.constraint} Otherwise: {c.because}" if c.constraint else c.because
-            table.add_row(str(c.rank), skill, f"{c.score:.2f}", speedup, reason)
+            table.add_row(str(c.rank), skill, f"{c.score:.2f}", saved, reason)
         console.print(table)
         for c in shown:
             console.print(Text.assemble((f"{c.rank}. {c.skill}", "bold"), f"  rules: {', '.join(c.rules)}"))

@@ -42,5 +42,5 @@ def _advise(evidence) -> None:
         return
     click.echo("advice:")
     for rank, c in enumerate(result.candidates[:5], 1):
-        speed = f", est. {c.speedup:.0%} of runtime" if c.speedup else ""
+        speed = f", est. time saved {c.time_saved_fraction:.0%}" if c.time_saved_fraction else ""
         click.echo(f"  {rank}. {c.skill} (score {c.score:.2f}{speed}): {c.because}")

@@ -153,9 +153,9 @@ def render_text(report: dict) -> str:
             if thresholds:
                 lines.append(f"  thresholds: {thresholds.get('path')} ({thresholds.get('digest', '')[:19]})")
             for rank, cand in enumerate(decision["candidates"][:5], 1):
-                speed = cand.get("speedup")
+                speed = cand.get("time_saved_fraction", cand.get("speedup"))   # the older runs' key
                 lines.append(f"    {rank}. {cand.get('skill')}  score {cand.get('score')}"
-                             + (f"  est. {speed * 100:.0f}% of runtime" if isinstance(speed, (int, float)) else "")
+                             + (f"  est. time saved {speed * 100:.0f}%" if isinstance(speed, (int, float)) else "")
                              + ("" if cand.get("applicable", True) else "  (not applicable in this mode)")
                              + _past_note((decision.get("past") or {}).get(cand.get("skill"))))
             for rule in decision.get("rules_not_fired") or []:

@@ -139,7 +139,7 @@ class MechanicalApplier:
         no rule proposed it (it then ranks last)."""
         if any(c.skill == SWEEP for c in proposed) or not self.applicable(SWEEP, source):
             return None
-        return Candidate(skill=SWEEP, score=0.0, speedup=None, rules=(),
+        return Candidate(skill=SWEEP, score=0.0, time_saved_fraction=None, rules=(),
                          because="the kernel declares tunables (mechanical mode offers a sweep)")
 
     def variants(self, skill: str, params: dict, state: LoopState) -> list[dict]:

@@ -94,7 +94,7 @@ class Candidate:
 
     skill: str
     score: float
-    speedup: float | None                # the rule's estimate: the fraction of runtime at stake
+    time_saved_fraction: float | None    # the rule's estimate: the fraction of runtime at stake
     rules: tuple[str, ...]               # the rules that proposed it
     because: str                         # the best rule's reason, with observed values filled in
     focus: tuple[EvidenceRow, ...] = ()
@@ -103,12 +103,15 @@ class Candidate:
 
     def stored(self) -> dict[str, Any]:
         """The decision row's entry (and what `explain` reads back); `params` belongs to the chosen one."""
-        return {"skill": self.skill, "score": self.score, "speedup": self.speedup, "applicable": self.applicable,
+        return {"skill": self.skill, "score": self.score, "time_saved_fraction": self.time_saved_fraction,
+                "applicable": self.applicable,
                 "rules": list(self.rules), "because": self.because, "focus": [row.to_json() for row in self.focus]}
 
     @classmethod
     def from_stored(cls, data: dict[str, Any]) -> Candidate:
-        return cls(skill=data["skill"], score=data["score"], speedup=data["speedup"], rules=tuple(data["rules"]),
+        # runs stored before issue 19 called the estimate `speedup`
+        share = data["time_saved_fraction"] if "time_saved_fraction" in data else data.get("speedup")
+        return cls(skill=data["skill"], score=data["score"], time_saved_fraction=share, rules=tuple(data["rules"]),
                    because=data["because"], applicable=data["applicable"],
                    focus=tuple(EvidenceRow(r["name"], r["observed"], r["threshold"]) for r in data["focus"]))
 

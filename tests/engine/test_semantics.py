@@ -119,7 +119,7 @@ def test_ranking_best_proposal_all_rules_and_ties(engine):
     skills = [c.skill for c in result.candidates]
     # mem.coalesce: score 0.9 from x.coalesce (speedup 1.6 clamped to 1.0), also proposed by x.coalesce-weak
     top = result.candidates[0]
-    assert top.skill == "mem.coalesce" and top.score == 0.9 and top.speedup == 1.0
+    assert top.skill == "mem.coalesce" and top.score == 0.9 and top.time_saved_fraction == 1.0
     assert top.rules == ["x.coalesce", "x.coalesce-weak"] and top.best_rule == "x.coalesce"
     # three at score 0.5, ordered by the expected saving score x sqrt(speedup): 0.2 first, then 0.1, then
     # the one without an estimate (assumed 0.1: a computed estimate wins the tie)
@@ -130,7 +130,8 @@ def test_ranking_best_proposal_all_rules_and_ties(engine):
 def test_ranking_tie_on_score_and_speedup_breaks_by_id():
     from skillbase.engine.ranking import rank
 
-    proposals = [dict(skill=s, score=0.5, speedup=0.1, rule="r", because="", focus=[]) for s in ("b.x", "a.y", "c.z")]
+    proposals = [dict(skill=s, score=0.5, time_saved_fraction=0.1, rule="r", because="", focus=[])
+                 for s in ("b.x", "a.y", "c.z")]
     assert [c.skill for c in rank(proposals)] == ["a.y", "b.x", "c.z"]
 
 
@@ -165,7 +166,8 @@ def test_because_survives_bad_format_spec():
 def test_speedup_missing_is_null_and_not_fired_rule_proposes_nothing(engine):
     result = engine.evaluate(evidence({M["dram"]: 50.0, M["sm"]: 20.0}))
     assert "x.coalesce" not in {r for c in result.candidates for r in c.rules}
-    assert result.decision("x.coalesce").proposals == [{"skill": "mem.coalesce", "score": 0.9, "speedup": None}]
+    assert result.decision("x.coalesce").proposals == [
+        {"skill": "mem.coalesce", "score": 0.9, "time_saved_fraction": None}]
 
 
 def test_focus_rows_name_observed_and_threshold(engine):

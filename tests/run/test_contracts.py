@@ -119,7 +119,8 @@ class NoProfile:
 
 def _decide(skills: list[str]):
     def decide(evidence, state: LoopState):
-        return [Candidate(skill=s, score=0.9 - i / 10, speedup=0.5, rules=(f"rule.{s}",), because=f"{s} fits")
+        return [Candidate(skill=s, score=0.9 - i / 10, time_saved_fraction=0.5, rules=(f"rule.{s}",),
+                          because=f"{s} fits")
                 for i, s in enumerate(skills)], "{}"
     return decide
 
@@ -219,8 +220,8 @@ def test_explain_shows_what_past_runs_said_about_a_candidate(tmp_path, kernel):
         "tune.flags": {"tried": 1, "accepted": 0, "failed": 1, "mean_accepted_speedup": None}}
     assert "past runs" not in render_text(first)
     lines = render_text(second).splitlines()
-    assert "    1. tune.flags  score 0.9  est. 50% of runtime  past runs: accepted 0 of 1" in lines
-    assert "    2. mem.coalesce  score 0.8  est. 50% of runtime" in lines
+    assert "    1. tune.flags  score 0.9  est. time saved 50%  past runs: accepted 0 of 1" in lines
+    assert "    2. mem.coalesce  score 0.8  est. time saved 50%" in lines
 
 
 def test_each_profiled_round_collects_the_runs_own_metrics_and_reads_the_spec_once(task, monkeypatch):

@@ -60,7 +60,8 @@ def main() -> None:
         result = engine.evaluate(evidence)
         top = result.candidates[0]
         # what the loop hands the coder (skillbase.run.session.make_decide builds the same)
-        candidate = Candidate(skill=top.skill, score=top.score, speedup=top.speedup, rules=tuple(top.rules),
+        candidate = Candidate(skill=top.skill, score=top.score, time_saved_fraction=top.time_saved_fraction,
+                              rules=tuple(top.rules),
                               because=top.because,
                               focus=tuple(EvidenceRow(row.name, row.observed, row.threshold) for row in top.focus))
         kernel = evidence.focus()
