@@ -23,6 +23,7 @@ import time
 from typing import Any
 
 from skillbase.errors import EnvironmentProblem
+from skillbase.harness.gpu_lock import format_uuid
 
 CUPY_HINT = "install the GPU extra: pip install 'skillbase[gpu]' (cupy-cuda13x for CUDA 13, cupy-cuda12x for 12)"
 
@@ -116,6 +117,9 @@ class Device:
         self.l2_bytes = int(props.get("l2CacheSize", 0))
         self.smem_optin = int(props.get("sharedMemPerBlockOptin", 0) or props.get("sharedMemPerBlock", 49152))
         self.persisting_l2_max = int(props.get("persistingL2CacheMaxSize", 0) or 0)
+        # CUDA's own UUID of this device names its lock (harness.gpu_lock); None: looked up by index.
+        raw_uuid = props.get("uuid")
+        self.uuid = format_uuid(raw_uuid) if isinstance(raw_uuid, bytes | bytearray) and len(raw_uuid) == 16 else None
         self.null = cp.cuda.Stream.null
         self._kernels: dict[str, Any] = {}
         self._spun = cp.zeros(1, dtype=cp.uint64)

@@ -68,6 +68,7 @@ class KernelTiming:
     label: str                         # baseline | candidate
     stats: Stats | None = None
     wall_stats: Stats | None = None    # host wall-clock bracket per launch, for the cross-check
+    event_stats: Stats | None = None   # CUDA events per launch, when CUPTI timed (`stats`): the cross-check
     batch: int = 1                     # launches per timed sample
     cold_l2: bool = True               # every launch in a sample starts from a flushed L2
     achieved_bytes_per_s: float | None = None
@@ -88,6 +89,8 @@ class SizeTiming:
     speedup: float | None = None       # baseline median / candidate median
     verdict: str | None = None         # faster | slower | same (speedup beyond the measured spread?)
     spread: float | None = None        # largest IQR/median of the two
+    timer: str = "events"              # the clock of every kernel's `stats` here: cupti | events
+    timer_note: str = ""               # why not CUPTI, when events timed
 
 
 @dataclass
@@ -192,6 +195,7 @@ class CheckResult:
                 k = dict(k)
                 k["stats"] = Stats(**k["stats"]) if k.get("stats") else None
                 k["wall_stats"] = Stats(**k["wall_stats"]) if k.get("wall_stats") else None
+                k["event_stats"] = Stats(**k["event_stats"]) if k.get("event_stats") else None
                 kernels[name] = KernelTiming(**k)
             timings.append(SizeTiming(kernels=kernels, **t))
         return cls(checks=checks, probes=probes, timings=timings, **data)

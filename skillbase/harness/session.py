@@ -239,8 +239,12 @@ class Session:
         self.device.sync()
         buffers.clear()
 
-    def probe_call(self, launcher: NativeLauncher, case: Case, spin_ms: float = 20.0) -> dict[str, Any]:
-        """Call with the launch stream held busy; see whether outputs change before the stream frees."""
+    def probe_call(self, launcher: NativeLauncher, case: Case, spin_ms: float = 20.0, timer=None) -> dict[str, Any]:
+        """Call with the launch stream held busy; see whether outputs change before the stream frees.
+
+        With a CUPTI `timer` (harness.cupti) the hold, the call and a marker kernel queued on the launch
+        stream right after it are bracketed in windows, and the call's records say from device
+        timestamps whether its work ran while the stream was held or after the stream moved on."""
         cp = self.cp
         self.assert_set_up(launcher, case.resolved.scalars)   # never set up inside the probe window
         buffers = self._buffers(case, POISON)
@@ -251,12 +255,17 @@ class Session:
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         self.device.fill_shared_nan()
         self.device.sync()
-        self.device.spin(spin_ms)
+        windows = _ProbeWindows(timer)
+        with windows.hold():
+            self.device.spin(spin_ms)
         spin_done = self.device.event()
         spin_done.record(self.device.null)
         start = time.perf_counter()
-        launcher(arguments)
+        with windows.call():
+            launcher(arguments)
         return_ms = (time.perf_counter() - start) * 1e3
+        with windows.after():
+            self.device.spin(0.0)     # a marker: the launch stream moves on here
         # Give work on another stream or thread time to run, then look at the outputs from a
         # non-blocking stream of ours, which does not wait for the spinning launch stream.
         wait_ms(min(5.0, spin_ms / 4))
@@ -266,6 +275,7 @@ class Session:
         self.side_stream.synchronize()
         spin_running = not spin_done.done
         self.device.sync()
+        records = windows.read()
         spun_ms = self.device.spun_ms()
         written_early = sum(int(cp.count_nonzero(snaps[name].view(cp.uint8) != POISON)) for name in outs)
         final_ok, reason = True, ""
@@ -281,7 +291,8 @@ class Session:
         del snaps
         self._scrub(buffers)
         return {"return_ms": return_ms, "spin_running": spin_running and spun_ms >= 0.8 * spin_ms,
-                "spun_ms": spun_ms, "written_early": written_early, "final_ok": final_ok, "reason": reason}
+                "spun_ms": spun_ms, "written_early": written_early, "final_ok": final_ok, "reason": reason,
+                **records}
 
     def close(self, teardown: bool = True) -> None:
         """Tear down (hooks.teardown, after a clean job only) and unload every library."""
@@ -292,3 +303,43 @@ class Session:
         for launcher in (self.candidate, self.baseline, self.reference):
             if launcher is not None:
                 launcher.close()
+
+
+class _ProbeWindows:
+    """The CUPTI windows of one probe call (hold, call, after), or nothing without a timer."""
+
+    def __init__(self, timer):
+        self.timer = timer
+        if timer is not None:
+            timer.discard()      # the device is idle: earlier records are not this probe's
+
+    @contextlib.contextmanager
+    def _window(self):
+        if self.timer is not None:
+            self.timer.open()
+        try:
+            yield
+        finally:
+            if self.timer is not None:
+                self.timer.close()
+
+    hold = call = after = _window
+
+    def read(self) -> dict[str, Any]:
+        """After a device sync: {'cupti': False} without a timer, else what the call's records show."""
+        if self.timer is None:
+            return {"cupti": False}
+        from skillbase.harness.cupti import KERNEL_KINDS, attribute, other_streams, unordered
+
+        records, windows, dropped = self.timer.collect()
+        if dropped or len(windows) != 3:
+            return {"cupti": False}
+        hold, call, after = attribute(records, windows)
+        hold_k = [r for r in hold if r.kind in KERNEL_KINDS]
+        after_k = [r for r in after if r.kind in KERNEL_KINDS]
+        if len(hold_k) != 1 or len(after_k) != 1 or not call or not all(r.complete for r in call):
+            return {"cupti": False}
+        return {"cupti": True, "unordered": unordered(call, hold_k[0], after_k[0]),
+                "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
+                "foreign_calls": windows[1].foreign_calls}
+

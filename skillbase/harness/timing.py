@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -43,6 +43,7 @@ VALUE_SETS = 3               # distinct input value sets rotated through the slo
 SLOT_MEMORY_CAP = 4 << 30    # bytes of slot buffers per kernel
 HOLD_BASE_US = 30.0          # stream hold before a sample: covers the first launch's submission
 HOLD_PER_LAUNCH_US = 12.0    # ... plus the host's cost of queueing each further launch (ctypes + driver)
+TIMERS = ("auto", "cupti", "events")
 
 
 def hold_us(batch: int) -> float:
@@ -152,6 +153,7 @@ class TimePlan:
     warmup: int = 2
     batch_target_us: float = BATCH_TARGET_US
     batch: int | None = None       # force a batch size (tests, fidelity)
+    timer: str = "auto"            # auto (CUPTI, else events) | cupti | events
 
 
 class _Slots:
@@ -197,12 +199,85 @@ class _Slots:
 
 
 def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str, Any]], plan: TimePlan) -> SizeTiming:
-    """Time each (label, launcher) at one size, interleaved; fill a SizeTiming."""
+    """Time each (label, launcher) at one size, interleaved; fill a SizeTiming.
+
+    One clock per size, for every kernel of it: CUPTI when it starts (plan.timer 'auto' or 'cupti'),
+    else events. If CUPTI fails half-way the whole size is timed again with events, and the result
+    says why: an A/B never compares times from two clocks."""
+    timer, note = choose_timer(plan.timer)
+    if timer is not None:
+        from skillbase.harness.cupti import CuptiError
+
+        try:
+            return _time_size(session, size, sizes, kernels, plan, timer, note)
+        except CuptiError as error:
+            timer, note = None, f"CUPTI failed while timing ({error.message}); timed with events"
+            session.progress(f"timing at {size}: {note}")
+    return _time_size(session, size, sizes, kernels, plan, None, note)
+
+
+def choose_timer(wanted: str):
+    """(the started CUPTI timer or None, why not CUPTI). 'events' never tries CUPTI; 'cupti' insists."""
+    from skillbase.errors import EnvironmentProblem
+    from skillbase.harness.cupti import CuptiUnavailable, start_timer
+
+    if wanted not in TIMERS:
+        raise ValueError(f"timer {wanted!r}: one of {', '.join(TIMERS)}")
+    if wanted == "events":
+        return None, "events asked for (TimePlan.timer)"
+    try:
+        return start_timer(), ""
+    except CuptiUnavailable as error:
+        if wanted == "cupti":
+            raise EnvironmentProblem(f"CUPTI cannot time this process: {error.message}",
+                                     hint="run outside ncu/nsys/compute-sanitizer, with the CUDA toolkit's "
+                                          "libcupti present, or time with events") from None
+        return None, f"CUPTI unavailable ({error.message}); timed with events"
+
+
+@dataclass
+class _Sample:
+    """One timed sample of `batch` launches, per launch nowhere yet: totals in microseconds."""
+
+    event_us: float
+    wall_us: float
+    cupti_us: float | None = None
+    unordered: list[str] = field(default_factory=list)
+
+
+def _read_records(timer, calls: int) -> tuple[float, list[str]]:
+    """The device time of a sample's `calls` launcher calls from CUPTI, and the work the launch stream
+    did not order. Window 0 held the stream (our spin kernel); windows 1.. are the calls."""
+    from skillbase.harness.cupti import KERNEL_KINDS, CuptiError, attribute, call_span_ns, unordered
+
+    records, windows, dropped = timer.collect()
+    if dropped:
+        raise CuptiError(f"CUPTI dropped {dropped} activity records")
+    if len(windows) != calls + 1:
+        raise CuptiError(f"{len(windows)} CUPTI windows for {calls} calls and one hold")
+    owned = attribute(records, windows)
+    holds = [r for r in owned[0] if r.kind in KERNEL_KINDS]
+    hold = holds[0] if len(holds) == 1 else None
+    total_ns, late = 0, []
+    for call in owned[1:]:
+        if not call:
+            # Every launcher issues device work; none attributed means the attribution failed here.
+            raise CuptiError("no device work was attributed to a launcher call")
+        if any(not r.complete for r in call):
+            raise CuptiError("a CUPTI record without timestamps")
+        total_ns += call_span_ns(call)
+        late += unordered(call, hold)
+    return total_ns / 1e3, late
+
+
+def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) -> SizeTiming:
     device = session.device
     spec = session.spec
     resolved = spec.resolve(sizes)
-    timing = SizeTiming(size=size, sizes=dict(sizes), flops=resolved.flops, bytes=resolved.bytes)
-    session.progress(f"timing at {size}: preparing {VALUE_SETS} input sets")
+    clock = "cupti" if timer is not None else "events"
+    timing = SizeTiming(size=size, sizes=dict(sizes), flops=resolved.flops, bytes=resolved.bytes, timer=clock,
+                        timer_note=note)
+    session.progress(f"timing at {size} with {clock}: preparing {VALUE_SETS} input sets")
     # prepare() runs the spec's hooks.setup for this size (before any timed window); the timed
     # launches below never set anything up.
     value_sets = [session.prepare(size, sizes, 5000 + i) for i in range(VALUE_SETS)]
@@ -229,28 +304,40 @@ def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str
         # sample whatever the batch size, so a cache keyed on the pointer returns stale results.
         return value_sets[(samples_done[label] + j) % VALUE_SETS]
 
-    def sample(label, launcher, batch, reverify: bool = False) -> tuple[float, float]:
+    def sample(label, launcher, batch, reverify: bool = False) -> _Sample:
         s = slots[label]
         q = len(s.buffers)
         for j in range(min(batch, q)):
             s.load(j, value_set(label, j))
         device.flush_l2()
         device.sync()
+        if timer is not None:
+            timer.discard()     # the device is idle: what came before (copies, the flush) is forgotten
         hold = hold_us(batch)
+        if timer is not None:
+            timer.open()        # window 0: the hold, whose end is when the launch stream frees
         device.spin(hold / 1e3)     # the stream waits here while the launches below are queued
+        if timer is not None:
+            timer.close()
         t0 = time.perf_counter()
         start.record(device.null)
         for j in range(batch):
+            if timer is not None:
+                timer.open()    # one window per call: a call's time is its first start to its last end
             launcher(arguments(label, launcher, j % q))
+            if timer is not None:
+                timer.close()
         end.record(device.null)
         device.sync()   # device-wide: everything the launcher started, on any stream, is done
         # The wall clock covers what is left of the hold too; take it off (never below the events).
         event_us = device.elapsed_ms(start, end) * 1e3
-        wall_us = max(event_us, (time.perf_counter() - t0) * 1e6 - hold)
+        out = _Sample(event_us, max(event_us, (time.perf_counter() - t0) * 1e6 - hold))
+        if timer is not None:
+            out.cupti_us, out.unordered = _read_records(timer, batch)
         launches[label] += batch
         samples_done[label] += 1
         if not reverify:
-            return event_us, wall_us
+            return out
         # Re-verify what the last launch of the last sample produced (its slot kept the same inputs).
         # Only then: the check uploads the host reference, which for outputs of hundreds of MB costs
         # far more than the kernel, and VERIFY.md asks for the last timed output.
@@ -261,54 +348,70 @@ def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str
             if bad and len(failures[label]) < 3:
                 failures[label].append(f"timed call {launches[label]} at {size}: {bad} of "
                                        f"{s.buffers[last][a.name].size} elements of {a.name} wrong")
-        return event_us, wall_us
+        return out
 
-    # Warm-up, single launches: module load, clocks, and a first estimate of the launch time.
-    single = {}
-    for label, launcher in kernels:
-        for _ in range(plan.warmup):
-            event_us, _ = sample(label, launcher, 1)
-        single[label] = event_us
-    batch = plan.batch or batch_size(min(single.values()), plan.batch_target_us)
-    if batch > 1:
-        count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
-        for label, _ in kernels:
+    try:
+        # Warm-up, single launches: module load, clocks, and a first estimate of the launch time.
+        single = {}
+        for label, launcher in kernels:
+            for _ in range(plan.warmup):
+                first = sample(label, launcher, 1)
+            single[label] = first.cupti_us if first.cupti_us is not None else first.event_us
+        batch = plan.batch or batch_size(min(single.values()), plan.batch_target_us)
+        if batch > 1:
+            count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
+            for label, _ in kernels:
+                slots[label].scrub()
+                slots[label] = _Slots(session, value_sets[0], count)
+            arg_cache.clear()
+        sample_us = batch * max(single.values())
+        n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
+        session.progress(f"timing at {size}: {n} samples x {batch} launch(es) per kernel, interleaved ({clock})")
+
+        taken: dict[str, list[_Sample]] = {label: [] for label, _ in kernels}
+        order = list(kernels)
+        for i in range(n):
+            for label, launcher in (order if i % 2 == 0 else list(reversed(order))):
+                taken[label].append(sample(label, launcher, batch, reverify=(i == n - 1)))
+    finally:
+        for label in list(slots):
             slots[label].scrub()
-            slots[label] = _Slots(session, value_sets[0], count)
-        arg_cache.clear()
-    sample_us = batch * max(single.values())
-    n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
-    session.progress(f"timing at {size}: {n} samples x {batch} launch(es) per kernel, interleaved")
-
-    events: dict[str, list[float]] = {label: [] for label, _ in kernels}
-    walls: dict[str, list[float]] = {label: [] for label, _ in kernels}
-    order = list(kernels)
-    for i in range(n):
-        for label, launcher in (order if i % 2 == 0 else list(reversed(order))):
-            event_us, wall_us = sample(label, launcher, batch, reverify=(i == n - 1))
-            events[label].append(event_us)
-            walls[label].append(wall_us)
+        for vs in value_sets:
+            session.release(vs)
 
     dtypes = [a.dtype for a in spec.args if a.pointer]
     cold = is_cold(batch, working_set, device.l2_bytes)
     floor = roofline_floor_us(resolved.flops, resolved.bytes, device.peaks, use_flops=flops_floor_applies(dtypes),
                               use_bytes=cold)
     for label, _ in kernels:
-        per_launch = [e / batch for e in events[label]]
-        kt = KernelTiming(label=label, stats=stats(per_launch), wall_stats=stats([w / batch for w in walls[label]]),
-                          batch=batch, cold_l2=cold, floor_us=floor, reverify_failures=failures[label])
+        events = [x.event_us / batch for x in taken[label]]
+        walls = [x.wall_us / batch for x in taken[label]]
+        timed = [x.cupti_us / batch for x in taken[label]] if timer is not None else events
+        kt = KernelTiming(label=label, stats=stats(timed), wall_stats=stats(walls), batch=batch, cold_l2=cold,
+                          floor_us=floor, reverify_failures=failures[label],
+                          event_stats=stats(events) if timer is not None else None)
         kt.achieved_bytes_per_s, kt.achieved_flops_per_s = achieved_rates(kt.stats.median_us, resolved.flops,
                                                                           resolved.bytes)
         if floor:
             kt.pct_of_floor = 100.0 * floor / kt.stats.median_us
         kt.suspicious = quarantine_reason(kt.stats.median_us, floor) or \
-            wall_clock_reason(float(np.median(events[label])), float(np.median(walls[label])))
+            _outside_reason(taken[label], timer is not None)
         timing.kernels[label] = kt
     if "baseline" in timing.kernels and "candidate" in timing.kernels:
         verdict, speedup, spread = decide_speedup(timing.kernels["baseline"].stats, timing.kernels["candidate"].stats)
         timing.verdict, timing.speedup, timing.spread = verdict, speedup, spread
-    for label in list(slots):
-        slots[label].scrub()
-    for vs in value_sets:
-        session.release(vs)
     return timing
+
+
+def _outside_reason(samples: list[_Sample], cupti: bool) -> str | None:
+    """Work outside the launch stream, from the records when CUPTI timed (device timestamps, which a
+    neighbour on the GPU cannot fake), else from the wall clock against the events."""
+    if cupti:
+        late = [x.unordered for x in samples if x.unordered]
+        # Device timestamps cannot be bent by a neighbour; two samples (not one) still make the case.
+        if late and len(late) >= min(2, len(samples)):
+            return (f"work runs outside the launch stream in {len(late)} of {len(samples)} samples "
+                    f"(CUPTI records: {late[0][0]})")
+        return None
+    return wall_clock_reason(float(np.median([x.event_us for x in samples])),
+                             float(np.median([x.wall_us for x in samples])))

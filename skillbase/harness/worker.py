@@ -61,6 +61,7 @@ def _check(job: dict) -> dict:
 
 
 def _check_session(job: dict, session, result) -> dict:
+    from skillbase.harness.gpu_lock import gpu_lock
     from skillbase.harness.timing import TimePlan, time_size
     from skillbase.harness.verify import VerifyPlan, audit_device_state, verify_candidate
 
@@ -73,21 +74,24 @@ def _check_session(job: dict, session, result) -> dict:
         result.correct = True
     timing = job.get("time")
     if timing is not None:
-        _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")
-        result.peaks = dict(session.device.peaks)
         plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
         kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
             [("candidate", session.candidate)]
-        for name, sizes in timing["sizes"]:
-            t = time_size(session, name, dict(sizes), kernels, plan)
-            result.timings.append(t)
-            cand = t.kernels["candidate"]
-            if cand.reverify_failures:
-                result.fail("incorrect", f"re-verification after timing failed: {cand.reverify_failures[0]} "
-                                         "(results cached across calls, or work skipped when timed?)")
-                break
-            if cand.suspicious:
-                result.fail("quarantined", f"at {name}: {cand.suspicious}")
+        # No other skillbase process times on this GPU meanwhile: a neighbour's kernels would stretch
+        # the peaks (and so the floors) and every sample.
+        with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress):
+            _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")
+            result.peaks = dict(session.device.peaks)
+            for name, sizes in timing["sizes"]:
+                t = time_size(session, name, dict(sizes), kernels, plan)
+                result.timings.append(t)
+                cand = t.kernels["candidate"]
+                if cand.reverify_failures:
+                    result.fail("incorrect", f"re-verification after timing failed: {cand.reverify_failures[0]} "
+                                             "(results cached across calls, or work skipped when timed?)")
+                    break
+                if cand.suspicious:
+                    result.fail("quarantined", f"at {name}: {cand.suspicious}")
         if result.status == "ok":
             audit_device_state(session, result)
     return _finish(result, session)

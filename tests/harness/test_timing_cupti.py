@@ -1,0 +1,254 @@
+"""CUPTI timing (issue 16): the helper builds, records become times and launch-stream findings, and
+without CUPTI the harness times with events and says so.
+
+CPU: the real helper compiled with nvcc (`nvcc` mark) and loaded; on a machine without a driver its
+start fails with CUPTI's own error, which is the fallback the harness must take. The record
+arithmetic is pure and tested on records shaped like the H200's (ns timestamps, the legacy stream's
+ID). GPU (`gpu` mark): CUPTI against events on a real kernel, and the side-stream cheat caught from
+the records."""
+
+from __future__ import annotations
+
+import ctypes
+from pathlib import Path
+
+import pytest
+from conftest import gpu_available
+
+from skillbase.errors import EnvironmentProblem
+from skillbase.harness import cupti
+from skillbase.harness.cupti import (
+    KIND_CONCURRENT_KERNEL,
+    KIND_MEMCPY,
+    CuptiError,
+    CuptiUnavailable,
+    Record,
+    Window,
+    attribute,
+    call_span_ns,
+    other_streams,
+    unordered,
+)
+from skillbase.harness.result import CheckResult, KernelTiming, SizeTiming
+from skillbase.harness.timing import _outside_reason, _read_records, _Sample, choose_timer
+from skillbase.harness.verify import probe_finding
+
+REPO = Path(__file__).resolve().parents[2]
+NULL = 7          # the legacy stream's CUPTI ID in these records
+SIDE = 13
+
+
+def kernel(correlation, start, end, stream=NULL, name="k"):
+    return Record(KIND_CONCURRENT_KERNEL, stream, correlation, start, end, name)
+
+
+@pytest.fixture
+def fresh_timer_state(monkeypatch):
+    """start_timer remembers its outcome per process; each test starts from none."""
+    monkeypatch.setattr(cupti, "_timer", None)
+    monkeypatch.setattr(cupti, "_unavailable", None)
+
+
+# -- attribution and spans ---------------------------------------------------------------------------
+
+def test_records_belong_to_the_window_whose_calls_issued_them():
+    windows = [Window(100, 104, 5), Window(110, 112, 3), Window(120, 120, 1)]
+    ours = kernel(90, 0, 5, name="skillbase_read_flush")       # before every window: the harness's flush
+    hold = kernel(102, 10, 20_010, name="skillbase_spin")
+    first, second = kernel(111, 20_020, 20_050), kernel(112, 20_051, 20_070)
+    marker = kernel(120, 20_071, 20_072)
+    owned = attribute([second, marker, ours, first, hold], windows)
+    assert owned == [[hold], [first, second], [marker]]
+
+
+def test_a_window_that_saw_no_correlated_call_owns_nothing():
+    assert attribute([kernel(0, 1, 2)], [Window(0, 0, 3)]) == [[]]
+
+
+def test_a_call_lasts_from_its_first_start_to_its_last_end():
+    assert call_span_ns([kernel(1, 1000, 34_000)]) == 33_000            # one kernel: its duration
+    # two kernels: the ~1 us the second waits for the first counts, the host's launch latency does not
+    assert call_span_ns([kernel(1, 1000, 11_000), kernel(2, 12_000, 20_000)]) == 19_000
+    assert call_span_ns([]) == 0
+
+
+# -- the launch-stream check from device timestamps ---------------------------------------------------
+
+def test_work_on_a_side_stream_during_the_hold_is_unordered():
+    hold = kernel(1, 0, 20_000_000, name="skillbase_spin")
+    side = kernel(2, 5_000, 9_000, stream=SIDE, name="vector_add_kernel")
+    found = unordered([side], hold)
+    assert len(found) == 1
+    assert "vector_add_kernel on stream 13" in found[0] and "before the held launch stream" in found[0]
+
+
+def test_work_still_running_after_the_launch_stream_moved_on_is_unordered():
+    hold = kernel(1, 0, 1000)
+    after = kernel(9, 2000, 2001)
+    late = kernel(2, 1500, 5000, stream=SIDE)
+    assert "after the launch stream" in unordered([late], hold, after)[0]
+
+
+def test_honest_work_is_ordered_whatever_its_stream():
+    hold, after = kernel(1, 0, 1000), kernel(9, 5000, 5001)
+    on_launch_stream = kernel(2, 1001, 4000)
+    # -default-stream per-thread: another stream ID, but ordered with the legacy stream
+    per_thread = kernel(3, 1002, 4999, stream=SIDE)
+    assert unordered([on_launch_stream, per_thread], hold, after) == []
+    assert other_streams([on_launch_stream, per_thread], NULL) == [SIDE]
+
+
+# -- a sample's records become its time ----------------------------------------------------------------
+
+class _FakeTimer:
+    """What CuptiTimer.collect returns, as the helper would hand it back."""
+
+    def __init__(self, records, windows, dropped=0):
+        self.result = (records, windows, dropped)
+
+    def collect(self):
+        return self.result
+
+
+def test_a_sample_is_the_sum_of_its_calls_spans():
+    windows = [Window(10, 11), Window(20, 21), Window(30, 31)]
+    records = [kernel(11, 0, 1000, name="skillbase_spin"), kernel(21, 1010, 1043), kernel(31, 1050, 1083),
+               Record(KIND_MEMCPY, NULL, 5, 0, 1, "memcpy")]          # our slot load, outside every window
+    total_us, late = _read_records(_FakeTimer(records, windows), calls=2)
+    assert total_us == pytest.approx(0.066) and late == []
+
+
+def test_a_sample_with_side_stream_work_reports_it():
+    windows = [Window(10, 11), Window(20, 21)]
+    records = [kernel(11, 0, 1000), kernel(21, 10, 40, stream=SIDE, name="cheat")]
+    _, late = _read_records(_FakeTimer(records, windows), calls=1)
+    assert late and "cheat" in late[0]
+
+
+@pytest.mark.parametrize("records, windows, dropped, message", [
+    ([kernel(11, 0, 1000)], [Window(10, 11), Window(20, 21)], 0, "no device work was attributed"),
+    ([kernel(11, 0, 1000), kernel(21, 0, 0)], [Window(10, 11), Window(20, 21)], 0, "without timestamps"),
+    ([kernel(11, 0, 1000), kernel(21, 5, 9)], [Window(10, 11), Window(20, 21)], 3, "dropped 3"),
+    ([kernel(11, 0, 1000)], [Window(10, 11)], 0, "1 CUPTI windows for 1 calls"),
+])
+def test_records_that_cannot_be_trusted_stop_cupti_timing(records, windows, dropped, message):
+    # The caller (time_size) then times the whole size again with events and says why.
+    with pytest.raises(CuptiError, match=message):
+        _read_records(_FakeTimer(records, windows, dropped), calls=1)
+
+
+def test_outside_the_launch_stream_needs_two_samples_of_device_evidence():
+    honest = [_Sample(100.0, 5000.0, 90.0) for _ in range(20)]     # the wall clock of a loaded GPU: ignored
+    assert _outside_reason(honest, cupti=True) is None
+    one = honest[:-1] + [_Sample(100.0, 100.0, 90.0, ["k on stream 13 started 5.0 us before ..."])]
+    assert _outside_reason(one, cupti=True) is None
+    two = one[:-2] + [one[-1], one[-1]]
+    assert "outside the launch stream in 2 of 20 samples" in _outside_reason(two, cupti=True)
+    # events only: the wall clock is all there is (and the GPU lock keeps skillbase neighbours away)
+    assert "outside the launch stream" in _outside_reason(honest, cupti=False)
+
+
+# -- the probes' verdicts ----------------------------------------------------------------------------
+
+@pytest.mark.parametrize("obs, expected", [
+    ({"cupti": True, "unordered": ["k on stream 13 started ..."], "spin_running": False, "written_early": 0,
+      "return_ms": 0.1}, "launch-stream-order"),
+    ({"cupti": False, "spin_running": True, "written_early": 4096, "return_ms": 0.1}, "launch-stream-order"),
+    ({"cupti": False, "spin_running": False, "written_early": 4096, "return_ms": 0.1}, None),   # inconclusive
+    ({"cupti": True, "unordered": [], "spin_running": False, "written_early": 0, "return_ms": 19.5},
+     "synchronising-launcher"),
+    ({"cupti": True, "unordered": [], "spin_running": True, "written_early": 0, "return_ms": 0.05}, None),
+])
+def test_probe_findings(obs, expected):
+    finding = probe_finding(obs, 20.0)
+    assert (finding[0] if finding else None) == expected
+
+
+# -- which clock, recorded ---------------------------------------------------------------------------
+
+def test_without_cupti_the_harness_times_with_events_and_says_why(monkeypatch, fresh_timer_state):
+    def missing(nvcc):
+        raise CuptiUnavailable("cupti.h not found under /opt/cuda")
+
+    monkeypatch.setattr(cupti, "find_cupti", missing)
+    timer, note = choose_timer("auto")
+    assert timer is None and "CUPTI unavailable (cupti.h not found under /opt/cuda); timed with events" == note
+    with pytest.raises(EnvironmentProblem, match="CUPTI cannot time this process"):
+        choose_timer("cupti")
+    assert choose_timer("events") == (None, "events asked for (TimePlan.timer)")
+    with pytest.raises(ValueError):
+        choose_timer("wallclock")
+
+
+def test_the_clock_survives_the_trip_from_the_worker():
+    from skillbase.harness.timing import stats
+
+    timing = SizeTiming(size="large", sizes={"n": 1}, flops=0, bytes=8, timer="cupti")
+    timing.kernels["candidate"] = KernelTiming(label="candidate", stats=stats([33.0, 33.1]),
+                                               event_stats=stats([35.6, 35.8]))
+    back = CheckResult.from_dict(CheckResult(timings=[timing]).to_dict()).timings[0]
+    assert back.timer == "cupti" and back.kernels["candidate"].event_stats.median_us == pytest.approx(35.7)
+    old = CheckResult(timings=[SizeTiming(size="s", sizes={}, flops=0, bytes=0)]).to_dict()
+    for t in old["timings"]:
+        t.pop("timer"), t.pop("timer_note")          # a result stored before CUPTI timing existed
+    assert CheckResult.from_dict(old).timings[0].timer == "events"
+
+
+# -- the real helper -----------------------------------------------------------------------------------
+
+@pytest.mark.nvcc
+def test_the_helper_builds_once_and_loads(tmp_path):
+    library = cupti.build_timer(tmp_path)
+    assert library.is_file() and cupti.build_timer(tmp_path) == library          # cached: built once
+    lib = ctypes.CDLL(str(library))
+    for name in ("skb_cupti_start", "skb_cupti_open", "skb_cupti_close", "skb_cupti_collect", "skb_cupti_discard",
+                 "skb_cupti_stop", "skb_cupti_error"):
+        assert hasattr(lib, name), name
+    timer = cupti.CuptiTimer(library)                      # checks the record layout against ours
+    with pytest.raises(CuptiError, match="not started"):
+        timer.open()
+
+
+@pytest.mark.nvcc
+@pytest.mark.skipif(gpu_available(), reason="a GPU is present: CUPTI starts there")
+def test_without_a_driver_cupti_refuses_to_start_and_events_take_over(fresh_timer_state):
+    with pytest.raises(CuptiUnavailable, match="cuptiSubscribe"):
+        cupti.start_timer()
+    timer, note = choose_timer("auto")
+    assert timer is None and note.startswith("CUPTI unavailable (cuptiSubscribe")
+
+
+@pytest.mark.nvcc
+def test_cupti_is_found_beside_nvcc():
+    from skillbase.harness.env import nvcc_path
+
+    include, library = cupti.find_cupti(nvcc_path())
+    assert (include / "cupti.h").is_file() and library.name.startswith("libcupti.so")
+
+
+# -- on the GPU ------------------------------------------------------------------------------------------
+
+@pytest.mark.gpu
+def test_cupti_times_the_copy_below_the_events_and_records_its_clock():
+    from skillbase.harness.runtime import Options, evaluate
+
+    task = REPO / "examples" / "vector_add" / "vector_add.cu"
+    result = evaluate(task, options=Options(verify=False, static=False,
+                                            time_plan={"target_s": 0.3, "min_samples": 20, "max_samples": 100}))
+    assert result.status == "ok", result.reason
+    for t in result.timings:
+        k = t.kernels["candidate"]
+        assert t.timer == "cupti", t.timer_note
+        # events add their own commands and the gaps between launches: never below the kernels
+        assert k.stats.median_us <= k.event_stats.median_us * 1.01, (t.size, k.stats, k.event_stats)
+        assert k.stats.median_us > 0.5 * k.event_stats.median_us, (t.size, k.stats, k.event_stats)
+
+
+@pytest.mark.gpu
+def test_forcing_events_is_recorded():
+    from skillbase.harness.runtime import Options, evaluate
+
+    task = REPO / "examples" / "vector_add" / "vector_add.cu"
+    result = evaluate(task, options=Options(verify=False, static=False, time_plan={
+        "target_s": 0.1, "min_samples": 10, "max_samples": 20, "timer": "events"}))
+    assert result.status == "ok" and all(t.timer == "events" and t.timer_note for t in result.timings)
