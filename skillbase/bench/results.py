@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from skillbase import config
-from skillbase.bench.suite import DTYPES
+from skillbase.bench.suite import DTYPES, REFERENCES
 from skillbase.errors import InputError
 
-__all__ = ["BUCKETS", "GPU_PEAKS", "STATUSES", "VERIFIED", "SizeResult", "bucket_of", "floor_us", "gpu_slug",
-           "impl_kind", "load_results", "load_stored", "merge_results", "results_dir", "roofline_pct",
-           "scores", "weight_of"]
+__all__ = ["BUCKETS", "GPU_PEAKS", "STATUSES", "VERIFIED", "SizeResult", "against", "bucket_of", "floor_us",
+           "gpu_slug", "impl_kind", "load_results", "load_stored", "merge_results", "references_of", "results_dir",
+           "roofline_pct", "scores", "speedup_against", "weight_of"]
 
 # Buckets by the task's data size (work model bytes): launch-bound, L2-resident, DRAM-bound.
 LAUNCH_BOUND_BYTES = 1 << 20
@@ -74,6 +74,8 @@ class SizeResult:
     # The CUDA_VISIBLE_DEVICES value of the worker that measured it: absolute runtimes differ by a
     # few percent between GPUs of one host (speedups do not: both sides run on the same GPU).
     device: str | None = None
+    # The library of a vendor implementation (cublas, cudnn, ...) or torch; None for kernels of ours.
+    library: str | None = None
 
     @property
     def verified(self) -> bool:
@@ -265,5 +267,51 @@ def merge_results(old: list[SizeResult], new: list[SizeResult]) -> list[SizeResu
 
 
 def impl_kind(result: SizeResult) -> str:
-    """baseline | vendor | best: `fp32` / `bf16` are the baselines, `vendor_fp32` a vendor kernel..."""
-    return "baseline" if result.impl in DTYPES else result.impl.split("_")[0]
+    """baseline | vendor | best | torch | torch_compile: `fp32` / `bf16` are the baselines, `vendor_fp32` a
+    vendor kernel, `torch_compile_bf16` the PyTorch implementation through torch.compile..."""
+    return "baseline" if result.impl in DTYPES else result.impl.rsplit("_", 1)[0]
+
+
+def speedup_against(result: SizeResult, reference: SizeResult | None) -> float | None:
+    """How much faster `result` is than `reference` (the same operator, dtype and size, another
+    implementation): the ratio of their speedups over the baseline. Each speedup was timed interleaved
+    with the baseline in its own evaluation, so the ratio cancels the drift between evaluations (and
+    GPUs) that a ratio of absolute runtimes would carry. None unless both are verified."""
+    if reference is None or result.speedup is None or reference.speedup is None:
+        return None
+    return result.speedup / reference.speedup
+
+
+def references_of(results: list[SizeResult]) -> dict[tuple[str, str, str, str], SizeResult]:
+    """{(reference kind, op, dtype, preset): result} of every result that can serve as a reference
+    (`skillbase.bench.suite.REFERENCES`: baseline, vendor, torch, torch_compile)."""
+    return {(impl_kind(r), r.op, r.dtype, r.preset): r for r in results if impl_kind(r) in REFERENCES}
+
+
+def against(results: list[SizeResult], reference: str) -> tuple[list[SizeResult], int]:
+    """The results restated against another reference than the baseline, for the scores.
+
+    Each result's `baseline_us` becomes the time the reference would take in the result's own
+    evaluation (reference runtime x this baseline / the reference's baseline), so `speedup` and every
+    score are against `reference`. The reference's own results are left out, and so are the results
+    whose size has no verified reference (their number is returned: they cannot be scored against
+    it); the result's own failures still count as failures. `reference` baseline returns them as
+    they are."""
+    if reference not in REFERENCES:
+        raise InputError(f"--against {reference}: expected one of {', '.join(REFERENCES)}")
+    if reference == "baseline":
+        return list(results), 0
+    refs = references_of(results)
+    out, unmatched = [], 0
+    for r in results:
+        if impl_kind(r) in (reference, "baseline"):
+            continue
+        ref = refs.get((reference, r.op, r.dtype, r.preset))
+        if ref is None or ref.speedup is None:
+            unmatched += 1
+            continue
+        restated = SizeResult.from_dict(r.to_dict())
+        if r.baseline_us:
+            restated.baseline_us = ref.runtime_us * r.baseline_us / ref.baseline_us
+        out.append(restated)
+    return out, unmatched

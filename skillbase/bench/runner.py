@@ -13,6 +13,7 @@ queue). A cluster executor (Ray) is another implementation of the same protocol.
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,8 @@ class BenchJob:
     baseline: Path
     task: Path | None = None          # the kernel whose spec verifies the candidate (with a candidate)
     candidate: Path | None = None     # None: time the baseline alone
+    torch_compile: bool = False       # a PyTorch candidate (torch_impl.py) runs through torch.compile
+    library: str | None = None        # the vendor library (or torch) the results are labelled with
 
     @classmethod
     def of(cls, impl: Implementation, presets: tuple[str, ...]) -> BenchJob:
@@ -60,21 +63,26 @@ class BenchJob:
         interleaved, under its own spec, with either."""
         if impl.kind == "baseline":
             return cls(impl.op, impl.dtype, impl.name, tuple(presets), impl.spec_path, impl.baseline_path)
-        task = impl.cu_path if impl.kind == "vendor" else impl.baseline_path
+        # A vendor kernel or a PyTorch implementation runs under its own task (it allows the library).
+        own_task = {"vendor": impl.cu_path, "torch": impl.spec_path, "torch_compile": impl.spec_path}
+        task = own_task.get(impl.kind, impl.baseline_path)
         return cls(impl.op, impl.dtype, impl.name, tuple(presets), impl.spec_path, impl.baseline_path,
-                   task=task, candidate=impl.cu_path)
+                   task=task, candidate=impl.cu_path, torch_compile=impl.kind == "torch_compile",
+                   library=impl.library)
 
     def to_json(self) -> dict[str, Any]:
         return {"op": self.op, "dtype": self.dtype, "impl": self.impl, "presets": list(self.presets),
                 "spec": str(self.spec), "baseline": str(self.baseline),
                 "task": str(self.task) if self.task else None,
-                "candidate": str(self.candidate) if self.candidate else None}
+                "candidate": str(self.candidate) if self.candidate else None,
+                "torch_compile": self.torch_compile, "library": self.library}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> BenchJob:
         return cls(data["op"], data["dtype"], data["impl"], tuple(data["presets"]), Path(data["spec"]),
                    Path(data["baseline"]), task=Path(data["task"]) if data.get("task") else None,
-                   candidate=Path(data["candidate"]) if data.get("candidate") else None)
+                   candidate=Path(data["candidate"]) if data.get("candidate") else None,
+                   torch_compile=bool(data.get("torch_compile")), library=data.get("library"))
 
     def as_job(self) -> gpu_jobs.Job:
         """This measurement as a GPU job any executor can run (`measure_payload` where it lands)."""
@@ -116,9 +124,12 @@ def measure(job: BenchJob) -> list[dict[str, Any]]:
     for preset in job.presets:
         flops, nbytes = spec.work(preset)
         bases.append(dict(op=job.op, dtype=job.dtype, impl=job.impl, preset=preset, flops=float(flops),
-                          bytes=float(nbytes)))
+                          bytes=float(nbytes), library=job.library))
+    missing = library_missing(spec, job.candidate)
+    if missing:
+        return [SizeResult(**b, status="skipped", reason=missing).to_dict() for b in bases]
     try:
-        options = Options(presets=tuple(job.presets))
+        options = Options(presets=tuple(job.presets), torch_compile=job.torch_compile)
         if job.candidate is None:
             result = evaluate(job.baseline, options=options)
         else:
@@ -156,6 +167,26 @@ def measure(job: BenchJob) -> list[dict[str, Any]]:
 def measure_payload(payload: dict[str, Any]) -> list[dict[str, Any]]:
     """`measure` of a job shipped as JSON (the GPU job's function)."""
     return measure(BenchJob.from_json(payload))
+
+
+def library_missing(spec, candidate: Path | None) -> str | None:
+    """Why this machine cannot run the implementation (PyTorch or cuDNN absent), in one line; None when it can.
+    Such an implementation is `skipped` with that reason, never a failure of the suite."""
+    from skillbase.harness.torch_launcher import torch_missing
+
+    if candidate is not None and Path(candidate).suffix == ".py":
+        return torch_missing()
+    if "cudnn" in spec.link:
+        from skillbase.harness.build import link_flags
+
+        folders = [Path(flag[2:]) for flag in link_flags(spec.link)[0] if flag.startswith("-I")]
+        folders += [Path(p) for p in ("/usr/include", "/usr/include/x86_64-linux-gnu", "/usr/local/cuda/include")]
+        nvcc = shutil.which("nvcc")
+        if nvcc:
+            folders.append(Path(nvcc).resolve().parent.parent / "include")
+        if not any((folder / "cudnn.h").is_file() for folder in folders):
+            return "cuDNN is not installed (no cudnn.h; set SKILLBASE_VENDOR_INCLUDE / SKILLBASE_VENDOR_LIB)"
+    return None
 
 
 # -- executors -------------------------------------------------------------------------------------

@@ -18,10 +18,12 @@ from skillbase.datafile.problems import suggestions
 from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
 
-__all__ = ["DTYPES", "KINDS", "Implementation", "Operator", "bench_dir", "discover", "select"]
+__all__ = ["DTYPES", "KINDS", "REFERENCES", "Implementation", "Operator", "bench_dir", "discover", "select"]
 
 DTYPES = ("fp32", "bf16")
-KINDS = ("baseline", "vendor", "best")
+KINDS = ("baseline", "vendor", "best", "torch", "torch_compile")
+# The references a result's speedup may be stated against (`bench report --against`).
+REFERENCES = ("baseline", "vendor", "torch", "torch_compile")
 
 
 def bench_dir(explicit: str | Path | None = None) -> Path:
@@ -35,10 +37,10 @@ class Implementation:
     name: str                    # fp32 | bf16 | vendor_fp32 | best_bf16 ...
     kind: str                    # baseline | vendor | best
     dtype: str                   # fp32 | bf16
-    cu_path: Path
+    cu_path: Path                # the implementation's file: a .cu, or the operator's torch_impl.py for torch kinds
     spec_path: Path              # the task spec that verifies and times it (its own, else the baseline's)
     baseline_path: Path          # the baseline kernel of the same op and dtype (speedups are against it)
-    library: str | None = None   # vendor: cublas | cusparse | cufft | cub ... (op.yaml, for display)
+    library: str | None = None   # vendor: cublas | cusparse | cufft | cub ... (op.yaml, for display); torch: torch
     # From the implementation's task spec (the harness reads them from there too):
     link: tuple[str, ...] = ()   # libraries linked (spec `link:`)
     # spec `hooks.setup`: extern "C" int setup(<the launcher's scalar args>), at each size, untimed
@@ -55,10 +57,11 @@ class Operator:
     bf16: bool
     bf16_reason: str | None
     implementations: list[Implementation] = field(default_factory=list)
+    no_vendor: str | None = None     # why the operator has no vendor-library implementation (op.yaml)
 
     def to_dict(self) -> dict:
         return {"name": self.name, "category": self.category, "summary": self.summary, "bf16": self.bf16,
-                "bf16_reason": self.bf16_reason,
+                "bf16_reason": self.bf16_reason, "no_vendor": self.no_vendor,
                 "implementations": [{"name": i.name, "kind": i.kind, "dtype": i.dtype, "library": i.library,
                                      "path": str(i.cu_path)} for i in self.implementations]}
 
@@ -81,7 +84,8 @@ def discover(root: Path | None = None) -> list[Operator]:
         meta = _read_yaml(folder / "op.yaml")
         bf16 = bool(meta.get("bf16", True))
         op = Operator(name=meta.get("name", folder.name), category=meta.get("category", "other"),
-                      summary=meta.get("summary", ""), path=folder, bf16=bf16, bf16_reason=meta.get("bf16_reason"))
+                      summary=meta.get("summary", ""), path=folder, bf16=bf16, bf16_reason=meta.get("bf16_reason"),
+                      no_vendor=meta.get("no_vendor"))
         vendors = meta.get("vendor") or {}
         for dtype in DTYPES:
             base_cu = folder / f"{dtype}.cu"
@@ -104,6 +108,13 @@ def discover(root: Path | None = None) -> list[Operator]:
                     op.name, vendor_name, "vendor", dtype, vendor_cu, spec, base_cu,
                     library=info.get("library"), link=tuple(raw.get("link") or ()), setup=hooks.get("setup"),
                     teardown=hooks.get("teardown")))
+            torch_spec = folder / f"torch_{dtype}.task.yaml"
+            if meta.get("torch") and torch_spec.is_file():
+                # One PyTorch file, run two ways under the same task: eager, and through torch.compile.
+                torch_file = folder / meta["torch"]
+                for kind in ("torch", "torch_compile"):
+                    op.implementations.append(Implementation(op.name, f"{kind}_{dtype}", kind, dtype, torch_file,
+                                                             torch_spec, base_cu, library="torch"))
             best_cu = folder / f"best_{dtype}.cu"
             if best_cu.is_file():
                 op.implementations.append(Implementation(op.name, f"best_{dtype}", "best", dtype, best_cu, base_spec,
@@ -114,7 +125,8 @@ def discover(root: Path | None = None) -> list[Operator]:
 
 def select(operators: list[Operator], names=None, dtype: str | None = None,
            impl: str = "baseline") -> list[Implementation]:
-    """The implementations to run: `impl` baseline | vendor | best (best falls back to the baseline)."""
+    """The implementations to run: `impl` baseline | vendor | best (best falls back to the baseline) | torch |
+    torch_compile."""
     if impl not in KINDS:
         raise InputError(f"--impl {impl}: expected one of {', '.join(KINDS)}")
     by_name = {o.name: o for o in operators}

@@ -283,6 +283,7 @@ class Options:
     verify_plan: dict[str, Any] = field(default_factory=dict)    # VerifyPlan overrides
     time_plan: dict[str, Any] = field(default_factory=dict)      # TimePlan overrides
     verify_sizes: list[tuple[str, dict]] | None = None           # override (tests)
+    torch_compile: bool = False        # a PyTorch candidate (kernel: *.py) runs through torch.compile
 
 
 def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: str | Path | None = None,
@@ -338,15 +339,25 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
                                              for rule, lines in others.items())
             return result.fail("rejected-static", f"static check: line {v.line}: {v.rule}: {v.rationale}{also}")
 
+    if candidate_path.suffix == ".py" and "torch" not in spec.allow:
+        # Also with the static check off: a PyTorch implementation runs only where the task says so.
+        return result.fail("rejected-static", f"{candidate_path.name} is a PyTorch implementation and the task "
+                                              "does not allow torch")
     require_gpu()   # after the static check, which needs no GPU: a banned API is rejected anywhere
-    say(f"building {candidate_path.name}")
-    built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link)
-    if built is None:
-        return result
+    if candidate_path.suffix == ".py":
+        # A PyTorch implementation (the static check passed it only where the task allows torch): nothing to
+        # build; the worker imports it (harness.torch_launcher).
+        entry: dict[str, Any] = {"python": str(candidate_path), "source": str(candidate_path),
+                                 "compile": options.torch_compile}
+    else:
+        say(f"building {candidate_path.name}")
+        built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link)
+        if built is None:
+            return result
+        entry = {"library": str(built), "source": str(candidate_path), "hooks": dict(spec.hooks)}
     result.compiled = True
-    job: dict[str, Any] = {"kind": "check", "task": str(spec.kernel_path.resolve()),
-                           "candidate": {"library": str(built), "source": str(candidate_path),
-                                         "hooks": dict(spec.hooks)}}
+    # The spec's own path: a torch task's kernel (torch.py) does not name its spec the way K.cu does.
+    job: dict[str, Any] = {"kind": "check", "task": str(spec.path.resolve()), "candidate": entry}
     job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
     if baseline is not None and options.time:
         say(f"building the baseline {Path(baseline).name}")

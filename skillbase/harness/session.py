@@ -26,6 +26,7 @@ import numpy as np
 from skillbase.errors import InputError
 from skillbase.harness.device import Device, wait_ms
 from skillbase.harness.native import NativeLauncher
+from skillbase.harness.torch_launcher import launcher_for
 from skillbase.harness.verify import POISON, compare_outputs
 
 SCALE_VARIANT = 4.0   # a power of two: exact in every float format, changes every magnitude
@@ -79,7 +80,6 @@ class Session:
         self.python_reference = self.spec.reference_callable() if self.reference_kind == "python" else None
         self.reference = None
         # Each library comes with the hooks of the spec that describes it (the job says which).
-        candidate_hooks = job["candidate"].get("hooks")
         if self.reference_kind == "cuda":
             self.reference = NativeLauncher(reference["library"], self.spec.launcher, self.args, "reference",
                                             hooks=reference.get("hooks"))
@@ -87,12 +87,11 @@ class Session:
         if job.get("baseline"):
             self.baseline = NativeLauncher(job["baseline"]["library"], self.spec.launcher, self.args, "baseline",
                                            hooks=job["baseline"].get("hooks"))
-        self.candidate = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "candidate",
-                                        hooks=candidate_hooks)
+        # A native library, or a PyTorch implementation where the task allows torch (same interface).
+        self.candidate = launcher_for(job["candidate"], self.spec, "candidate")
         if self.reference_kind == "self":
             # Verifying a kernel against itself (`skillbase check`): a second, separate instance.
-            self.reference = NativeLauncher(job["candidate"]["library"], self.spec.launcher, self.args, "reference",
-                                            hooks=candidate_hooks)
+            self.reference = launcher_for(job["candidate"], self.spec, "reference")
 
     @property
     def launchers(self) -> list[NativeLauncher]:
@@ -342,4 +341,3 @@ class _ProbeWindows:
         return {"cupti": True, "unordered": unordered(call, hold_k[0], after_k[0]),
                 "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
                 "foreign_calls": windows[1].foreign_calls}
-

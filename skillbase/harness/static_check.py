@@ -96,6 +96,14 @@ RULES: tuple[Rule, ...] = (
     _library("cub", namespaces=("cub",)),
     _library("thrust", namespaces=("thrust",)),
     _library("cutlass", namespaces=("cutlass", "cute")),
+    Rule("embedded-python",
+         "embeds a Python interpreter or calls PyTorch/ATen from CUDA code: the work runs in another "
+         "framework's kernels and allocator instead of the candidate's, invisible to this check",
+         prefixes=("Py_", "PyRun_", "PyImport_", "PyEval_", "PyGILState_", "PyObject_"),
+         namespaces=frozenset({"torch", "at", "c10", "pybind11"})),
+    Rule("python-candidate",
+         "a Python (PyTorch) implementation, not a CUDA kernel: only a task that lists torch in allow: "
+         "(a reference implementation such as the bench's torch_impl.py) may run one", allow="torch"),
     Rule("printf",
          "printing from a kernel or the launcher: device printf serialises through a host buffer and distorts "
          "timing, and output is a side channel the harness does not check",
@@ -164,6 +172,8 @@ HOOK_EXEMPT_RULES = frozenset({"launcher-memory", "host-static-state"})
 HOOK_EXEMPT_NAMES = frozenset({"cudaDeviceSynchronize", "cudaStreamSynchronize", "cudaThreadSynchronize",
                                "cuCtxSynchronize", "cuStreamSynchronize"})
 
+# Strings that name an interpreter or framework to load or run (a dlsym'd "Py_Initialize", "import torch").
+_PYTHON_STRINGS = re.compile(r"libpython|libtorch|\bPy[A-Z]?[A-Za-z]*_[A-Z]\w*|\bimport\s+torch\b")
 _PROBE_STRINGS = re.compile(r"CUDA_INJECTION64_PATH|LD_PRELOAD|NSYS_|NV_COMPUTE_PROFILER|NSIGHT|/proc/self|/proc/\d")
 _ASM_TIMER = re.compile(r"globaltimer|%+clock(64)?\b|%+clock_hi\b")
 _IDENT = re.compile(r"[A-Za-z_]\w*")
@@ -215,6 +225,10 @@ def check_source(path_or_text, allow=(), hooks=()) -> list[Violation]:
             match = suggestions(entry, ALLOWABLE)
             raise InputError(f"allow: '{entry}' is not something the static check can allow "
                              f"(known: {', '.join(ALLOWABLE)})", hint=f"did you mean '{match[0]}'?" if match else None)
+    if isinstance(path_or_text, Path | str) and str(path_or_text).endswith(".py") and "\n" not in str(path_or_text):
+        # A PyTorch implementation: the harness runs it only where the task allows torch.
+        rule = RULE_BY_ID["python-candidate"]
+        return [] if "torch" in allow else [Violation(rule.id, 1, Path(path_or_text).name, rule.rationale)]
     source, _ = _read(path_or_text)
     return _Checker(source, set(allow), set(hooks)).run(syntax.parse(source).root_node)
 
@@ -274,6 +288,8 @@ class _Checker:
                     self.report("timing", child, "asm clock")
         elif kind in ("string_literal", "raw_string_literal") and _PROBE_STRINGS.search(syntax.text(node)):
             self.report("env-probe", node, "probe string")
+        elif kind in ("string_literal", "raw_string_literal") and _PYTHON_STRINGS.search(syntax.text(node)):
+            self.report("embedded-python", node, "python string")
         elif kind in ("preproc_arg",):
             self.check_macro_text(node)
         elif kind == "preproc_include":

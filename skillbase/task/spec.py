@@ -74,7 +74,7 @@ MAX_TASK_BYTES = 128 * 2**30
 ROLES = ("in", "out", "inout", "scratch")
 
 # CUDA toolkit libraries a task may link (`link:`). Calling one still needs `allow:` (static check).
-LINKABLE = ("cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver")
+LINKABLE = ("cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver", "cudnn")
 
 
 @dataclass(frozen=True)
@@ -191,6 +191,11 @@ class TaskSpec:
     @property
     def scratch(self) -> tuple[ArgSpec, ...]:
         return tuple(a for a in self.args if a.scratch)
+
+    @property
+    def is_torch(self) -> bool:
+        """The implementation is a PyTorch function (a `kernel: *.py`), not a CUDA launcher."""
+        return self.kernel_path.suffix == ".py"
 
     @property
     def hook_names(self) -> tuple[str, ...]:
@@ -381,6 +386,8 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
                    check_launcher: bool = True) -> TaskSpec:
     spec_path = Path(spec_path)
     kernel_path = Path(kernel_path) if kernel_path else spec_path_for(spec_path)[0]
+    if isinstance(data, dict) and isinstance(data.get("kernel"), str):
+        kernel_path = spec_path.parent / data["kernel"]    # e.g. a PyTorch implementation, torch.py
 
     def fail(where: str, message: str, hint: str | None = None):
         raise InputError(f"{spec_path}: {where}: {message}", hint=hint)
@@ -550,6 +557,13 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
             fail(f"link[{i}]", f"{name} is linked but not in allow:, so the static check would reject every call to it",
                  hint=f"add {name} to allow:")
     hooks = dict(data.get("hooks") or {})
+    if kernel_path.suffix == ".py":
+        if "torch" not in allow:
+            fail("kernel", f"{kernel_path.name} is a PyTorch implementation but the task does not allow torch",
+                 hint="add torch to allow: (only reference implementations, such as the bench's, should)")
+        if hooks or data.get("link"):
+            fail("hooks" if hooks else "link", "a PyTorch implementation has no hooks or link: (the harness "
+                 "warms it up at each size outside timing)")
     for kind, name in hooks.items():
         if name == data["launcher"]:
             fail(f"hooks.{kind}", f"'{name}' is the launcher; a hook is a separate extern \"C\" function "
@@ -680,6 +694,9 @@ def check_against_launcher(spec: TaskSpec) -> None:
     path = spec.path
     if not spec.kernel_path.is_file():
         raise InputError(f"{path}: launcher: kernel file {spec.kernel_path.name} not found beside the spec")
+    if spec.kernel_path.suffix == ".py":
+        check_python_launcher(spec)
+        return
     found = launchers(spec.kernel_path)
     if not found:
         raise InputError(f"{path}: launcher: {spec.kernel_path.name} defines no extern \"C\" function",
@@ -718,6 +735,26 @@ def check_against_launcher(spec: TaskSpec) -> None:
             raise InputError(f"{path}: {where}: the harness cannot pass '{_c_param(p)}' by value",
                              hint="scalars must be int, float, double, size_t … (see docs/task-format.md)")
     _check_hooks(spec, found)
+
+
+def check_python_launcher(spec: TaskSpec) -> None:
+    """A PyTorch implementation defines `def <launcher>(<the args' names, in order>)` at module level."""
+    import ast
+
+    path, source = spec.path, spec.kernel_path
+    try:
+        tree = ast.parse(source.read_text(), filename=str(source))
+    except SyntaxError as error:
+        raise InputError(f"{source}:{error.lineno}: not valid Python ({error.msg})") from None
+    functions = {node.name: node for node in tree.body if isinstance(node, ast.FunctionDef)}
+    if spec.launcher not in functions:
+        raise InputError(f"{path}: launcher: {source.name} defines no function '{spec.launcher}'",
+                         hint=f"def {spec.launcher}({', '.join(a.name for a in spec.args)}): ...")
+    params = [a.arg for a in functions[spec.launcher].args.args]
+    expected = [a.name for a in spec.args]
+    if params != expected:
+        raise InputError(f"{path}: args: {source.name}'s {spec.launcher}({', '.join(params)}) must take the "
+                         f"launcher's arguments in order: ({', '.join(expected)})")
 
 
 def _check_hooks(spec: TaskSpec, found: dict[str, Launcher]) -> None:

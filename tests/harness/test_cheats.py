@@ -41,6 +41,8 @@ DYNAMIC = {
 # cheat -> static rules that must fire (error severity) on the source alone.
 STATIC = {
     "cublas": {"library-cublas"},
+    "cudnn_conv": {"library-cudnn"},
+    "embeds_python": {"dynamic-loading", "embedded-python"},
     "side_stream": {"stream-or-thread"},
     "alloc_sync": {"launcher-memory", "launcher-sync"},
     "persist_l2": {"l2-persistence"},

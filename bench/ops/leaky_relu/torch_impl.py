@@ -1,0 +1,12 @@
+"""leaky_relu: the PyTorch implementation (eager; the bench also runs it through torch.compile).
+
+F.leaky_relu.
+Called by the harness like the launcher (skillbase.harness.torch_launcher): tensors over the
+harness's buffers for the pointer arguments, numbers for the scalars; outputs written in place.
+"""
+
+import torch.nn.functional as F
+
+
+def leaky_relu(x, y, n, alpha):
+    y.copy_(F.leaky_relu(x, alpha))
