@@ -12,8 +12,9 @@ time, runs unlocked, so several candidates still share a GPU for everything else
 The lock is `fcntl.flock` on one file per GPU *UUID* in the cache folder (`<cache>/gpu-locks/`):
 a UUID names the physical GPU whatever CUDA_VISIBLE_DEVICES renumbers, and the kernel drops the
 lock when its holder dies (a killed worker never leaves the GPU locked). Within one process the
-lock is re-entrant. Between a parent and its worker it is not: a process that holds it must not
-wait for a worker that times on the same GPU (the worker would wait for the parent).
+lock is re-entrant. A process that holds it may run a worker that times on the same GPU: the holder
+writes its PID into the file, and a worker whose parent holds the lock goes ahead under it (the
+parent reserved the GPU for it) instead of waiting for a parent that waits for it.
 """
 
 from __future__ import annotations
@@ -105,42 +106,49 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None,
         raise EnvironmentProblem(f"cannot open the GPU lock {path} ({error.strerror})",
                                  hint="the cache folder must be writable (SKILLBASE_CACHE)") from None
     try:
-        _acquire(fd, path, on_wait)
+        locked = _acquire(fd, path, on_wait)
         with _held_guard:
             _held[name] = 1
         try:
-            # Who holds it, for a person looking at the file while another process waits.
-            os.ftruncate(fd, 0)
-            os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            if locked:
+                # Who holds it: a child of ours goes ahead under it; a person sees who waits for whom.
+                os.ftruncate(fd, 0)
+                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
             yield path
         finally:
             with _held_guard:
                 _held.pop(name, None)
-            fcntl.flock(fd, fcntl.LOCK_UN)
+            if locked:
+                os.ftruncate(fd, 0)      # never a stale holder: a child would take it for its parent
+                fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
 
-def _acquire(fd: int, path: Path, on_wait: Callable[[str], None] | None) -> None:
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        return
-    except BlockingIOError:
-        pass
+def _acquire(fd: int, path: Path, on_wait: Callable[[str], None] | None) -> bool:
+    """True once this process holds the lock; False when its parent holds it (for this process)."""
     started = time.monotonic()
     told = False
     while True:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            return
+            return True
         except BlockingIOError:
+            holder = _holder(path)
+            if holder is not None and holder == os.getppid():
+                return False
             if not told and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
                 told = True
-                holder = ""
-                with contextlib.suppress(OSError, ValueError):
-                    holder = f" (held by process {int(path.read_text().split()[0])})"
-                on_wait(f"waiting for the GPU lock{holder}: another skillbase process is timing on this GPU")
+                who = f" (held by process {holder})" if holder is not None else ""
+                on_wait(f"waiting for the GPU lock{who}: another skillbase process is timing on this GPU")
             time.sleep(POLL_S)
+
+
+def _holder(path: Path) -> int | None:
+    try:
+        return int(path.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def holds_lock(device_index: int = 0, *, uuid: str | bytes | None = None) -> bool:

@@ -254,7 +254,7 @@ class Session:
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         self.device.fill_shared_nan()
         self.device.sync()
-        windows = _ProbeWindows(timer)
+        windows = _ProbeWindows(timer, self.device)
         with windows.hold():
             self.device.spin(spin_ms)
         spin_done = self.device.event()
@@ -263,8 +263,7 @@ class Session:
         with windows.call():
             launcher(arguments)
         return_ms = (time.perf_counter() - start) * 1e3
-        with windows.after():
-            self.device.spin(0.0)     # a marker: the launch stream moves on here
+        windows.mark_after()          # the launch stream moves on here
         # Give work on another stream or thread time to run, then look at the outputs from a
         # non-blocking stream of ours, which does not wait for the spinning launch stream.
         wait_ms(min(5.0, spin_ms / 4))
@@ -307,9 +306,14 @@ class Session:
 class _ProbeWindows:
     """The CUPTI windows of one probe call (hold, call, after), or nothing without a timer."""
 
-    def __init__(self, timer):
+    def __init__(self, timer, device):
         self.timer = timer
+        self.device = device
         if timer is not None:
+            # A 4-byte memset queued on the launch stream right after the call marks when the stream
+            # moved on (not a spin kernel: that would overwrite the hold's own spun-time report).
+            self.marker = device.cp.zeros(1, dtype=device.cp.uint32)
+            device.sync()
             timer.discard()      # the device is idle: earlier records are not this probe's
 
     @contextlib.contextmanager
@@ -322,22 +326,28 @@ class _ProbeWindows:
             if self.timer is not None:
                 self.timer.close()
 
-    hold = call = after = _window
+    hold = call = _window
+
+    def mark_after(self) -> None:
+        if self.timer is not None:
+            with self._window():
+                self.device.memset(self.marker, 0)
 
     def read(self) -> dict[str, Any]:
-        """After a device sync: {'cupti': False} without a timer, else what the call's records show."""
+        """After a device sync: {'cupti': False} without a timer or with records that do not add up,
+        else what the call's records show."""
         if self.timer is None:
             return {"cupti": False}
-        from skillbase.harness.cupti import KERNEL_KINDS, attribute, other_streams, unordered
+        from skillbase.harness.cupti import KERNEL_KINDS, KIND_MEMSET, attribute, other_streams, unordered
 
         records, windows, dropped = self.timer.collect()
         if dropped or len(windows) != 3:
             return {"cupti": False}
         hold, call, after = attribute(records, windows)
         hold_k = [r for r in hold if r.kind in KERNEL_KINDS]
-        after_k = [r for r in after if r.kind in KERNEL_KINDS]
-        if len(hold_k) != 1 or len(after_k) != 1 or not call or not all(r.complete for r in call):
+        after_m = [r for r in after if r.kind == KIND_MEMSET]
+        if len(hold_k) != 1 or len(after_m) != 1 or not call or not all(r.complete for r in call):
             return {"cupti": False}
-        return {"cupti": True, "unordered": unordered(call, hold_k[0], after_k[0]),
+        return {"cupti": True, "unordered": unordered(call, hold_k[0], after_m[0]),
                 "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
                 "foreign_calls": windows[1].foreign_calls}

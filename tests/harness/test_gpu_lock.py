@@ -105,3 +105,30 @@ def test_cuda_visible_devices_is_applied(monkeypatch, visible, index, expected):
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", visible)
     monkeypatch.setattr("skillbase.harness.env.gpus", lambda: [])
     assert device_uuid(index) == expected
+
+
+def _enter_once(cache: str, uuid: str, log: str) -> None:
+    os.environ["SKILLBASE_CACHE"] = cache
+    with gpu_lock(uuid=uuid):
+        with open(log, "a") as out:
+            out.write("entered\n")
+
+
+def test_a_worker_of_the_holder_goes_ahead_under_its_lock(tmp_path, monkeypatch):
+    """An executor that reserves a GPU and runs a timing worker on it must not deadlock with it."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    uuid = "GPU-77777777-0000-0000-0000-000000000000"
+    log = tmp_path / "log.txt"
+    context = multiprocessing.get_context("spawn")
+    with gpu_lock(uuid=uuid) as path:
+        for _ in range(2):                      # twice: the child must leave the parent's mark in place
+            child = context.Process(target=_enter_once, args=(str(tmp_path), uuid, str(log)))
+            child.start()
+            child.join(30)
+            alive = child.is_alive()
+            if alive:
+                child.kill()
+            assert not alive and child.exitcode == 0, "the worker waited for the parent that waits for it"
+        assert path.read_text().split()[0] == str(os.getpid())
+    assert log.read_text().split() == ["entered", "entered"]
+    assert path.read_text() == "", "a released lock names no holder"
