@@ -111,7 +111,7 @@ def test_a_missing_torch_is_one_line(monkeypatch):
 
 TORCH_SPECS = sorted(OPS.glob("*/torch_*.task.yaml"))
 # CPU torch (MKL) has no BF16 sparse-dense products; the CUDA build's cuSPARSE has them.
-CPU_UNSUPPORTED = {("spmv_csr", "bf16"), ("spmv_csc", "bf16"), ("spmm_csr", "bf16"), ("spmm_csc", "bf16")}
+CPU_UNSUPPORTED = {("spmv_csr", "bf16"), ("spmm_csr", "bf16")}
 
 
 def _run_on_cpu(spec_path: Path, preset: str, seed: int):
@@ -185,6 +185,17 @@ def test_cpu_results_match_numpy_for_a_sample_of_operators():
     colind, vals = host["colind"].reshape(r.arg("colind").shape), host["vals"].reshape(r.arg("vals").shape)
     expected = np.where(colind >= 0, vals.astype(np.float64) * host["x"][np.maximum(colind, 0)], 0).sum(0)
     np.testing.assert_allclose(out["y"], expected, rtol=1e-4, atol=1e-5)
+
+    for fmt in ("coo", "csc"):
+        host, out, r = _f32(OPS / f"spmv_{fmt}" / "torch_fp32.task.yaml")
+        m = r.scalars["M"]
+        if fmt == "coo":
+            rows, cols = host["rows"], host["cols"]
+        else:
+            rows, cols = host["rowind"], np.repeat(np.arange(m), np.diff(host["colptr"]))
+        expected = np.zeros(m)
+        np.add.at(expected, rows, host["vals"].astype(np.float64) * host["x"][cols])
+        np.testing.assert_allclose(out["y"], expected, rtol=1e-4, atol=1e-5)
 
     host, out, r = _f32(OPS / "cross_entropy_loss" / "torch_fp32.task.yaml")
     logits = host["logits"].reshape(r.arg("logits").shape).astype(np.float64)
