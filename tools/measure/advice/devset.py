@@ -50,18 +50,44 @@ class Step:
         return tuple(s.label for s in steps() if s.prog == self.prog and s.index < self.index)
 
 
-def _load() -> dict:
+def load() -> dict:
+    """devset.yaml as data."""
     return yaml.safe_load(DEVSET.read_text())
 
 
-def split() -> dict[str, list[str]]:
-    data = _load()["split"]
-    return {"tune": list(data["tune"]), "test": list(data["test"])}
+def drawn_split(data: dict | None = None) -> dict[str, list[str]]:
+    """The halves as drawn once (seed 20261201) over the first 20 progressions; never changed."""
+    drawn = (data or load())["split"]
+    return {"tune": list(drawn["tune"]), "test": list(drawn["test"])}
+
+
+def split(data: dict | None = None) -> dict[str, list[str]]:
+    """Both halves: the drawn split, plus the progressions added later with their own `split: tune`.
+
+    A progression added after the draw may only join the tune half (the test half is for reporting
+    and never grows or changes), and a drawn progression may not carry a split of its own.
+    """
+    data = data or load()
+    halves = drawn_split(data)
+    drawn = {prog for progs in halves.values() for prog in progs}
+    for prog in data["progressions"]:
+        own = prog.get("split")
+        if own is None:
+            if prog["id"] not in drawn:
+                raise ValueError(f"devset: progression {prog['id']} is in neither half (give it `split: tune`)")
+            continue
+        if prog["id"] in drawn:
+            raise ValueError(f"devset: {prog['id']} was drawn into a half; it cannot carry `split: {own}`")
+        if own != "tune":
+            raise ValueError(f"devset: {prog['id']} has `split: {own}`; progressions added after the draw "
+                             "join the tune half only")
+        halves["tune"].append(prog["id"])
+    return halves
 
 
 def steps(half: str | None = None) -> list[Step]:
-    data = _load()
-    halves = split()
+    data = load()
+    halves = split(data)
     which = {prog: name for name, progs in halves.items() for prog in progs}
     found = []
     for prog in data["progressions"]:

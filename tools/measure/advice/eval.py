@@ -130,10 +130,14 @@ def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tun
     from skillbase.evidence.model import Evidence
 
     engine = Engine.load()
-    rows, details = {}, []
+    rows, details, pending = {}, [], {}
     for half in halves:
         ranks, ranks_h, ranks_ncu = [], [], []
         for step in devset.steps(half):
+            if not step.fixture.is_file():
+                # A step added to the set before its H200 profile came back: counted nowhere, said once.
+                pending.setdefault(half, []).append(step.key)
+                continue
             evidence = Evidence.from_json(devset.read_fixture(step))
             mine = engine_ranking(engine, evidence)
             with_history = engine_ranking(engine, Evidence.from_json(devset.read_fixture(step)),
@@ -159,7 +163,7 @@ def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tun
             details.append({"half": "in-sample", "step": skill, "label": label, "rank": r})
     rows["in-sample"] = hits(ranks)
     rows["in-sample ncu"] = hits(ranks_ncu)
-    return {"rows": rows, "details": details}
+    return {"rows": rows, "details": details, "pending": pending}
 
 
 def _git() -> str:
@@ -176,6 +180,9 @@ def render(result: dict) -> str:
              "| set | steps | hit@1 | hit@3 | hit@5 |", "|---|---|---|---|---|"]
     for name, row in result["rows"].items():
         lines.append(f"| {name} | {row['n']} | " + " | ".join(f"{row[f'hit@{k}']:.0%}" for k in KS) + " |")
+    for half, keys in result.get("pending", {}).items():
+        lines += ["", f"{len(keys)} {half} steps have no evidence fixture yet and are not counted (profile them, then "
+                  f"build_fixtures.py): {', '.join(keys)}"]
     if result["details"]:
         lines += ["", "| set | step | label | rank | rank +history | rank ncu | top 3 |",
                   "|---|---|---|---|---|---|---|"]
