@@ -9,7 +9,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from skillbase.errors import EnvironmentProblem
+from skillbase.errors import EnvironmentProblem, InputError
 
 EXTRA = "mcp"
 INSTALL = "pip install 'skillbase[mcp]'"
@@ -22,13 +22,13 @@ def require_extra() -> None:
 
 def serve(root: Path, allowed: tuple[Path, ...] = (), store: Path | None = None, transport: str = "stdio",
           host: str = "127.0.0.1", port: int = 8000) -> None:
-    """Serve skillbase's tools from `root` (paths outside it, `allowed` and the store are refused)."""
+    """Serve skillbase's tools for `root` (paths outside it, `allowed` and the store are refused)."""
     require_extra()
     from skillbase.mcp.server import ServerConfig
     from skillbase.mcp.server import serve as run
 
     for folder in allowed:
         if not folder.is_dir():
-            raise EnvironmentProblem(f"--allow-path {folder}: no such folder", "give an existing folder")
+            raise InputError(f"--allow-path {folder}: no such folder", "give an existing folder")
     config = ServerConfig(root=root.resolve(), allowed=tuple(f.resolve() for f in allowed), store=store)
     run(config, transport=transport, host=host, port=port)

@@ -3,7 +3,7 @@
 Built on the official `mcp` SDK's low-level server (the `mcp` extra): every tool declares a JSON
 Schema for its input (no other arguments accepted), answers with a structured result (the API
 result's own `to_json()` document, also as JSON text), and reports progress on long calls. A bad
-call (an unknown or missing argument, a path outside the folder the server was started in, a
+call (an unknown or missing argument, a path outside the server's folder, a
 candidate for a run that is not waiting) is a tool error of one sentence; the server keeps serving.
 
     serve(ServerConfig(root=Path.cwd()), transport="stdio")
@@ -41,14 +41,14 @@ skillbase maps a CUDA kernel's profile to expert optimization skills with an aud
 judges new kernels in a cheat-resistant harness. Typical session: `advise` on a saved Nsight Compute
 report (or `profile` on a GPU machine) -> `optimize_start` an external run -> read the prompt it
 returns, write the new kernel -> `submit_candidate` -> read the verdict and the next prompt. Paths are
-relative to the folder the server was started in."""
+relative to the server's folder (`--root`, default: the folder it was started in)."""
 
 Progress = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class ServerConfig:
-    """Where the server may read and write: its start folder, folders allowed besides it, its run store."""
+    """Where the server may read and write: its root folder, folders allowed besides it, its run store."""
 
     root: Path
     allowed: tuple[Path, ...] = ()
@@ -59,15 +59,15 @@ class ServerConfig:
         return store_location(self.store).resolve()
 
     def path(self, value: str, *, exists: bool = True) -> Path:
-        """`value` resolved against the start folder; refused outside it, the allowed folders and the store."""
+        """`value` resolved against the root folder; refused outside it, the allowed folders and the store."""
         path = Path(value).expanduser()
         path = (path if path.is_absolute() else self.root / path).resolve()
         folders = (self.root, *self.allowed, self.store_folder)
         if not any(path.is_relative_to(folder) for folder in folders):
-            raise InputError(f"{value} is outside the folder the server was started in ({self.root})",
-                             "start the server with `--allow-path DIR` to allow another folder")
+            raise InputError(f"{value} is outside the server's folder {self.root}",
+                             "start the server with `--allow-path DIR` (or `--root DIR`) to allow another folder")
         if exists and not path.exists():
-            raise InputError(f"{value}: no such file", "paths are relative to the server's start folder")
+            raise InputError(f"{value}: no such file", "paths are relative to the server's folder (--root)")
         return path
 
     def optional_path(self, args: dict[str, Any], name: str, *, exists: bool = True) -> Path | None:
@@ -225,7 +225,7 @@ TOOLS = {spec.name: spec for spec in (
              "evidence, and rank the skills for it. Needs a GPU and ncu.",
              {"kernel": _str("The task's kernel K.cu (K.task.yaml beside it)."),
               "preset": _str("The size preset to profile."), "full": _bool("Collect ncu's full set (slower)."),
-              "out": _str("Folder for the report and the evidence (default: the start folder).")},
+              "out": _str("Folder for the report and the evidence (default: the server's folder).")},
              _profile, required=("kernel",), long=True, read_only=False),
     ToolSpec("optimize_start", "Start an optimization run in external mode: skillbase profiles, decides the skill "
              "and writes the prompt; you write the kernel and answer with submit_candidate. Returns the run and "
@@ -252,7 +252,7 @@ TOOLS = {spec.name: spec for spec in (
               "fails_only": _bool("Only failed attempts, and the rules that did not fire.")}, _explain,
              required=("run",)),
     ToolSpec("report", "Write a run's Markdown and HTML report (speedup per round, roofline, every outcome).",
-             {"run": RUN, "out": _str("Folder for RUN.md and RUN.html (default: the start folder)."),
+             {"run": RUN, "out": _str("Folder for RUN.md and RUN.html (default: the server's folder)."),
               "force": _bool("Overwrite existing report files.")}, _report, required=("run",), read_only=False),
 )}
 

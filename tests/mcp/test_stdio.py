@@ -190,9 +190,8 @@ async def test_bad_calls_are_one_sentence_tool_errors(client, root):
                                                                  "top": "three"})
     assert "'skill' is a required property" in await error_of(client, "skills_show", {})
     outside = root.parent / "elsewhere.ncu-rep"
-    assert "outside the folder the server was started in" in await error_of(client, "advise",
-                                                                            {"report": str(outside)})
-    assert "outside the folder" in await error_of(client, "advise", {"report": "../x.ncu-rep"})
+    assert f"outside the server's folder {root}" in await error_of(client, "advise", {"report": str(outside)})
+    assert "outside the server's folder" in await error_of(client, "advise", {"report": "../x.ncu-rep"})
     assert "no such file" in await error_of(client, "advise", {"report": "sg/missing.ncu-rep"})
     assert "unknown skill" in await error_of(client, "skills_show", {"skill": "mem.nonsense"})
     assert "did you mean" in await error_of(client, "rules_explain", {"rule": "mem.smem_tiling.cache-reus"})
@@ -213,3 +212,16 @@ async def test_a_candidate_for_a_run_that_is_not_waiting_is_refused(client):
     text = await error_of(client, "submit_candidate", {"run": run, "candidate_source": "__global__ void k() {}"})
     assert "finished" in text or "not waiting" in text, text
     assert (await call(client, "pending", {}))["pending"][0]["run"] == "run_1"   # run_1 is untouched
+
+
+async def test_root_and_allowed_folders(root):
+    """`--root` is where relative paths start; `--allow-path` adds a folder; everything else is refused."""
+    shutil.copy(EXAMPLE / "naive_sgemm.h200.ncu-rep", root / "outside" / "copy.ncu-rep")
+    params = StdioServerParameters(command=sys.executable, cwd=str(root.parent), args=[
+        "-m", "skillbase", "mcp", "--root", str(root / "sg"), "--allow-path", str(root / "outside"),
+        "--store", str(root / "store")])
+    async with Client(params, read_timeout_seconds=300) as other:
+        assert (await call(other, "evidence", {"report": "naive_sgemm.h200.ncu-rep"}))["focus_kernel"] == "sgemm_naive"
+        allowed = await call(other, "evidence", {"report": str(root / "outside" / "copy.ncu-rep")})
+        assert allowed["focus_kernel"] == "sgemm_naive"
+        assert "outside the server's folder" in await error_of(other, "evidence", {"report": "../outside/../x.cu"})
