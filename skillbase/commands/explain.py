@@ -20,5 +20,5 @@ def explain(run_ref, round_idx, fails_only, as_json, store_path):
     from skillbase.run.explain import explain_run, render_text
     from skillbase.run.store import RunStore
 
-    report = explain_run(RunStore.open(store_path), run_ref, round_idx=round_idx, fails_only=fails_only)
+    report = explain_run(RunStore.open(store_path, read_only=True), run_ref, round_idx=round_idx, fails_only=fails_only)
     click.echo(json.dumps(report, indent=2, default=str) if as_json else render_text(report))

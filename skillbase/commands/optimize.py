@@ -96,6 +96,7 @@ def _print_summary(summary: dict, as_json: bool) -> None:
 
     if as_json:
         click.echo(json.dumps(summary, indent=2, default=str))
+        _exit_if_failed(summary)
         return
     from rich.table import Table
 
@@ -114,3 +115,13 @@ def _print_summary(summary: dict, as_json: bool) -> None:
                       f"({summary['baseline_us']:.1f} µs -> {summary['best_us']:.1f} µs); "
                       f"best kernel: {summary['best_path']}")
     console.print(f"explain it: skillbase explain {summary['run']}")
+    _exit_if_failed(summary)
+
+
+def _exit_if_failed(summary: dict) -> None:
+    """A run that ended `failed` (every attempt failed for an outside reason, such as an endpoint that
+    never answered) exits like an environment problem, after its summary is shown."""
+    from skillbase.errors import EnvironmentProblem
+
+    if summary["status"] == "failed":
+        raise click.exceptions.Exit(EnvironmentProblem.exit_code)

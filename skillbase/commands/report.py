@@ -20,5 +20,5 @@ def report(run_ref, out_dir, force, store_path):
     from skillbase.run.report import write_report
     from skillbase.run.store import RunStore
 
-    md_path, html_path = write_report(RunStore.open(store_path), run_ref, out_dir, force=force)
+    md_path, html_path = write_report(RunStore.open(store_path, read_only=True), run_ref, out_dir, force=force)
     click.echo(f"wrote {md_path} and {html_path}")

@@ -24,7 +24,7 @@ def runs(task, skill, status, limit, as_json, store_path):
     """List optimization runs, newest first."""
     from skillbase.run.store import RunStore
 
-    store = RunStore.open(store_path)
+    store = RunStore.open(store_path, read_only=True)
     rows = store.list_runs(task=task, skill=skill, status=RunStatus(status) if status else None, limit=limit)
     if as_json:
         click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path,

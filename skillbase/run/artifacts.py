@@ -7,12 +7,13 @@ Writes go through a temporary file and an atomic rename, so a crash never leaves
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import tempfile
 from pathlib import Path
 
-from skillbase.errors import InputError
+from skillbase.errors import EnvironmentProblem, InputError
 
 
 def digest_bytes(data: bytes) -> str:
@@ -36,16 +37,21 @@ class ArtifactStore:
         target = self.path_for(digest)
         if target.exists():
             return digest
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+        except OSError as error:
+            raise _unwritable(self.root, error) from None
         try:
             with os.fdopen(fd, "wb") as handle:
                 handle.write(data)
                 handle.flush()
                 os.fsync(handle.fileno())
             os.replace(tmp, target)
-        except BaseException:
+        except BaseException as error:
             Path(tmp).unlink(missing_ok=True)
+            if isinstance(error, OSError):
+                raise _unwritable(self.root, error) from None
             raise
         return digest
 
@@ -65,3 +71,14 @@ class ArtifactStore:
 
     def get_text(self, digest: str) -> str:
         return self.get_bytes(digest).decode("utf-8")
+
+
+def _unwritable(root: Path, error: OSError) -> EnvironmentProblem:
+    """A full disk (or a read-only folder) while writing an artifact: nothing half-written is kept,
+    and the run's last finished step stays in the database."""
+    if error.errno in (errno.ENOSPC, errno.EDQUOT):
+        return EnvironmentProblem(f"cannot write to the run store's artifacts at {root}: the disk is full",
+                                  hint="free some space; the last finished step is kept and `skillbase resume` "
+                                       "continues from it")
+    return EnvironmentProblem(f"cannot write to the run store's artifacts at {root} ({error.strerror or error})",
+                              hint="make the folder writable, or pass --store")

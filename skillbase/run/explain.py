@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from skillbase.errors import InputError
-from skillbase.run.store import RunStore
+from skillbase.run.store import RunStore, column_json
 from skillbase.run.types import Status
 
 # The attempts `--fails-only` lists.
@@ -40,16 +40,18 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
             "started_from": row["kernel"],
             "decision": None if decision is None else {
                 "skill": decision["chosen_skill"],
-                "params": json.loads(decision["params_json"]),
+                "params": column_json(decision["params_json"], store.db_path, f"round {row['idx']}'s parameters"),
                 "reason": decision["reason"],
-                "candidates": json.loads(decision["candidates_json"]),
+                "candidates": column_json(decision["candidates_json"], store.db_path,
+                                          f"round {row['idx']}'s candidates"),
                 "rules_not_fired": _not_fired(trace) if fails_only else None,
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
                 "past": _past(store, evidence[-1]["document"]) if evidence else {},
             },
             "attempts": [
-                {"attempt": a["attempt_idx"], "skill": a["skill"], "params": json.loads(a["params_json"]),
+                {"attempt": a["attempt_idx"], "skill": a["skill"],
+                 "params": column_json(a["params_json"], store.db_path, f"attempt {a['id']}'s parameters"),
                  "status": a["status"], "reason": a["reason"], "runtime_us": a["runtime_us"],
                  "baseline_us": a["baseline_us"], "speedup": a["speedup"], "spread": a["spread"],
                  "kernel": a["kernel"],

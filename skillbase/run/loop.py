@@ -108,11 +108,24 @@ class Loop:
         except Paused as pause:
             self._pause(pause)
             return state
+        outside = self._failed_for_an_outside_reason()
+        if outside:
+            self.store.update_run(self.run_id, status=RunStatus.FAILED, stop_reason=outside, finished_at=time.time())
+            self.progress(f"failed: {outside}")
+            return state
         self.store.update_run(self.run_id, status=RunStatus.FINISHED, stop_reason=stop_reason,
                               finished_at=time.time(), best_us=state.best_us,
                               best_kernel=self.store.artifacts.put_text(state.best_source))
         self.progress(f"stopped: {stop_reason}")
         return state
+
+    def _failed_for_an_outside_reason(self) -> str | None:
+        """Why the run failed when every attempt failed for a reason outside the kernel (the LLM
+        endpoint never answered): such a run tried nothing, and `finished` would say it had."""
+        attempts = self.store.attempts(self.run_id)
+        if not attempts or any(a["status"] != Status.LLM_ERROR for a in attempts):
+            return None
+        return f"all {len(attempts)} attempts failed: the LLM endpoint did not answer ({attempts[-1]['reason']})"
 
     def _pause(self, pause: Paused) -> None:
         """An applier waits for someone else's kernel: the run is paused; `resume --candidate` answers it."""

@@ -6,14 +6,21 @@ leaves the store at the last finished step; the loop records each finished step 
 (`steps` table) so `skillbase resume run_N` continues from there without redoing it. `explain`
 and `report` read only from here and never re-run anything.
 
-Every SQL statement of skillbase lives here. Location (`skillbase.config.store_location`), first
-match wins: an explicit path (`--store`), `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase`
-(default `~/.local/share/skillbase`): one store per user, so run numbers are unique wherever the
-user starts a run from.
+Every SQL statement of skillbase lives here, behind one error boundary (`_Guarded`): a database
+error or a JSON column that does not parse becomes one line (`store damaged: …` with how to recover,
+or the disk being full, or the store read-only), never a traceback. Read commands open an existing
+store read-only (`RunStore.open(..., read_only=True)`). A database that is missing or empty beside
+an artifact folder of earlier runs is refused rather than started over (run ids would restart at
+run_1 and the history would be lost). `claim` is the owner lock `resume` honours.
+
+Location (`skillbase.config.store_location`), first match wins: an explicit path (`--store`),
+`$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store
+per user, so run numbers are unique wherever the user starts a run from.
 """
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
@@ -25,9 +32,10 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 from skillbase.config import store_location
-from skillbase.errors import InputError
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.run.artifacts import ArtifactStore
 from skillbase.run.types import Outcome, RunStatus
 
@@ -131,7 +139,91 @@ CREATE INDEX IF NOT EXISTS attempts_by_skill ON attempts(skill, status);
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 """
 
-_RUN_REF = re.compile(r"^(?:run_)?(\d+)$")
+_RUN_REF = re.compile(r"^(?:run_)?(\d{1,18})$")   # at most 18 digits: every id fits SQLite's 64-bit integer
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
+
+
+class StoreDamaged(InputError):
+    """The database opened, but what it holds cannot be read: garbage pages, a dropped table, a JSON
+    column that does not parse. The message names the store; the hint says how to recover."""
+
+
+def recovery_hint(db_path: Path) -> str:
+    return (f"keep a copy of {db_path}; `sqlite3 {db_path.name} .recover | sqlite3 recovered.sqlite3` saves what "
+            "is readable, or point --store / SKILLBASE_STORE at a new folder to start over")
+
+
+def store_problem(error: Exception, db_path: Path) -> SkillbaseError:
+    """The one translation of a database error into what the user reads."""
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    lowered = text.lower()
+    if "disk is full" in lowered or getattr(error, "errno", None) in DISK_ERRORS:
+        return EnvironmentProblem(f"the run store at {db_path.parent} cannot grow: the disk is full ({text})",
+                                  hint="free some space; the last finished step is kept and `skillbase resume` "
+                                       "continues from it")
+    if "readonly" in lowered or "read-only" in lowered:
+        return EnvironmentProblem(f"the run store at {db_path.parent} is read-only ({text})",
+                                  hint="make the folder and runs.sqlite3 writable, or pass --store")
+    if "locked" in lowered or "busy" in lowered:
+        return EnvironmentProblem(f"the run store at {db_path.parent} is busy ({text})",
+                                  hint="another skillbase process holds it; retry when it is done")
+    if "unable to open" in lowered:
+        return EnvironmentProblem(f"cannot open the run store {db_path} ({text})",
+                                  hint="check the folder's permissions, or pass --store")
+    if "file is not a database" in lowered or "not a database" in lowered:
+        return InputError(f"{db_path} is not a skillbase run store ({text})",
+                          hint="point --store / SKILLBASE_STORE at another folder; nothing was changed")
+    return StoreDamaged(f"store damaged: {db_path}: {text}", hint=recovery_hint(db_path))
+
+
+def column_json(value: Any, db_path: Path, what: str) -> Any:
+    """A JSON column's value; one that does not parse is a StoreDamaged naming the column."""
+    try:
+        return json.loads(value)
+    except (TypeError, ValueError, RecursionError):
+        raise StoreDamaged(f"store damaged: {db_path}: {what} is not JSON ({str(value)[:40]!r})",
+                           hint=recovery_hint(db_path)) from None
+
+
+class _Result:
+    """The rows of one statement, fetched inside the error boundary (a damaged page fails there)."""
+
+    def __init__(self, rows: list[sqlite3.Row], lastrowid: int | None, rowcount: int):
+        self.rows, self.lastrowid, self.rowcount = rows, lastrowid, rowcount
+
+    def fetchone(self) -> sqlite3.Row | None:
+        return self.rows[0] if self.rows else None
+
+    def fetchall(self) -> list[sqlite3.Row]:
+        return list(self.rows)
+
+    def __iter__(self) -> Iterator[sqlite3.Row]:
+        return iter(self.rows)
+
+
+class _Guarded:
+    """A connection whose every statement runs inside the store's error boundary."""
+
+    def __init__(self, connection: sqlite3.Connection, db_path: Path):
+        self.connection, self.db_path = connection, db_path
+
+    def execute(self, sql: str, args: tuple | list = ()) -> _Result:
+        try:
+            cursor = self.connection.execute(sql, args)
+            return _Result(cursor.fetchall(), cursor.lastrowid, cursor.rowcount)
+        except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
+            raise   # our own mistake in a statement, not the user's store
+        except sqlite3.DatabaseError as error:
+            raise store_problem(error, self.db_path) from None
+
+    def backup(self, target: sqlite3.Connection) -> None:
+        try:
+            self.connection.backup(target)
+        except sqlite3.DatabaseError as error:
+            raise store_problem(error, self.db_path) from None
+
+    def close(self) -> None:
+        self.connection.close()
 
 
 def parse_run_ref(ref: str | int) -> int:
@@ -232,32 +324,47 @@ class RunStore:
         self.location = Path(location)
         self.db_path = self.location / "runs.sqlite3"
         self.artifacts = ArtifactStore(self.location / "artifacts")
-        self._db: sqlite3.Connection | None = None
+        self._db: _Guarded | None = None
+        self.read_only = False
 
     @classmethod
-    def open(cls, location: Path | str | None = None) -> RunStore:
+    def open(cls, location: Path | str | None = None, read_only: bool = False) -> RunStore:
+        """The store at `location` (see store_location). `read_only` (runs, explain, report) opens an
+        existing database without writing to it; with no database yet it is created as usual."""
         store = cls(store_location(location))
-        store._connect()
+        store._connect(read_only=read_only and store.db_path.is_file())
         return store
 
     # -- connection and schema ---------------------------------------------------------------
 
-    def _connect(self) -> None:
+    def _connect(self, read_only: bool = False) -> None:
+        if not read_only:
+            try:
+                self.location.mkdir(parents=True, exist_ok=True)
+            except OSError as error:
+                raise InputError(f"cannot create the run store at {self.location}: {error.strerror}",
+                                 hint="set SKILLBASE_STORE or pass --store to a writable folder") from None
+        self._refuse_lost_database()
         try:
-            self.location.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise InputError(f"cannot create the run store at {self.location}: {error.strerror}",
-                             hint="set SKILLBASE_STORE or pass --store to a writable folder") from None
+            if read_only:
+                raw = sqlite3.connect(f"file:{quote(str(self.db_path.resolve()))}?mode=ro", uri=True, timeout=30,
+                                      isolation_level=None)
+            else:
+                raw = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
+        except sqlite3.DatabaseError as error:
+            raise store_problem(error, self.db_path) from None
+        raw.row_factory = sqlite3.Row
+        db = _Guarded(raw, self.db_path)
         try:
-            db = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
-            db.row_factory = sqlite3.Row
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
+            if not read_only:
+                db.execute("PRAGMA journal_mode=WAL")
+                db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             version = self._schema_version(db)
-        except sqlite3.DatabaseError as error:
-            raise InputError(f"{self.db_path} is not a skillbase run store ({error})",
-                             hint="point --store / SKILLBASE_STORE at another folder; nothing was changed") from None
+        except SkillbaseError:
+            raw.close()
+            raise
+        self.read_only = read_only
         if version is not None and version > SCHEMA_VERSION:
             raise InputError(
                 f"the run store at {self.location} was written by a newer skillbase (schema {version}, "
@@ -269,16 +376,36 @@ class RunStore:
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                            (str(SCHEMA_VERSION),))
 
-    @staticmethod
-    def _schema_version(db: sqlite3.Connection) -> int | None:
+    def _refuse_lost_database(self) -> None:
+        """A missing or empty database beside the artifacts of earlier runs was lost or truncated:
+        starting a new one there would restart the run ids and orphan the history."""
+        wal = self.db_path.with_name(self.db_path.name + "-wal")
+        try:
+            empty = not self.db_path.exists() or self.db_path.stat().st_size == 0
+            if not empty or (wal.exists() and wal.stat().st_size > 0):
+                return
+            earlier = next(self.artifacts.objects.glob("*/*"), None)
+        except OSError:
+            return   # the connection below reports an unreadable folder
+        if earlier is not None:
+            state = "missing" if not self.db_path.exists() else "empty (0 bytes)"
+            raise StoreDamaged(f"store damaged: {self.db_path} is {state} but {self.artifacts.root} holds the "
+                               "artifacts of earlier runs", hint="restore runs.sqlite3 from a backup; to start a new "
+                               "store instead, move the artifacts folder aside or pass --store")
+
+    def _schema_version(self, db: _Guarded) -> int | None:
         has_meta = db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='meta'").fetchone()
         if not has_meta:
             return None
         row = db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        return int(row[0]) if row else None
+        try:
+            return int(row[0]) if row else None
+        except (TypeError, ValueError):
+            raise StoreDamaged(f"store damaged: {self.db_path}: schema_version is {row[0]!r}",
+                               hint=recovery_hint(self.db_path)) from None
 
     @property
-    def db(self) -> sqlite3.Connection:
+    def db(self) -> _Guarded:
         assert self._db is not None, "store is closed"
         return self._db
 
@@ -290,11 +417,17 @@ class RunStore:
     @contextmanager
     def transaction(self) -> Iterator[_Tx]:
         """One atomic write: BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+        if self.read_only:
+            raise InputError(f"the run store at {self.location} was opened read-only",
+                             hint="this command only reads the store")
         self.db.execute("BEGIN IMMEDIATE")
         try:
             yield _Tx(self.db)
         except BaseException:
-            self.db.execute("ROLLBACK")
+            try:
+                self.db.execute("ROLLBACK")
+            except SkillbaseError:
+                pass   # SQLite already rolled back (a full disk does that); the first error is the one to show
             raise
         else:
             self.db.execute("COMMIT")
@@ -316,7 +449,7 @@ class RunStore:
         if row is None:
             raise InputError(f"no run {run_name(run_id)} in the store at {self.location}",
                              hint="`skillbase runs` lists the runs there; --store picks another store")
-        return _run_row(row)
+        return _run_row(row, self.db_path)
 
     def list_runs(self, task: str | None = None, skill: str | None = None,
                   status: RunStatus | None = None, limit: int | None = None) -> list[RunRow]:
@@ -340,8 +473,8 @@ class RunStore:
         sql += " ORDER BY id DESC"
         if limit:
             sql += " LIMIT ?"
-            args.append(int(limit))
-        return [_run_row(row) for row in self.db.execute(sql, args)]
+            args.append(min(int(limit), 2**62))   # SQLite integers are 64-bit; more rows than that do not exist
+        return [_run_row(row, self.db_path) for row in self.db.execute(sql, args)]
 
     def update_run(self, run_id: int, **fields: Any) -> None:
         allowed = {"status", "stop_reason", "baseline_us", "best_us", "best_kernel", "finished_at"}
@@ -364,7 +497,7 @@ class RunStore:
 
     def step_result(self, run_id: int, key: str) -> dict | None:
         row = self.db.execute("SELECT result_json FROM steps WHERE run_id=? AND key=?", (run_id, key)).fetchone()
-        return json.loads(row[0]) if row else None
+        return column_json(row[0], self.db_path, f"step {key!r} of run_{run_id}") if row else None
 
     # -- rounds, evidence, decisions, attempts, LLM calls ------------------------------------
 
@@ -394,9 +527,24 @@ class RunStore:
 
     # -- liveness: a run whose process was killed (kill -9, a lost machine) still says "running" --
     def claim(self, run_id: int) -> None:
-        """Record which process drives the run now (host and pid), as an event."""
+        """Make this process the run's owner (host and pid, as an event) and mark it running, in one
+        transaction, so two `resume`s cannot both drive it. Refused while the run is running under
+        another live process of this host (named in the error); a dead owner's run is taken over.
+        Owners on other hosts cannot be checked from here and are taken over too."""
+        host, pid = socket.gethostname(), os.getpid()
         with self.transaction() as tx:
-            tx.event(run_id, "owner", {"host": socket.gethostname(), "pid": os.getpid()})
+            status = tx.execute("SELECT status FROM runs WHERE id=?", (run_id,)).fetchone()
+            row = tx.execute("SELECT payload_json FROM events WHERE run_id=? AND kind='owner' "
+                             "ORDER BY id DESC LIMIT 1", (run_id,)).fetchone()
+            owner = column_json(row[0], self.db_path, f"the owner of {run_name(run_id)}") if row else None
+            if (status is not None and status[0] == RunStatus.RUNNING and isinstance(owner, dict)
+                    and owner.get("host") == host and owner.get("pid") != pid and _alive(owner.get("pid"))):
+                raise InputError(f"{run_name(run_id)} is being run by process {owner['pid']} on {host}",
+                                 hint=f"wait for it to finish or stop it (kill {owner['pid']}); "
+                                      "a run whose process has died is taken over")
+            tx.execute("UPDATE runs SET status=? WHERE id=? AND status!=?",
+                       (RunStatus.RUNNING, run_id, RunStatus.RUNNING))
+            tx.event(run_id, "owner", {"host": host, "pid": pid})
 
     def shown_status(self, run: RunRow) -> RunStatus:
         """The stored status, except a `running` run whose process is gone from this host:
@@ -407,8 +555,8 @@ class RunStore:
                               "ORDER BY id DESC LIMIT 1", (run.id,)).fetchone()
         if row is None:
             return run.status
-        owner = json.loads(row[0])
-        if owner.get("host") != socket.gethostname():
+        owner = column_json(row[0], self.db_path, f"the owner of {run.name}")
+        if not isinstance(owner, dict) or owner.get("host") != socket.gethostname():
             return run.status
         try:
             os.kill(int(owner["pid"]), 0)
@@ -486,11 +634,13 @@ class RunStore:
         if row is None:
             raise InputError(f"no batch {batch_name(batch_id)} in the store at {self.location}",
                              hint="`skillbase pending` names the batches of paused runs; --store picks another store")
-        return BatchRow(id=row["id"], created_at=row["created_at"], settings=json.loads(row["settings_json"]))
+        return BatchRow(id=row["id"], created_at=row["created_at"],
+                        settings=column_json(row["settings_json"], self.db_path, f"{batch_name(batch_id)}'s settings"))
 
     def list_batches(self) -> list[BatchRow]:
         self._ensure_batch_tables()
-        return [BatchRow(id=row["id"], created_at=row["created_at"], settings=json.loads(row["settings_json"]))
+        return [BatchRow(id=row["id"], created_at=row["created_at"],
+                         settings=column_json(row["settings_json"], self.db_path, f"batch_{row['id']}'s settings"))
                 for row in self.db.execute("SELECT * FROM batches ORDER BY id")]
 
     def batch_members(self, batch_id: int | None = None) -> list[BatchMember]:
@@ -512,14 +662,15 @@ class RunStore:
     def last_event(self, run_id: int, kind: str) -> dict | None:
         row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id DESC LIMIT 1",
                               (run_id, kind)).fetchone()
-        return json.loads(row[0]) if row else None
+        return column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}") if row else None
 
     def judged_sources(self, run_id: int) -> dict[str, str]:
         """The artifact digest of every candidate judged in the run, by its step key (`r0/v0/a0`)."""
         found = {}
         for row in self.db.execute("SELECT key, result_json FROM steps WHERE run_id=? AND key LIKE '%/candidate'",
                                    (run_id,)):
-            source = json.loads(row["result_json"]).get("source")
+            result = column_json(row["result_json"], self.db_path, f"step {row['key']!r} of run_{run_id}")
+            source = result.get("source") if isinstance(result, dict) else None
             if source:
                 found[row["key"].removesuffix("/candidate")] = source
         return found
@@ -536,10 +687,10 @@ class RunStore:
 class _Tx:
     """The write API inside one transaction; every method appends to the run's event stream too."""
 
-    def __init__(self, db: sqlite3.Connection):
+    def __init__(self, db: _Guarded):
         self.db = db
 
-    def execute(self, sql: str, args: tuple | list = ()) -> sqlite3.Cursor:
+    def execute(self, sql: str, args: tuple | list = ()) -> _Result:
         return self.db.execute(sql, args)
 
     def executescript_safe(self, script: str) -> None:
@@ -619,12 +770,37 @@ class _Tx:
         return int(cursor.lastrowid)
 
 
+def _like_prefix(prefix: str) -> str:
+    escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return escaped + "%"
+
+
+def _alive(pid: Any) -> bool:
+    """Whether a process with this pid exists on this host (one we may not signal still exists)."""
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    except (OSError, ValueError, TypeError, OverflowError):
+        return False
+    return True
+
+
 def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _run_row(row: sqlite3.Row) -> RunRow:
+def _run_row(row: sqlite3.Row, db_path: Path) -> RunRow:
+    name = run_name(row["id"])
+    try:
+        status = RunStatus(row["status"])
+    except ValueError:
+        raise StoreDamaged(f"store damaged: {db_path}: {name} has status {row['status']!r}",
+                           hint=recovery_hint(db_path)) from None
+    manifest = column_json(row["manifest_json"], db_path, f"{name}'s manifest")
     return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
-                  task_path=row["task_path"], task_name=row["task_name"], status=RunStatus(row["status"]),
-                  stop_reason=row["stop_reason"], manifest=json.loads(row["manifest_json"]),
+                  task_path=row["task_path"], task_name=row["task_name"], status=status,
+                  stop_reason=row["stop_reason"], manifest=manifest if isinstance(manifest, dict) else {},
                   baseline_us=row["baseline_us"], best_us=row["best_us"], best_kernel=row["best_kernel"])
