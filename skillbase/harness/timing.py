@@ -1,9 +1,15 @@
 """Timing: what one launcher call costs on the device, and whether a difference is real.
 
-The measurement (runs in the worker, `time_size`):
-- CUDA events recorded on the launch stream around the launches, then a *device-wide*
-  synchronisation before the end event is read, and a host wall-clock bracket around the same
-  region as a cross-check (work left running on another stream shows up in the wall clock only);
+The measurement (runs in the worker, `time_size`, under the GPU's lock: harness.gpu_lock):
+- the clock is CUPTI's activity records (harness.cupti): each launcher call is a window, and its
+  time is the first start to the last end of the kernels, memcpys and memsets it issued, on any
+  stream; CUDA events on the launch stream (then a *device-wide* synchronisation) and a host
+  wall-clock bracket are kept as cross-checks. When CUPTI cannot start (no libcupti, ncu or a
+  sanitizer attached) or fails during a size, the events are the clock for the whole size, and
+  `SizeTiming.timer` / `timer_note` say so: an A/B never mixes clocks;
+- work outside the launch stream: with CUPTI, a record on another stream that started while the
+  launch stream was held (device timestamps, which a neighbour cannot bend) in two samples or more;
+  with events only, the wall clock far above the events;
 - before every sample, outside the timed window: inputs copied into their slots, outputs and
   scratch buffers poisoned, persisting L2 lines demoted and the L2 flushed by reading 2.5x its size;
   a library's `hooks.setup` runs once per size before any of this (in `session.prepare`);
@@ -12,7 +18,10 @@ The measurement (runs in the worker, `time_size`):
   host's launch latency (nvbench's blocking-kernel idea);
 - warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
 - baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
-- small sizes timed as batches of launches, sized so one sample lasts >= ~100 us;
+- small sizes timed as batches of launches, sized so one sample lasts >= ~100 us. With CUPTI the
+  batch no longer amortises a timer's overhead (each call is timed from its own records, and the
+  ~1 us the GPU idles between two launches is not counted); it still gathers several launches per
+  L2 flush and sets the cache state (`is_cold`), so the plan is the same for both clocks;
 - several input value sets rotated through several buffer slots, so a given address holds
   different values over time (defeats caches keyed on pointer or call count), and the output of
   the last launch of every sample re-verified against the reference;

@@ -1,14 +1,17 @@
 """Fidelity of the harness's timer, on a GPU. Prints a table and writes Markdown to --out.
 
-    python tools/measure/fidelity.py --out results.md
+    python tools/measure/fidelity.py --out results.md      # exit 0 and "PASS" when every target is met
 
-Three questions, each with its target:
+Four questions, each with its target:
 1. Does a copy kernel timed by the harness reach the device's measured copy bandwidth?
-   (achieved / measured peak in 85-100%: the L2 flush, events and batching add no overhead
+   (achieved / measured peak in 85-100%: the L2 flush and batching add no overhead
    that a bandwidth-bound kernel would see.)
-2. Does the harness's median agree with ncu's gpu__time_duration for the same launch?
-   (within 5% on three kernels of different lengths: ~40 us, ~130 us, ~ms.)
-3. Is the timer stable? (IQR / median < 2% for kernels of 100 us or more.)
+2. Does the harness's figure (CUPTI activity records, harness.cupti) agree with ncu's
+   gpu__time_duration for the same launch? (within 2% on three kernels of different lengths:
+   ~33 us, ~131 us, ~3 ms; the timer must be CUPTI, not the events fallback.)
+3. The CUDA events the harness keeps as a cross-check, against ncu on the same kernels (shown:
+   +8.1 % at 33 us on the H200 before CUPTI; no target, the figure the CUPTI clock replaced).
+4. Is the timer stable? (IQR / median < 2% for kernels of 100 us or more.)
 
 Everything runs through the public API (`skillbase.harness.runtime.evaluate`, `run_worker` under
 ncu), so this measures exactly what `skillbase check` and the optimisation loop use.
@@ -133,15 +136,20 @@ def main(argv=None) -> int:
             print(f"profiling {label} with ncu ...", flush=True)
             ncu_us = ncu_time_us(task, preset)
             s = kernel.stats
-            rows.append({"kernel": label, "median_us": s.median_us, "iqr_pct": 100 * s.rel_spread, "n": s.n,
+            events_us = kernel.event_stats.median_us if kernel.event_stats else s.median_us
+            rows.append({"kernel": label, "timer": timing.timer, "timer_note": timing.timer_note,
+                         "median_us": s.median_us, "iqr_pct": 100 * s.rel_spread, "n": s.n,
                          "batch": kernel.batch, "ncu_us": ncu_us, "diff_pct": 100 * (s.median_us - ncu_us) / ncu_us,
+                         "events_us": events_us, "events_diff_pct": 100 * (events_us - ncu_us) / ncu_us,
                          "gbps": (kernel.achieved_bytes_per_s or 0) / 1e9})
     copy_peak = peaks.get("copy_bytes_per_s", 0)
     big_copy = rows[1]
     bw_pct = 100 * big_copy["gbps"] * 1e9 / copy_peak if copy_peak else float("nan")
     checks.append(("copy bandwidth vs measured peak (2^26)", f"{bw_pct:.1f}%", 85 <= bw_pct <= 100.5))
     for r in rows:
-        checks.append((f"harness vs ncu: {r['kernel']}", f"{r['diff_pct']:+.1f}%", abs(r["diff_pct"]) <= 5))
+        clock = r["timer"] + (f" ({r['timer_note']})" if r["timer_note"] else "")
+        checks.append((f"timer is CUPTI: {r['kernel']}", clock, r["timer"] == "cupti"))
+        checks.append((f"CUPTI vs ncu within 2%: {r['kernel']}", f"{r['diff_pct']:+.2f}%", abs(r["diff_pct"]) <= 2))
     for r in rows:
         if r["median_us"] >= 100:
             checks.append((f"IQR/median: {r['kernel']}", f"{r['iqr_pct']:.2f}%", r["iqr_pct"] < 2))
@@ -150,18 +158,23 @@ def main(argv=None) -> int:
              f"{datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC, `python tools/measure/fidelity.py`; "
              f"measured copy peak {copy_peak / 1e12:.3f} TB/s, FP32 peak {peaks.get('fp32_flops_per_s', 0) / 1e12:.1f} "
              "TFLOP/s.", "",
-             "| kernel | harness median us | IQR | samples x batch | ncu gpu__time_duration us | diff | GB/s |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+             "| kernel | timer | harness (CUPTI) median us | IQR | samples x batch | ncu gpu__time_duration us | "
+             "CUPTI vs ncu | events median us | events vs ncu | GB/s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        lines.append(f"| {r['kernel']} | {r['median_us']:.2f} | {r['iqr_pct']:.2f}% | {r['n']}x{r['batch']} | "
-                     f"{r['ncu_us']:.2f} | {r['diff_pct']:+.1f}% | {r['gbps']:.0f} |")
+        lines.append(f"| {r['kernel']} | {r['timer']} | {r['median_us']:.2f} | {r['iqr_pct']:.2f}% | "
+                     f"{r['n']}x{r['batch']} | {r['ncu_us']:.2f} | {r['diff_pct']:+.2f}% | {r['events_us']:.2f} | "
+                     f"{r['events_diff_pct']:+.2f}% | {r['gbps']:.0f} |")
     lines += ["", "| check | value | target met |", "|---|---:|:---:|"]
     lines += [f"| {name} | {value} | {'yes' if ok else 'NO'} |" for name, value, ok in checks]
+    passed = all(ok for _, _, ok in checks)
+    lines += ["", "PASS: every target met" if passed else
+              "FAIL: " + "; ".join(name for name, _, ok in checks if not ok)]
     text = "\n".join(lines) + "\n"
     print(text)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(text)
-    return 0 if all(ok for _, _, ok in checks) else 1
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":
