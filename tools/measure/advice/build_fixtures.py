@@ -18,7 +18,10 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -27,10 +30,31 @@ import devset  # noqa: E402
 from skillbase.evidence import build_evidence  # noqa: E402
 
 
+def ptxas_log(step: devset.Step, root: Path) -> str | None:
+    """The `ptxas -v` log of the step's source, compiled here with the progression's `ptxas:` settings (include
+    folders relative to the repository root `root`, an arch, cuBLAS declaration stubs), which the harness's own
+    compile does not take; None without such settings or when the compile fails (build_evidence then compiles
+    it the usual way and notes why the resources are missing)."""
+    settings = devset.progression(step.prog).get("ptxas")
+    nvcc = shutil.which("nvcc")
+    if not settings or not nvcc:
+        return None
+    arch = settings.get("arch", "sm_90")
+    flags = ["-c", "-O3", "-lineinfo", "-Xptxas", "-v", f"-gencode=arch=compute_{arch[3:]},code={arch}"]
+    flags += [f"-I{root / folder}" for folder in settings.get("includes", ())]
+    if settings.get("cublas_stubs"):
+        flags.append(f"-I{devset.LOCAL / 'stubs'}")      # declarations only: the kernels do not call cuBLAS
+    with tempfile.TemporaryDirectory() as scratch:
+        done = subprocess.run([nvcc, *flags, str(root / step.path), "-o", str(Path(scratch) / "k.o")],
+                              capture_output=True, text=True, timeout=600)
+    return done.stderr if done.returncode == 0 else None
+
+
 def evidence_for(step: devset.Step, folder: Path) -> str:
     """The evidence JSON of one step from its report and source in `folder` (<version>.ncu-rep, <version>.src/)."""
     report, source = folder / f"{step.version}.ncu-rep", folder / f"{step.version}.src" / step.path
-    evidence = build_evidence(report=report, source=source, kernel=step.kernel)
+    log = ptxas_log(step, folder / f"{step.version}.src")
+    evidence = build_evidence(report=report, source=source, kernel=step.kernel, ptxas_text=log)
     origin = f"{step.repo}@{step.commit[:12]}:{step.path}"
     evidence.producer["source_path"] = origin
     evidence.producer["report"] = f"{step.key}.ncu-rep (H200, ncu 2025.3.1, --set full, --clock-control none)"

@@ -55,6 +55,11 @@ def load() -> dict:
     return yaml.safe_load(DEVSET.read_text())
 
 
+def progression(prog: str) -> dict:
+    """One progression's entry in devset.yaml."""
+    return next(p for p in load()["progressions"] if p["id"] == prog)
+
+
 def drawn_split(data: dict | None = None) -> dict[str, list[str]]:
     """The halves as drawn once (seed 20261201) over the first 20 progressions; never changed."""
     drawn = (data or load())["split"]
