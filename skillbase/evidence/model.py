@@ -209,12 +209,21 @@ class Evidence:
         if isinstance(text, dict):
             return cls.from_dict(text, where)
         try:
-            data = json.loads(text)
+            data = json.loads(text, parse_constant=_not_json)
         except (ValueError, UnicodeDecodeError) as error:
-            raise InputError(f"{where}: not valid JSON ({error})") from None
+            raise InputError(f"{where}: not valid JSON ({error})",
+                             "a value that was not measured is null; NaN and Infinity are not JSON") from None
+        except RecursionError:
+            raise InputError(f"{where}: not valid JSON (nested too deeply)") from None
         if not isinstance(data, dict):
             raise InputError(f"{where}: an evidence document is a JSON object, found {type(data).__name__}")
         return cls.from_dict(data, where)
+
+
+def _not_json(constant: str) -> Any:
+    """Python's json reads NaN and Infinity, which JSON has not: a NaN metric would compare false
+    with every threshold and silently change the advice."""
+    raise ValueError(f"{constant} is not a JSON value")
 
 
 def _pct(share: float | None) -> str:
