@@ -79,6 +79,14 @@ if [ "$code" -eq 0 ] || grep -q Traceback search.out || ! grep -q "\[search\]" s
   echo "skills search without the [search] extra must fail with one line naming it"; exit 1
 fi
 set +e
+skillbase mcp < /dev/null > mcp.out 2>&1; code=$?
+set -e
+cat mcp.out
+if [ "$code" -ne 3 ] || grep -q Traceback mcp.out || ! grep -q "skillbase\[mcp\]" mcp.out; then
+  echo "skillbase mcp without the [mcp] extra must fail with one line naming it"; exit 1
+fi
+python -c "import skillbase; print('the API loads in the wheel:', skillbase.skills_show('mem.vectorize').skill.id)"
+set +e
 skillbase doctor > doctor.out 2>&1
 set -e
 cat doctor.out

@@ -126,37 +126,32 @@ def skills_search(query: str, k: int = 5, skills_dirs: Iterable[str | Path] = ()
 
 @dataclass
 class RuleExplanation:
-    """A rule as written (its `when` tree, what it proposes or derives, the names it reads with their
-    meaning) and, when evidence was given, its decision on that evidence with every leaf."""
+    """A rule as `rules show` describes it (its condition, what it proposes or derives, its cases),
+    with the meaning of each name it reads and, when evidence was given, its decision on that
+    evidence with every leaf."""
 
     rule: Rule
     engine: Engine
     advice: Advice | None = None
 
     def to_json(self) -> dict[str, Any]:
-        rule, vocabulary = self.rule, self.engine.vocabulary
-        reads = {}
-        for name in sorted(rule.symbols()):
-            entry = vocabulary.entries.get(name)
-            reads[name] = None if entry is None else {"meaning": entry.meaning, "unit": entry.unit,
-                                                      "source": {entry.source: entry.ref}}
+        from skillbase.engine.catalogue import rule_detail
+
+        detail = rule_detail(self.rule)     # what `rules show ID` says
+        entries = self.engine.vocabulary.entries
         out: dict[str, Any] = {
-            "rule": rule.id, "kind": rule.kind, "status": rule.status, "summary": rule.summary,
-            "source": rule.where, "cases": str(rule.cases_path) if rule.cases_path.exists() else None,
-            "when": _node_json(rule.when), "because": rule.because, "references": list(rule.references),
-            "proposes": [{"skill": p.skill, "score": p.score, "speedup": _expression_text(p.speedup)}
-                         for p in rule.proposes],
-            "derives": {d.fact: _expression_text(d.value) for d in rule.derives},
-            "demotes": list(rule.demotes), "reads": reads, "decision": None}
+            **detail,
+            # the condition with each node's path and line: a decision's leaves are named by these paths
+            "when_tree": _node_json(self.rule.when),
+            "meanings": {name: {"meaning": entries[name].meaning, "unit": entries[name].unit,
+                                "source": {entries[name].source: entries[name].ref}}
+                         for name in detail["reads"] if name in entries},
+            "decision": None}
         if self.advice is not None:
-            decision = self.advice.result.decision(rule.id)
+            decision = self.advice.result.decision(self.rule.id)
             out["decision"] = None if decision is None else decision.to_json()
             out["evidence_notes"] = list(self.advice.notes)
         return out
-
-
-def _expression_text(value: Any) -> Any:
-    return getattr(value, "text", value)
 
 
 def _node_json(node: Any) -> dict[str, Any]:
@@ -240,6 +235,7 @@ def advice_json(advice: Advice, top: int | None = None, why_not_skill: str | Non
     if why_not_skill is not None:
         data["why_not"] = why_not(advice, why_not_skill)
     data["evidence_notes"] = list(advice.evidence.notes)
+    data["ncu_guided_analysis"] = advice.evidence.guided_analysis()
     return data
 
 

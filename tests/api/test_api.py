@@ -70,7 +70,8 @@ def test_skills_and_rules():
         skillbase.skills_show("mem.smem_tilin")
     rule = skillbase.rules_explain("mem.smem_tiling.cache-reuse", report=REPORT).to_json()
     assert rule["decision"]["fired"] is True
-    l1 = rule["reads"]["l1_pct"]      # a name the rule reads, with its vocabulary entry
+    assert "l1_pct" in rule["reads"] and rule["cases"]
+    l1 = rule["meanings"]["l1_pct"]      # a name the rule reads, with its vocabulary entry
     assert l1["unit"] == "percent" and l1["source"]["ncu"].startswith("l1tex__throughput") and l1["meaning"]
     with pytest.raises(InputError, match="did you mean"):
         skillbase.rules_explain("mem.smem_tiling.cache-reus")
