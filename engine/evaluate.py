@@ -453,5 +453,9 @@ def resolve_dirs(rules_dirs: Iterable[Path | str] | None, extra: Iterable[Path |
             raise InputError(f"{directory}: rules directory not found",
                              "pass a folder holding derive/ and propose/ "
                              f"(check --rules-dir, --extra-rules, ${RULES_PATH_ENV})")
+        if not rule_files(directory):   # a wrong folder would otherwise advise nothing, silently
+            raise InputError(f"{directory}: no rules here (no derive/, propose/ or constrain/*.yaml)",
+                             "pass a rules folder; `skillbase rules new` starts one "
+                             f"(check --rules-dir, --extra-rules, ${RULES_PATH_ENV})")
     return dirs
 
