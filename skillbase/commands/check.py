@@ -72,6 +72,10 @@ def render(result, console) -> None:
                               _rate(k.achieved_flops_per_s, 1e9),
                               _g(k.floor_us), f"{k.pct_of_floor:.0f}%" if k.pct_of_floor else "-", note)
         console.print(table)
+        for t in result.timings:
+            clock = "CUPTI activity records (events kept as the cross-check)" if t.timer == "cupti" else \
+                f"CUDA events ({t.timer_note})" if t.timer_note else "CUDA events"
+            console.print(f"clock at {t.size}: {clock}")
     if result.peaks:
         console.print(f"measured peaks: copy {result.peaks.get('copy_bytes_per_s', 0) / 1e12:.2f} TB/s, "
                       f"FP32 {result.peaks.get('fp32_flops_per_s', 0) / 1e12:.1f} TFLOP/s"

@@ -194,6 +194,25 @@ def test_the_clock_survives_the_trip_from_the_worker():
     assert CheckResult.from_dict(old).timings[0].timer == "events"
 
 
+def test_check_says_which_clock_timed_each_size():
+    from rich.console import Console
+
+    from skillbase.commands.check import render
+    from skillbase.harness.timing import stats
+
+    result = CheckResult(compiled=True, correct=True)
+    for size, timer, note in (("small", "cupti", ""), ("default", "events", "CUPTI unavailable (cuptiSubscribe: "
+                                                                            "...); timed with events")):
+        t = SizeTiming(size, {"n": 1}, 0.0, 8.0, timer=timer, timer_note=note)
+        t.kernels["candidate"] = KernelTiming("candidate", stats([33.0, 33.2]))
+        result.timings.append(t)
+    console = Console(record=True, width=200)
+    render(result, console)
+    text = console.export_text()
+    assert "clock at small: CUPTI activity records" in text
+    assert "clock at default: CUDA events (CUPTI unavailable (cuptiSubscribe" in text
+
+
 # -- the real helper -----------------------------------------------------------------------------------
 
 @pytest.mark.nvcc
