@@ -110,3 +110,13 @@ def test_no_import_guards_around_the_package_or_its_dependencies():
             if guarded - optional:
                 bad.append(f"{path.relative_to(REPO)}:{node.lineno} guards {sorted(guarded - optional)}")
     assert not bad, "\n".join(bad)
+
+
+def test_only_the_faces_use_the_api_and_the_mcp_server():
+    """skillbase.api and skillbase.mcp sit above every library package: the CLI, the MCP server and the
+    package's lazy re-export (`skillbase.advise(...)`) use them; nothing below does."""
+    top = ("skillbase.api", "skillbase.mcp")
+    bad = [f"{p.relative_to(REPO)}:{line} imports {name}" for p in SOURCES
+           if _module_name(p) != "skillbase" and not any(_within(_module_name(p), f) for f in (*FACES, *top))
+           for line, name in _imports(p) if any(_within(name, f) for f in top)]
+    assert not bad, "\n".join(bad)
