@@ -22,6 +22,7 @@ from skillbase.bench.results import (
     roofline_pct,
     scores,
 )
+from skillbase.errors import InputError
 from skillbase.ui import html_page, html_table, markdown_table
 
 __all__ = ["DETAIL_HEADER", "SUMMARY_HEADER", "detail_rows", "number", "render_html", "render_markdown",
@@ -107,3 +108,15 @@ def render_html(meta: dict, results: list[SizeResult]) -> str:
                      f"<p>{html.escape(str(meta.get('updated', '')))}</p>"
                      f"{html_table(SUMMARY_HEADER, summary_rows(results, gpu))}{plots}<h2>Per size</h2>"
                      f"{html_table(DETAIL_HEADER, detail_rows(results, gpu))}")
+
+
+def html_targets(html_path: Path, slugs: list[str], force: bool = False) -> dict[str, Path]:
+    """The HTML page of each GPU (`bench report --html`; one file per GPU when several), checked before
+    anything is written: an existing file is refused without `force`, never overwritten unasked."""
+    one = len(slugs) == 1
+    targets = {slug: html_path if one else html_path.with_name(f"{html_path.stem}-{slug}{html_path.suffix}")
+               for slug in slugs}
+    existing = [target for target in targets.values() if target.exists()]
+    if existing and not force:
+        raise InputError(f"{existing[0]} already exists", hint="pass --force to overwrite it, or --html another file")
+    return targets

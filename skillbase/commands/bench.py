@@ -119,11 +119,13 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
 @click.option("--gpu", "gpu", default=None, help="GPU folder under the results folder (default: every one present).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write an HTML report here (one file per GPU when several).")
+@click.option("--force", is_flag=True, help="Overwrite an existing HTML report.")
 @results_option
 @json_option
-def report(gpu, html_path, results_root, as_json) -> None:
+def report(gpu, html_path, results_root, as_json, force) -> None:
     """Print the scores of stored results as Markdown (and write HTML)."""
     stored = bench_results.load_stored(results_root, gpu)
+    targets = bench_report.html_targets(html_path, list(stored), force) if html_path else {}
     out = {}
     for slug, (meta, results) in stored.items():
         if as_json:
@@ -131,8 +133,7 @@ def report(gpu, html_path, results_root, as_json) -> None:
         else:
             click.echo(bench_report.render_markdown(meta, results))
         if html_path:
-            one = len(stored) == 1
-            target = html_path if one else html_path.with_name(f"{html_path.stem}-{slug}{html_path.suffix}")
+            target = targets[slug]
             target.write_text(bench_report.render_html(meta, results))
     if as_json:
         click.echo(json.dumps(out, indent=1))
