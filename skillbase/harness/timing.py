@@ -246,7 +246,7 @@ def choose_timer(wanted: str):
 
 @dataclass
 class _Sample:
-    """One timed sample of `batch` launches, per launch nowhere yet: totals in microseconds."""
+    """One timed sample: totals over its `batch` launches, in microseconds, and any unordered work."""
 
     event_us: float
     wall_us: float
