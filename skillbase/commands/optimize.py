@@ -84,10 +84,11 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, as_json, store
     if candidates or batch or gpus:
         raise InputError("--candidates, --batch and --gpus go with --all",
                          hint="skillbase resume --all --candidates DIR")
+    from skillbase.datafile.yamldoc import read_text
     from skillbase.run.session import resume_run
 
     summary = resume_run(run_ref, store_path=store_path,
-                         candidate=Path(candidate).read_text() if candidate else None)
+                         candidate=read_text(Path(candidate)) if candidate else None)
     _print_summary(summary, as_json)
 
 

@@ -121,7 +121,8 @@ LIMIT_HINT = (f"a data file is at most {MAX_BYTES // (1024 * 1024)} MiB, nests a
 
 
 def read_text(path: Path) -> str:
-    """A data file's text: UTF-8, at most MAX_BYTES; anything else is a one-line InputError."""
+    """A data or source file's text: UTF-8 without NUL bytes, at most MAX_BYTES; anything else is a
+    one-line InputError (a binary file given as a kernel or a spec, say)."""
     try:
         size = path.stat().st_size
         if size > MAX_BYTES:
@@ -136,11 +137,15 @@ def read_text(path: Path) -> str:
     if len(raw) > MAX_BYTES:   # grew since stat, or a special file that reports no size
         raise _too_big(path, len(raw))
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
         line = raw[: error.start].count(b"\n") + 1
         raise InputError(f"{path}:{line}: not UTF-8 text (byte {error.start})",
                          "save the file as UTF-8") from None
+    if "\0" in text:
+        line = text[: text.index("\0")].count("\n") + 1
+        raise InputError(f"{path}:{line}: not text (a NUL byte)", "give a text file, not a binary one")
+    return text
 
 
 def _too_big(path: Path, size: int) -> InputError:

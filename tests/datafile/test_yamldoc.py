@@ -122,3 +122,24 @@ def _raise_problems(result):
     if aliases:
         raise InputError(str(aliases[0]))
     raise AssertionError(f"no alias problem in {[str(p) for p in problems]}")
+
+
+def test_a_binary_file_is_not_text(tmp_path):
+    from skillbase.datafile.yamldoc import read_text
+
+    (tmp_path / "nul.cu").write_bytes(b"__global__ void k() {}\n\0\0")
+    with pytest.raises(InputError, match=r"nul.cu:2: not text \(a NUL byte\)"):
+        read_text(tmp_path / "nul.cu")
+
+
+def test_resume_with_a_binary_candidate_is_one_line(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    (tmp_path / "cand.cu").write_bytes(os.urandom(2048) + b"\xff")
+    done = subprocess.run([sys.executable, "-m", "skillbase", "resume", "run_1", "--candidate",
+                           str(tmp_path / "cand.cu"), "--store", str(tmp_path / "store")],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2 and "Traceback" not in done.stderr and "cand.cu" in done.stderr
+    assert not (tmp_path / "store").exists()
