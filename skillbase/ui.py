@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import logging
 import sys
+import time
 
 _quiet = False
 
@@ -33,6 +34,77 @@ def console(stderr: bool = False, piped_width: int = 160, **options):
     width = None if stream.isatty() else piped_width
     # a stderr console draws progress and notes: -q silences it
     return Console(stderr=stderr, width=width, quiet=stderr and _quiet, **options)
+
+
+class Progress:
+    """Counts and an ETA for long work (bench run, skills verify, bench optimize, resume --all).
+
+    On a terminal: a rich progress bar (description, bar, done/total, elapsed, time left) with the
+    work's own lines printed above it. Piped or logged: no bar, one line per step, prefixed with
+    `[done/total, ~ETA left]`, so a CI log or a device transcript reads as before. Use it as a
+    context manager; `step(done, total, line)` after each item (the total may arrive with the first
+    step), `note(line)` for a line that is not a step.
+
+        with ui.progress("verifying examples") as bar:
+            verify_examples(..., on_step=bar.note, on_progress=bar.step)
+    """
+
+    def __init__(self, description: str, output=None):
+        self.description = description
+        self.console = output if output is not None else console(stderr=True, highlight=False)
+        self.live = None
+        self.task = None
+        self.started = time.monotonic()
+
+    def __enter__(self) -> Progress:
+        if self.console.is_terminal:
+            from rich.progress import (
+                BarColumn,
+                MofNCompleteColumn,
+                TextColumn,
+                TimeElapsedColumn,
+                TimeRemainingColumn,
+            )
+            from rich.progress import Progress as Bar
+
+            self.live = Bar(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                            TextColumn("eta"), TimeRemainingColumn(), console=self.console)
+            self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def step(self, done: int, total: int, line: str = "") -> None:
+        """DONE of TOTAL items are finished; LINE says what the last one did."""
+        if self.live is not None:
+            if self.task is None:
+                self.task = self.live.add_task(self.description, total=total)
+            self.live.update(self.task, completed=done, total=total)
+            if line:
+                self.live.console.print(line, markup=False, highlight=False)
+            return
+        eta = self.eta(done, total)
+        self.console.print(f"[{done}/{total}{', ~' + eta + ' left' if eta else ''}] {line}".rstrip(),
+                           markup=False, highlight=False)
+
+    def note(self, line: str) -> None:
+        (self.live.console if self.live is not None else self.console).print(line, markup=False, highlight=False)
+
+    def eta(self, done: int, total: int) -> str | None:
+        """Time left at the mean pace so far, e.g. '3m05s'; None before the first item or after the last."""
+        if done <= 0 or done >= total:
+            return None
+        left = (time.monotonic() - self.started) / done * (total - done)
+        minutes, seconds = divmod(int(left + 0.5), 60)
+        hours, minutes = divmod(minutes, 60)
+        return f"{hours}h{minutes:02d}m" if hours else f"{minutes}m{seconds:02d}s" if minutes else f"{seconds}s"
+
+
+def progress(description: str, output=None) -> Progress:
+    """A `Progress` on stderr (silenced by -q; OUTPUT: another rich Console); a bar only on a terminal."""
+    return Progress(description, output)
 
 
 Cell = str | list[str]      # a table cell: one line, or several (drawn one under another)

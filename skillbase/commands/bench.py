@@ -51,12 +51,12 @@ def _split(value: str | None) -> list[str]:
     return [v.strip() for v in (value or "").split(",") if v.strip()]
 
 
-def _progress(result: bench_results.SizeResult, done: int, total: int) -> None:
+def _result_line(result: bench_results.SizeResult) -> str:
     timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
         (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
     failed = result.status != bench_results.VERIFIED and result.reason
-    click.echo(f"[{done}/{total}] {result.op} {result.impl} {result.preset}: {result.status} {timing}"
-               + (f" -- {result.reason}" if failed else ""), err=True)
+    return f"{result.op} {result.impl} {result.preset}: {result.status} {timing}" + (f" -- {result.reason}" if failed
+                                                                                    else "")
 
 
 @bench.command("run")
@@ -72,8 +72,13 @@ def _progress(result: bench_results.SizeResult, done: int, total: int) -> None:
 @json_option
 def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) -> None:
     """Verify and time the chosen implementations; results go to <results>/<gpu>/bench/."""
-    done = runner.run_bench(_split(ops_csv), dtype, impl, _split(gpus) or ["0"], _split(presets_csv), root,
-                            results_root, progress=_progress)
+    from skillbase import ui
+
+    # a bar with counts and an ETA on a terminal, one line per result when piped
+    with ui.progress(f"bench run ({impl})") as bar:
+        done = runner.run_bench(_split(ops_csv), dtype, impl, _split(gpus) or ["0"], _split(presets_csv), root,
+                                results_root, progress=lambda result, count, total: bar.step(count, total,
+                                                                                             _result_line(result)))
     s = done.scores
     if as_json:
         click.echo(json.dumps({"results": str(done.path), "scores": s}, indent=1))

@@ -142,40 +142,48 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
 
     require_gpu()
     corpus = load_corpus(_dirs(ctx))
-    console = ui.console(stderr=True)
     command = ("skillbase skills verify " + " ".join(sys.argv[3:] if len(sys.argv) > 3 else skill_ids)).strip()
     started = time.monotonic()
-    results = verify_examples(
-        corpus, tuple(skill_ids), None if no_profile else Engine.load(), preset=preset,
-        jobs=jobs or os.cpu_count() or 1, keep_profiles=Path(keep_profiles) if keep_profiles else None,
-        out=Path(out_path) if out_path else None, command=command,
-        on_build=lambda m: console.print(f"[dim]{m}[/dim]"), on_step=console.print,
-        # elapsed seconds on every line: where a long verify spends its time
-        on_detail=lambda m: console.print(f"  [dim]{time.monotonic() - started:7.1f}s {m}[/dim]"))
+    with ui.progress("verifying examples") as bar:
+        results = verify_examples(
+            corpus, tuple(skill_ids), None if no_profile else Engine.load(), preset=preset,
+            jobs=jobs or os.cpu_count() or 1, keep_profiles=Path(keep_profiles) if keep_profiles else None,
+            out=Path(out_path) if out_path else None, command=command, on_build=bar.note, on_step=bar.note,
+            # elapsed seconds on every line: where a long verify spends its time
+            on_detail=lambda m: bar.note(f"  {time.monotonic() - started:7.1f}s {m}"),
+            # the verdict lines already say what each example did: the count and ETA are the step
+            on_progress=lambda done, total, _line: bar.step(done, total))
     click.echo(json.dumps([asdict(r) for r in results], indent=2) if as_json else to_markdown(results, command))
 
 
 @skills.command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--k", "k", type=click.IntRange(1, 500), default=5, show_default=True, help="How many skills to show.")
-@click.option("--rebuild", is_flag=True, help="Rebuild the cached index even if the corpus did not change.")
+@click.option("--semantic", is_flag=True,
+              help="Search by meaning (sentence embeddings; needs skillbase[search]; loads a model: seconds).")
+@click.option("--rebuild", is_flag=True, help="With --semantic: rebuild the cached index even if the corpus did "
+                                              "not change.")
 @skills_dir_option
 @json_option
 @click.pass_context
-def search(ctx: click.Context, query: tuple[str, ...], k: int, rebuild: bool, skills_dirs: tuple[str, ...],
-           as_json: bool) -> None:
-    """Find skills by meaning: sentence embeddings (all-MiniLM-L6-v2) in a faiss index, plus exact
-    words. The index is cached and rebuilt when the corpus changes. Needs skillbase[search]."""
-    from skillbase.corpus import search as semantic
+def search(ctx: click.Context, query: tuple[str, ...], k: int, semantic: bool, rebuild: bool,
+           skills_dirs: tuple[str, ...], as_json: bool) -> None:
+    """Find skills for a problem in your own words: by words (BM25 over the skill cards, no model,
+    instant), or with --semantic by meaning (all-MiniLM-L6-v2 embeddings in a faiss index cached on
+    disk, plus the words; needs skillbase[search])."""
+    from skillbase.corpus import search as skill_search
     from skillbase.corpus.load import load_corpus
 
-    semantic.require_extra()     # before loading anything: without the extra, one line naming it
+    if semantic:
+        skill_search.require_extra()     # before loading anything: without the extra, one line naming it
     corpus = load_corpus(_dirs(ctx, *skills_dirs), strict=False)
-    found = semantic.search(corpus, " ".join(query), k, rebuild=rebuild)
+    notes = ui.console(stderr=True, highlight=False)
+    found = skill_search.search(corpus, " ".join(query), k, semantic=semantic, rebuild=rebuild,
+                                progress=lambda message: notes.print(f"[dim]{message}[/dim]"))
     if as_json:
         click.echo(json.dumps(found.to_json(), indent=2))
     else:
-        if found.index.built:
+        if found.method == "semantic" and found.index.built:
             click.echo(f"(index built for {len(corpus)} skills in {found.seconds:.1f}s; cached)", err=True)
         width = max((len(h.skill_id) for h in found.hits), default=2)
         for rank, hit in enumerate(found.hits, 1):
@@ -207,7 +215,9 @@ def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: st
 
     target = skill_target(skills_dirs, _dirs(ctx))
     corpus = load_corpus([*_dirs(ctx, *skills_dirs), *([target] if target.is_dir() else [])], strict=False)
-    made = scaffold(corpus, skill_id, category, target, title=title, summary=summary, check_similar=not no_similar)
+    notes = ui.console(stderr=True, highlight=False)
+    made = scaffold(corpus, skill_id, category, target, title=title, summary=summary, check_similar=not no_similar,
+                    progress=lambda message: notes.print(f"[dim]{message}[/dim]"))
     todos = todo_problems(made.path)
     if as_json:
         click.echo(json.dumps({"path": str(made.path), "near_duplicates": [h.to_json() for h in made.near],

@@ -155,8 +155,9 @@ class NewSkill:
 
 
 def new_skill(corpus: Corpus, skill_id: str, category: str | None, root: Path, *, title: str | None = None,
-              summary: str | None = None, check_similar: bool = True) -> NewSkill:
-    """Write `root/<category>/<id>/skill.yaml`; refuse an id that exists anywhere in `corpus`."""
+              summary: str | None = None, check_similar: bool = True, progress=None) -> NewSkill:
+    """Write `root/<category>/<id>/skill.yaml`; refuse an id that exists anywhere in `corpus`.
+    `progress(message)` hears what the near-duplicate check waits for on first use (the model load)."""
     if not SKILL_ID.match(skill_id):
         raise InputError(f"'{skill_id}' is not a skill id",
                          hint="write <category>.<name> in lower case with _ between words, e.g. mem.coalesce")
@@ -181,7 +182,7 @@ def new_skill(corpus: Corpus, skill_id: str, category: str | None, root: Path, *
         raise InputError(f"{path} already exists", hint="edit it, or pick another id")
     near, method, threshold = [], "skipped", None
     if check_similar:
-        near, method = search.near_duplicates(corpus, skill_id, title or "", summary or "")
+        near, method = search.near_duplicates(corpus, skill_id, title or "", summary or "", progress=progress)
         threshold = search.NEAR_DUPLICATE_THRESHOLD if method == "semantic" else search.LEXICAL_THRESHOLD
     folder.mkdir(parents=True, exist_ok=True)
     path.write_text(skill_yaml(skill_id, category, title, summary, path), encoding="utf-8")

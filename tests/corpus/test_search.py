@@ -48,7 +48,7 @@ def test_missing_extra_is_one_line_naming_it(monkeypatch, capsys):
     _cli()
     _hide_extra(monkeypatch)
     with pytest.raises(SystemExit) as info:
-        main(["skills", "search", "coalesce"])
+        main(["skills", "search", "--semantic", "coalesce"])
     assert info.value.code != 0
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1, err
@@ -172,14 +172,15 @@ def test_search_cli_json_and_text(tmp_path):
     mine = tmp_path / "mine"
     _user_skill(mine)
     cli = _cli()
-    result = CliRunner().invoke(cli, ["skills", "--skills-dir", str(mine), "search", "count set bits", "--k", "3",
-                                      "--json"], catch_exceptions=False)
+    result = CliRunner().invoke(cli, ["skills", "--skills-dir", str(mine), "search", "--semantic", "count set bits",
+                                      "--k", "3", "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     payload = json.loads(result.output[result.output.index("{"):])
     assert payload["k"] == 3 and len(payload["hits"]) == 3
     top = payload["hits"][0]
-    assert top["skill_id"] == "cmp.popc_bitcount" and top["origin"] == str(mine)
-    result = CliRunner().invoke(cli, ["skills", "search", "mem.vectorize", "--k", "2"], catch_exceptions=False)
+    assert top["skill_id"] == "cmp.popc_bitcount" and top["origin"] == str(mine) and payload["method"] == "semantic"
+    result = CliRunner().invoke(cli, ["skills", "search", "--semantic", "mem.vectorize", "--k", "2"],
+                                catch_exceptions=False)
     first = next(line for line in result.output.splitlines() if line.lstrip().startswith("1. "))
     assert result.exit_code == 0 and first.split()[2] == "mem.vectorize"
 
