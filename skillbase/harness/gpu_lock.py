@@ -1,20 +1,22 @@
-"""One skillbase process at a time on a GPU's timed phases: an inter-process lock per GPU.
+"""Timed phases alone on their GPU: an inter-process reader-writer lock per GPU.
 
     from skillbase.harness.gpu_lock import gpu_lock
-    with gpu_lock(0):          # the CUDA device index this process sees
-        ...                    # timing, launch-stream probes: nothing else of ours shares the GPU
+    with gpu_lock(0):                 # the CUDA device index this process sees; exclusive
+        ...                           # timing, launch-stream probes: no other skillbase GPU work meanwhile
+    with gpu_lock(0, shared=True):    # any other GPU work (verification): many at once, never during a timed phase
 
 Timing and the launch-stream probes measure time on the device; a neighbour's kernels on the same
-GPU stretch both (three `check` processes on one H200 once quarantined two honest kernels). The
-worker takes this lock around its timed phase and its probes; verification, which measures no
-time, runs unlocked, so several candidates still share a GPU for everything else.
+GPU stretch both (three `check` processes on one H200 once quarantined two honest kernels). So a
+worker holds the lock *shared* for its whole job and *exclusive* around its timed phase and its
+probes: several candidates still verify side by side, and none runs anything while another is timed.
 
 The lock is `fcntl.flock` on one file per GPU *UUID* in the cache folder (`<cache>/gpu-locks/`):
 a UUID names the physical GPU whatever CUDA_VISIBLE_DEVICES renumbers, and the kernel drops the
 lock when its holder dies (a killed worker never leaves the GPU locked). Within one process the
-lock is re-entrant. A process that holds it may run a worker that times on the same GPU: the holder
-writes its PID into the file, and a worker whose parent holds the lock goes ahead under it (the
-parent reserved the GPU for it) instead of waiting for a parent that waits for it.
+lock nests: an exclusive section inside a shared one converts the process's lock and converts it
+back after. The exclusive holder writes its PID into the file: a worker whose *parent* holds the
+lock exclusively goes ahead under it (the parent reserved the GPU for it) instead of waiting for a
+parent that waits for it.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillbase.config import cache_root
@@ -33,7 +36,17 @@ from skillbase.errors import EnvironmentProblem
 WAIT_NOTICE_S = 2.0      # say once that we wait, after this long
 POLL_S = 0.05
 
-_held: dict[str, int] = {}          # lock name -> depth, in this process
+
+@dataclass
+class _Held:
+    fd: int
+    path: Path
+    exclusive: bool
+    depth: int = 1
+    inherited: bool = False      # our parent holds it exclusively for us: no flock of our own
+
+
+_held: dict[str, _Held] = {}        # lock name -> this process's hold
 _held_guard = threading.Lock()
 
 
@@ -77,28 +90,21 @@ def _lock_name(uuid: str) -> str:
 
 
 @contextlib.contextmanager
-def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None,
+def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: bool = False,
              on_wait: Callable[[str], None] | None = None) -> Iterator[Path]:
-    """Hold the GPU's lock for the body (blocking until no other skillbase process holds it).
+    """Hold the GPU's lock for the body: exclusive (the default) or shared, blocking until granted.
 
     `uuid` names the GPU directly (the worker passes the one CUDA reports); else it is looked up
-    from `device_index`. `on_wait` is told once, in a line, when the wait lasts. Yields the lock file."""
+    from `device_index`. `on_wait` is told once, in a line, when a wait lasts. Yields the lock file."""
     name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
+    with _held_guard:
+        held = _held.get(name)
+    if held is not None:
+        with _nested(held, exclusive=not shared, on_wait=on_wait):
+            yield held.path
+        return
     folder = lock_folder()
     path = folder / f"{name}.lock"
-    with _held_guard:
-        if _held.get(name):
-            _held[name] += 1
-            reentered = True
-        else:
-            reentered = False
-    if reentered:
-        try:
-            yield path
-        finally:
-            with _held_guard:
-                _held[name] -= 1
-        return
     try:
         folder.mkdir(parents=True, exist_ok=True)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
@@ -106,32 +112,58 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None,
         raise EnvironmentProblem(f"cannot open the GPU lock {path} ({error.strerror})",
                                  hint="the cache folder must be writable (SKILLBASE_CACHE)") from None
     try:
-        locked = _acquire(fd, path, on_wait)
+        locked = _acquire(fd, path, exclusive=not shared, on_wait=on_wait)
+        held = _Held(fd, path, exclusive=not shared, inherited=not locked)
         with _held_guard:
-            _held[name] = 1
+            _held[name] = held
         try:
-            if locked:
-                # Who holds it: a child of ours goes ahead under it; a person sees who waits for whom.
-                os.ftruncate(fd, 0)
-                os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+            if locked and not shared:
+                _mark_holder(fd)
             yield path
         finally:
             with _held_guard:
                 _held.pop(name, None)
-            if locked:
-                os.ftruncate(fd, 0)      # never a stale holder: a child would take it for its parent
+            if not held.inherited:
+                if held.exclusive:
+                    os.ftruncate(fd, 0)      # never a stale holder: a child would take it for its parent
                 fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
         os.close(fd)
 
 
-def _acquire(fd: int, path: Path, on_wait: Callable[[str], None] | None) -> bool:
-    """True once this process holds the lock; False when its parent holds it (for this process)."""
+@contextlib.contextmanager
+def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
+    """A section inside this process's own hold: converted to exclusive for its length when asked."""
+    convert = exclusive and not held.exclusive and not held.inherited
+    if convert:
+        # flock converts by releasing and re-acquiring, so two processes converting never deadlock.
+        _acquire(held.fd, held.path, exclusive=True, on_wait=on_wait)
+        held.exclusive = True
+        _mark_holder(held.fd)
+    held.depth += 1
+    try:
+        yield
+    finally:
+        held.depth -= 1
+        if convert:
+            os.ftruncate(held.fd, 0)
+            held.exclusive = False
+            fcntl.flock(held.fd, fcntl.LOCK_SH)
+
+
+def _mark_holder(fd: int) -> None:
+    os.ftruncate(fd, 0)
+    os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+
+
+def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None] | None) -> bool:
+    """True once this process holds the lock; False when its parent holds it exclusively (for us)."""
+    mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
     started = time.monotonic()
     told = False
     while True:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, mode)
             return True
         except BlockingIOError:
             holder = _holder(path)
@@ -140,7 +172,8 @@ def _acquire(fd: int, path: Path, on_wait: Callable[[str], None] | None) -> bool
             if not told and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
                 told = True
                 who = f" (held by process {holder})" if holder is not None else ""
-                on_wait(f"waiting for the GPU lock{who}: another skillbase process is timing on this GPU")
+                on_wait(f"waiting for the GPU lock{who}: another skillbase process is "
+                        f"{'using' if exclusive else 'timing on'} this GPU")
             time.sleep(POLL_S)
 
 
@@ -151,8 +184,9 @@ def _holder(path: Path) -> int | None:
         return None
 
 
-def holds_lock(device_index: int = 0, *, uuid: str | bytes | None = None) -> bool:
-    """Does this process hold the GPU's lock now?"""
+def holds_lock(device_index: int = 0, *, uuid: str | bytes | None = None, exclusive: bool = False) -> bool:
+    """Does this process hold the GPU's lock now (exclusively, when asked)?"""
     name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
     with _held_guard:
-        return bool(_held.get(name))
+        held = _held.get(name)
+    return held is not None and (held.exclusive or not exclusive)

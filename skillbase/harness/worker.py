@@ -45,18 +45,22 @@ def run_job(job: dict) -> dict:
 
 
 def _check(job: dict) -> dict:
+    from skillbase.harness.gpu_lock import gpu_lock
     from skillbase.harness.result import CheckResult
     from skillbase.harness.session import Session
 
     result = CheckResult(compiled=True)
     session = Session(job, _progress)
     result.device = session.device.info()
-    try:
-        out = _check_session(job, session, result)
-    except BaseException:
-        session.close(teardown=False)   # after a CUDA error a hooks.teardown could hang: skip it
-        raise
-    session.close(teardown=True)        # the spec's hooks.teardown, once per library that was set up
+    # Shared for the whole job (other candidates verify beside it), exclusive around the probes and
+    # the timed phase (nothing of another skillbase process runs on this GPU then).
+    with gpu_lock(session.device.index, uuid=session.device.uuid, shared=True, on_wait=_progress):
+        try:
+            out = _check_session(job, session, result)
+        except BaseException:
+            session.close(teardown=False)   # after a CUDA error a hooks.teardown could hang: skip it
+            raise
+        session.close(teardown=True)        # the spec's hooks.teardown, once per library that was set up
     return out
 
 
@@ -77,7 +81,7 @@ def _check_session(job: dict, session, result) -> dict:
         plan = TimePlan(**{k: v for k, v in timing.items() if k != "sizes"})
         kernels = ([("baseline", session.baseline)] if session.baseline is not None else []) + \
             [("candidate", session.candidate)]
-        # No other skillbase process times on this GPU meanwhile: a neighbour's kernels would stretch
+        # No other skillbase process runs on this GPU meanwhile: a neighbour's kernels would stretch
         # the peaks (and so the floors) and every sample.
         with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress):
             _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")

@@ -1,8 +1,8 @@
-"""The per-GPU lock: timed phases of two skillbase processes never overlap on one GPU (issue 16).
+"""The per-GPU lock: a timed phase never shares its GPU with other skillbase work (issue 16).
 
 Real processes (multiprocessing, spawn) and the real fcntl lock in a temporary cache folder: each
-process writes when it enters and leaves its locked region; the intervals of one GPU must not
-overlap, those of two GPUs may."""
+process writes when it enters and leaves its locked region. Exclusive sections of one GPU never
+overlap anything else on it; shared sections overlap each other; two GPUs never wait for each other."""
 
 from __future__ import annotations
 
@@ -16,28 +16,46 @@ from skillbase.harness import gpu_lock as lock_module
 from skillbase.harness.gpu_lock import device_uuid, format_uuid, gpu_lock, holds_lock
 
 
-def _hold(cache: str, uuid: str, seconds: float, log: str) -> None:
+def _hold(cache: str, uuid: str, seconds: float, log: str, mode: str = "exclusive") -> None:
+    """Hold the lock `seconds`: 'exclusive', 'shared', or 'shared-then-exclusive' (a worker: shared for
+    the job, exclusive for its timed phase inside it; only the exclusive part is logged)."""
     os.environ["SKILLBASE_CACHE"] = cache
-    with gpu_lock(uuid=uuid):
-        entered = time.monotonic()
-        time.sleep(seconds)
-        left = time.monotonic()
+    with gpu_lock(uuid=uuid, shared=mode != "exclusive"):
+        if mode == "shared-then-exclusive":
+            time.sleep(0.1)
+            with gpu_lock(uuid=uuid):
+                assert holds_lock(uuid=uuid, exclusive=True)
+                entered = time.monotonic()
+                time.sleep(seconds)
+                left = time.monotonic()
+            assert holds_lock(uuid=uuid) and not holds_lock(uuid=uuid, exclusive=True)
+            time.sleep(0.1)
+        else:
+            entered = time.monotonic()
+            time.sleep(seconds)
+            left = time.monotonic()
     with open(log, "a") as out:
-        out.write(f"{uuid} {entered} {left}\n")
+        out.write(f"{uuid} {mode} {entered} {left}\n")
 
 
 def _intervals(log) -> dict[str, list[tuple[float, float]]]:
     out: dict[str, list[tuple[float, float]]] = {}
     for line in log.read_text().splitlines():
-        uuid, entered, left = line.split()
+        uuid, _, entered, left = line.split()
         out.setdefault(uuid, []).append((float(entered), float(left)))
     return out
 
 
-def _run(tmp_path, uuids: list[str], seconds: float) -> dict[str, list[tuple[float, float]]]:
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return max(a[0], b[0]) < min(a[1], b[1])
+
+
+def _run(tmp_path, uuids: list[str], seconds: float, modes: list[str] | None = None):
     log = tmp_path / "log.txt"
     context = multiprocessing.get_context("spawn")
-    procs = [context.Process(target=_hold, args=(str(tmp_path / "cache"), u, seconds, str(log))) for u in uuids]
+    modes = modes or ["exclusive"] * len(uuids)
+    procs = [context.Process(target=_hold, args=(str(tmp_path / "cache"), u, seconds, str(log), m))
+             for u, m in zip(uuids, modes, strict=True)]
     for p in procs:
         p.start()
     for p in procs:
@@ -59,6 +77,30 @@ def test_processes_on_two_gpus_run_together(tmp_path):
     spans = _run(tmp_path, [a, b], 1.5)
     (a_in, a_out), (b_in, b_out) = spans[a][0], spans[b][0]
     assert max(a_in, b_in) < min(a_out, b_out), f"different GPUs waited for each other: {spans}"
+
+
+def test_shared_holders_run_together(tmp_path):
+    uuid = "GPU-5a5a5a5a-0000-0000-0000-000000000000"
+    spans = _run(tmp_path, [uuid] * 3, 1.5, ["shared"] * 3)[uuid]
+    assert all(_overlap(a, b) for a in spans for b in spans), f"verifications waited for each other: {spans}"
+
+
+def _logged(log) -> list[tuple[str, float, float]]:
+    return [(mode, float(entered), float(left))
+            for _, mode, entered, left in (line.split() for line in log.read_text().splitlines())]
+
+
+def test_a_timed_phase_inside_a_job_excludes_every_other_job_on_its_gpu(tmp_path):
+    """Two workers (shared for the job, exclusive for timing) and one verification-only process: while
+    either worker times, nothing else of skillbase holds the GPU."""
+    uuid = "GPU-c0c0c0c0-0000-0000-0000-000000000000"
+    _run(tmp_path, [uuid] * 3, 0.5, ["shared-then-exclusive", "shared-then-exclusive", "shared"])
+    rows = _logged(tmp_path / "log.txt")
+    timed = [(a, b) for mode, a, b in rows if mode == "shared-then-exclusive"]
+    verifying = [(a, b) for mode, a, b in rows if mode == "shared"]
+    assert len(timed) == 2 and len(verifying) == 1
+    assert not _overlap(timed[0], timed[1]), rows
+    assert not any(_overlap(t, verifying[0]) for t in timed), f"a verification ran during a timed phase: {rows}"
 
 
 def test_lock_is_reentrant_in_one_process_and_released(tmp_path, monkeypatch):
