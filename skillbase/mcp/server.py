@@ -3,8 +3,8 @@
 Built on the official `mcp` SDK's low-level server (the `mcp` extra): every tool declares a JSON
 Schema for its input (no other arguments accepted), answers with a structured result (the API
 result's own `to_json()` document, also as JSON text), and reports progress on long calls. A bad
-call (an unknown or missing argument, a path outside the server's folder, a
-candidate for a run that is not waiting) is a tool error of one sentence; the server keeps serving.
+call (an unknown or missing argument, a path outside the server's folder, a candidate for a run
+that is not waiting) is a tool error of one sentence; the server keeps serving.
 
     serve(ServerConfig(root=Path.cwd()), transport="stdio")
 
@@ -76,14 +76,14 @@ class ServerConfig:
 
 @dataclass(frozen=True)
 class ToolSpec:
-    """One tool: its schema, whether it is long (it reports progress), and the call behind it."""
+    """One tool: its input schema, whether it only reads, and the call behind it (which reports progress
+    through the callback it is given when its work is long)."""
 
     name: str
     description: str
     properties: dict[str, Any]
     call: Callable[[ServerConfig, dict[str, Any], Progress], dict[str, Any]]
     required: tuple[str, ...] = ()
-    long: bool = False
     read_only: bool = True
 
     @property
@@ -207,7 +207,7 @@ TOOLS = {spec.name: spec for spec in (
              {key: KERNEL_INPUTS[key] for key in ("report", "source", "kernel")}, _evidence),
     ToolSpec("skills_search", "Find skills by meaning (sentence embeddings plus exact words).",
              {"query": _str("What the kernel suffers from or what you want to do, in words."),
-              "k": _int("How many skills.", minimum=1, default=5)}, _skills_search, required=("query",), long=True),
+              "k": _int("How many skills.", minimum=1, default=5)}, _skills_search, required=("query",)),
     ToolSpec("skills_show", "One skill card under its fixed headings (what it does, when it applies, how, pitfalls, "
              "how to verify), and the rules that propose it.", {"skill": _str("A skill id, e.g. mem.vectorize.")},
              _skills_show, required=("skill",)),
@@ -220,13 +220,13 @@ TOOLS = {spec.name: spec for spec in (
              {"kernel": _str("The task's kernel K.cu (K.task.yaml beside it)."),
               "candidate": _str("A new version of the kernel to check against `kernel`."),
               "preset": _str("Time only this size preset."), "no_time": _bool("Verify only.")},
-             _check, required=("kernel",), long=True),
+             _check, required=("kernel",)),
     ToolSpec("profile", "Profile a kernel once with Nsight Compute (the rules' metrics), write the report and its "
              "evidence, and rank the skills for it. Needs a GPU and ncu.",
              {"kernel": _str("The task's kernel K.cu (K.task.yaml beside it)."),
               "preset": _str("The size preset to profile."), "full": _bool("Collect ncu's full set (slower)."),
               "out": _str("Folder for the report and the evidence (default: the server's folder).")},
-             _profile, required=("kernel",), long=True, read_only=False),
+             _profile, required=("kernel",), read_only=False),
     ToolSpec("optimize_start", "Start an optimization run in external mode: skillbase profiles, decides the skill "
              "and writes the prompt; you write the kernel and answer with submit_candidate. Returns the run and "
              "the prompt it waits on (with its text).",
@@ -236,7 +236,7 @@ TOOLS = {spec.name: spec for spec in (
               "no_gpu": _bool("A compile-only run (no verification or timing; nothing is accepted)."),
               "saved_report": _str("A saved .ncu-rep of the kernel as it is now: the first round's evidence."),
               "preset": _str("The size preset to profile and time.")},
-             _optimize_start, required=("kernel",), long=True, read_only=False),
+             _optimize_start, required=("kernel",), read_only=False),
     ToolSpec("pending", "Every run waiting for a candidate: its prompt (path and text), whether it is a first try "
              "(coder) or a repair (debugger), the round and the skill.",
              {"batch": _str("Only the runs of this batch (batch_N).")}, _pending),
@@ -245,7 +245,7 @@ TOOLS = {spec.name: spec for spec in (
              "next prompt. Returns the verdict and the next prompt.",
              {"run": RUN, "candidate_path": _str("A file holding the new kernel's full source."),
               "candidate_source": _str("The new kernel's full source as text.")},
-             _submit_candidate, required=("run",), long=True, read_only=False),
+             _submit_candidate, required=("run",), read_only=False),
     ToolSpec("explain", "Replay a run's decisions from the store: per round the evidence, the ranked candidates "
              "with their reasons, each attempt's verdict.",
              {"run": RUN, "round": _int("Only this round."),
@@ -320,7 +320,8 @@ def build_server(config: ServerConfig) -> Server:
         steps = 0
 
         def progress(message: str) -> None:
-            # Called from the worker thread: hand the notification to the event loop.
+            # Called from the worker thread: hand the notification to the event loop (a no-op unless
+            # the client asked for progress).
             nonlocal steps
             steps += 1
             anyio.from_thread.run(ctx.session.report_progress, steps, None, message)
