@@ -57,6 +57,17 @@ class CaseResult:
                 "failed_leaves": self.failed_leaves, "error": self.error}
 
 
+def cases_document(results: list[CaseResult], load_errors: list[Problem], case_problems: list[Problem]) -> dict:
+    """`rules test --json`: every case's result, and what kept cases or rules from loading."""
+    from skillbase.documents import versioned
+
+    failed = sum(not r.passed for r in results)
+    return versioned("rules-test", {"passed": len(results) - failed, "failed": failed,
+                                    "load_errors": [str(p) for p in load_errors],
+                                    "case_problems": [str(p) for p in case_problems],
+                                    "cases": [r.to_json() for r in results]})
+
+
 def load_cases(rule: Rule) -> tuple[list[Case], list[Problem]]:
     """The cases beside `rule`, or a problem saying they are missing or malformed."""
     path = rule.cases_path

@@ -8,14 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from skillbase.datafile.problems import suggestions
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 
 from .cases import load_cases
 from .evaluate import Engine
 from .expressions import Expression
 from .rules import Node, Rule
-
-SCHEMA_VERSION = 1
 
 
 def condition_text(node: Node) -> str:
@@ -59,8 +58,7 @@ def rule_detail(rule: Rule) -> dict[str, Any]:
 
 def list_rules(engine: Engine, kind: str | None = None) -> dict[str, Any]:
     rules = [r for r in engine.rules if kind is None or r.kind == kind]
-    return {"schema_version": SCHEMA_VERSION,
-            "rules": [rule_entry(r) for r in sorted(rules, key=lambda r: (r.kind, r.id))]}
+    return versioned("rules-list", {"rules": [rule_entry(r) for r in sorted(rules, key=lambda r: (r.kind, r.id))]})
 
 
 def show_rule(engine: Engine, rule_id: str) -> dict[str, Any]:
@@ -69,4 +67,4 @@ def show_rule(engine: Engine, rule_id: str) -> dict[str, Any]:
         close = suggestions(rule_id, [r.id for r in engine.rules])
         raise InputError(f"no rule `{rule_id}`",
                          f"did you mean `{close[0]}`?" if close else "`skillbase rules list` shows every rule")
-    return {"schema_version": SCHEMA_VERSION, "rule": rule_detail(rule)}
+    return versioned("rules-show", {"rule": rule_detail(rule)})

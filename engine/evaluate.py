@@ -51,7 +51,9 @@ class EvaluationResult:
         return None
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        from skillbase.documents import versioned
+
+        return versioned("advise", {
             "engine_format": ENGINE_FORMAT,
             "focus_kernel": self.kernel,
             "focus_reason": self.focus_reason,
@@ -61,7 +63,7 @@ class EvaluationResult:
             "candidates": [c.to_json() for c in self.candidates],
             "decisions": [d.to_json() for d in self.decisions],
             "problems": self.problems,
-        }
+        })
 
     def dumps(self, indent: int | None = 1) -> str:
         return json.dumps(self.to_json(), indent=indent)

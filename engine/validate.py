@@ -38,6 +38,14 @@ class Report:
     def warnings(self) -> list[Problem]:
         return [p for p in self.problems if p.severity == "warning"]
 
+    def to_json(self) -> dict:
+        """`rules validate --json`."""
+        from skillbase.documents import versioned
+
+        return versioned("rules-validate", {"rules": self.rules, "vocabulary": self.vocabulary,
+                                            "errors": len(self.errors), "warnings": len(self.warnings),
+                                            "problems": [p.to_json() for p in self.problems]})
+
 
 def validate(rules_dirs: list[Path] | None = None, thresholds: Path | None = None,
              skill_ids: Iterable[str] | None = None, extra_rules: Iterable[Path] = ()) -> Report:

@@ -208,8 +208,11 @@ class ProfileResult:
     advice: Advice
 
     def to_json(self) -> dict[str, Any]:
-        return {"report": str(self.report), "evidence_path": str(self.evidence_path) if self.evidence_path else None,
-                "focus_kernel": self.evidence.focus_kernel, "advice": advice_json(self.advice, top=5)}
+        from skillbase.documents import versioned
+
+        return versioned("profile", {
+            "report": str(self.report), "evidence_path": str(self.evidence_path) if self.evidence_path else None,
+            "focus_kernel": self.evidence.focus_kernel, "advice": advice_json(self.advice, top=5)})
 
 
 def profile(kernel: str | Path, *, preset: str | None = None, full: bool = False, out: str | Path = ".",

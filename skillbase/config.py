@@ -222,8 +222,10 @@ def _file_value(variable: Variable) -> str | None:
 def settings_document(start: Path | None = None) -> dict[str, Any]:
     """`skillbase config --json`: the file that applies (if any) and every effective setting."""
     found = load_config_file(start)
-    return {"schema_version": 1, "file": str(found.path) if found else None, "looked_for": list(CONFIG_FILES),
-            "settings": [s.as_dict() for s in effective_settings(start)]}
+    from skillbase.documents import versioned
+
+    return versioned("config", {"file": str(found.path) if found else None, "looked_for": list(CONFIG_FILES),
+                                "settings": [s.as_dict() for s in effective_settings(start)]})
 
 
 def effective_settings(start: Path | None = None) -> list[Effective]:

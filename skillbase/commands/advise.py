@@ -58,13 +58,9 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
     result = advice.result
     why = why_not_skill(advice, why_not) if why_not else None
     if as_json:
-        data = result.to_json()
-        data["candidates"] = data["candidates"][:top]
-        if why is not None:
-            data["why_not"] = why
-        data["evidence_notes"] = list(advice.evidence.notes)
-        data["ncu_guided_analysis"] = advice.evidence.guided_analysis()
-        click.echo(json.dumps(data, indent=1))
+        from skillbase.api import advice_json
+
+        click.echo(json.dumps(advice_json(advice, top=top, why_not_skill=why_not), indent=1))
         return
     render(result, top, why, show_all, advice.evidence.notes, advice.evidence.guided_analysis())
 

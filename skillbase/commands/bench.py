@@ -16,6 +16,7 @@ from skillbase.bench import report as bench_report
 from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
 from skillbase.commands.options import json_option, store_option
+from skillbase.documents import versioned
 from skillbase.run.types import AGENTS, Settings
 
 suite_option = click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -37,7 +38,8 @@ def list_(as_json: bool, root: Path | None) -> None:
     """List operators, their category and implementations."""
     ops = suite.discover(root)
     if as_json:
-        click.echo(json.dumps([o.to_dict() for o in ops], indent=1, default=str))
+        click.echo(json.dumps(versioned("bench-list", {"operators": [o.to_dict() for o in ops]}), indent=1,
+                              default=str))
         return
     width = max(len(o.name) for o in ops)
     for o in ops:
@@ -81,7 +83,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) ->
                                                                                              _result_line(result)))
     s = done.scores
     if as_json:
-        click.echo(json.dumps({"results": str(done.path), "scores": s}, indent=1))
+        click.echo(json.dumps(versioned("bench-run", {"results": str(done.path), "scores": s}), indent=1))
     else:
         speedup = bench_report.number(s["weighted_speedup"])
         click.echo(f"{s['verified']}/{s['tasks']} verified; weighted speedup {speedup}; results in {done.path}")
@@ -141,4 +143,4 @@ def report(gpu, html_path, results_root, as_json, force) -> None:
             target = targets[slug]
             target.write_text(bench_report.render_html(meta, results))
     if as_json:
-        click.echo(json.dumps(out, indent=1))
+        click.echo(json.dumps(versioned("bench-report", {"gpus": out}), indent=1))

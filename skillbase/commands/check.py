@@ -34,7 +34,7 @@ def check(kernel, preset, candidate, no_time, timeout_s, as_json):
         result = evaluate(kernel, candidate=candidate, baseline=kernel if candidate is not None else None,
                           options=options, progress=lambda message: status.update(message))
     if as_json:
-        click.echo(json.dumps(result.to_dict(), indent=2, default=str))
+        click.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:
         render(result, ui.console())
     if result.status != "ok":

@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from skillbase.commands.options import json_option
+from skillbase.documents import versioned
 
 
 @click.group("examples")
@@ -23,7 +24,7 @@ def list_(as_json: bool) -> None:
 
     found = list_examples()
     if as_json:
-        click.echo(json.dumps([e.to_dict() for e in found], indent=1))
+        click.echo(json.dumps(versioned("examples-list", {"examples": [e.to_dict() for e in found]}), indent=1))
         return
     width = max(len(e.name) for e in found)
     for e in found:
@@ -43,7 +44,8 @@ def copy(name: str, destination: Path, force: bool, as_json: bool) -> None:
     target = copy_example(name, destination, force=force)
     example = get_example(name)
     if as_json:
-        click.echo(json.dumps({"name": name, "folder": str(target), "files": list(example.files)}, indent=1))
+        click.echo(json.dumps(versioned("examples-copy", {"name": name, "folder": str(target),
+                                                          "files": list(example.files)}), indent=1))
         return
     click.echo(f"copied {name} to {target}/ ({', '.join(example.files)})")
     kernel = target / f"{name}.cu"

@@ -3,13 +3,13 @@ write it, and print every guess and TODO left to check, one line each."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
-from skillbase.errors import InputError
-from skillbase.task.draft import draft_spec
-from skillbase.task.spec import spec_path_for
+from skillbase.commands.options import json_option
+from skillbase.task.draft import write_draft
 
 
 @click.command("init")
@@ -17,15 +17,15 @@ from skillbase.task.spec import spec_path_for
 @click.option("--launcher", default=None,
               help="The extern \"C\" function to draft for (needed when there are several).")
 @click.option("--force", is_flag=True, help="Overwrite an existing K.task.yaml.")
-def init(kernel: Path, launcher: str | None, force: bool) -> None:
+@json_option
+def init(kernel: Path, launcher: str | None, force: bool, as_json: bool) -> None:
     """Draft KERNEL's task spec (K.task.yaml) from its launcher's signature."""
-    kernel_path, spec_path = spec_path_for(kernel)
-    if spec_path.exists() and not force:
-        raise InputError(f"{spec_path} already exists; not overwriting it", hint="pass --force to replace it")
-    text, todo = draft_spec(kernel_path, launcher)
-    spec_path.write_text(text)
-    click.echo(f"wrote {spec_path}")
-    if todo:
-        click.echo(f"to do before `skillbase check {kernel_path}` ({len(todo)}):")
-        for line in todo:
+    drafted = write_draft(kernel, launcher, force=force)
+    if as_json:
+        click.echo(json.dumps(drafted.to_json(), indent=1))
+        return
+    click.echo(f"wrote {drafted.spec}")
+    if drafted.todo:
+        click.echo(f"to do before `skillbase check {drafted.kernel}` ({len(drafted.todo)}):")
+        for line in drafted.todo:
             click.echo(f"  {line}")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
 
 from skillbase import ui
+from skillbase.commands.options import json_option
 
 
 @click.command("profile")
@@ -16,27 +18,25 @@ from skillbase import ui
 @click.option("-o", "--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("."),
               show_default=True, help="Folder for the .ncu-rep and the evidence JSON.")
 @click.option("--timeout", "timeout_s", type=float, default=600.0, show_default=True, help="Seconds before giving up.")
-def profile(kernel, preset, full, out_dir, timeout_s):
+@json_option
+def profile(kernel, preset, full, out_dir, timeout_s, as_json):
     """Profile KERNEL (with KERNEL.task.yaml beside it) once at a preset with ncu."""
-    from skillbase.errors import InputError
-    from skillbase.profiling import profile_evidence
+    from skillbase.api import profile as profile_kernel
 
-    if not kernel.is_file():
-        raise InputError(f"{kernel}: no such file")
     console = ui.console(stderr=True)
     with console.status("profiling") as status:
-        profiled = profile_evidence(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
-                                    progress=lambda message: status.update(message))
-    click.echo(f"report:   {profiled.profile.report}")
+        profiled = profile_kernel(kernel, preset=preset, full=full, out=out_dir, timeout_s=timeout_s,
+                                  progress=lambda message: status.update(message))
+    if as_json:
+        click.echo(json.dumps(profiled.to_json(), indent=1))
+        return
+    click.echo(f"report:   {profiled.report}")
     click.echo(f"evidence: {profiled.evidence_path}")
-    _advise(profiled.evidence)
+    _advise(profiled.advice.result)
 
 
-def _advise(evidence) -> None:
+def _advise(result) -> None:
     """Print the engine's ranked skills for the new evidence."""
-    from skillbase.engine import Engine
-
-    result = Engine.load().evaluate(evidence)
     if not result.candidates:
         click.echo("advice:   no rule fired")
         return

@@ -38,9 +38,7 @@ def validate_command(extra_rules, rules_dirs, thresholds, as_json):
     # the skills a rule may propose: the built-in corpus and the folders of $SKILLBASE_SKILL_PATH
     report = validate(list(rules_dirs) or None, thresholds, skill_ids=skill_ids(), extra_rules=extra_rules)
     if as_json:
-        click.echo(json.dumps({"rules": report.rules, "vocabulary": report.vocabulary,
-                               "errors": len(report.errors), "warnings": len(report.warnings),
-                               "problems": [p.to_json() for p in report.problems]}, indent=1))
+        click.echo(json.dumps(report.to_json(), indent=1))
     else:
         for problem in report.problems:
             prefix = "" if problem.severity == "error" else "warning: "
@@ -61,7 +59,7 @@ def validate_command(extra_rules, rules_dirs, thresholds, as_json):
 @json_option
 def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_json):
     """Run every rule's cases: a table of pass/fail with reasons, non-zero exit on any failure."""
-    from skillbase.engine.cases import run_all
+    from skillbase.engine.cases import cases_document, run_all
     from skillbase.engine.evaluate import Engine, resolve_dirs
     from skillbase.engine.vocabulary import default_thresholds_path
 
@@ -72,10 +70,7 @@ def test_command(extra_rules, rule_ids, failed_only, rules_dirs, thresholds, as_
     results, case_problems = run_all(engine, list(rule_ids) or None)
     failures = [r for r in results if not r.passed]
     if as_json:
-        click.echo(json.dumps({"passed": len(results) - len(failures), "failed": len(failures),
-                               "load_errors": [str(p) for p in load_errors],
-                               "case_problems": [str(p) for p in case_problems],
-                               "cases": [r.to_json() for r in results]}, indent=1))
+        click.echo(json.dumps(cases_document(results, load_errors, case_problems), indent=1))
     else:
         _print_results(results if not failed_only else failures, load_errors, case_problems)
         click.echo(f"{len(results) - len(failures)} passed, {len(failures)} failed"

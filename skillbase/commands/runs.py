@@ -27,10 +27,9 @@ def runs(task, skill, status, limit, as_json, store_path):
     store = RunStore.open(store_path, read_only=True)
     rows = store.list_runs(task=task, skill=skill, status=RunStatus(status) if status else None, limit=limit)
     if as_json:
-        click.echo(json.dumps([{"run": r.name, "task": r.task_name, "task_path": r.task_path,
-                                "status": store.shown_status(r),
-                                "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us,
-                                "speedup": r.speedup, "created": r.created_at} for r in rows], indent=2))
+        from skillbase.run.explain import runs_document
+
+        click.echo(json.dumps(runs_document(store, rows), indent=2, default=str))
         return
     from rich.table import Table
 

@@ -19,6 +19,7 @@ import click
 
 from skillbase import ui
 from skillbase.commands.options import json_option, skills_dir_option
+from skillbase.documents import versioned
 from skillbase.errors import SkillbaseError
 
 STATUSES = ("experimental", "stable", "deprecated")
@@ -56,7 +57,7 @@ def list_skills(ctx: click.Context, category: str | None, status: str | None, as
     corpus = load_corpus(_dirs(ctx), strict=False)
     rows = corpus.select(category, status)
     if as_json:
-        click.echo(json.dumps([s.to_json() for s in rows], indent=2))
+        click.echo(json.dumps(versioned("skills-list", {"skills": [s.to_json() for s in rows]}), indent=2))
     else:
         table = [("id", "category", "status", "auto-apply", "example", "origin")]
         for s in rows:
@@ -106,8 +107,9 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
     errors = [p for p in problems if p.severity == "error" or strict]
     warnings = [p for p in problems if p not in errors]
     if as_json:
-        click.echo(json.dumps({"skills": len(corpus), "errors": [p.to_json() for p in errors],
-                               "warnings": [p.to_json() for p in warnings]}, indent=2))
+        click.echo(json.dumps(versioned("skills-validate", {
+            "skills": len(corpus), "errors": [p.to_json() for p in errors],
+            "warnings": [p.to_json() for p in warnings]}), indent=2))
     else:
         for problem in errors:
             click.echo(f"error: {problem}", err=True)

@@ -23,8 +23,10 @@ def proposed_by(engine: Engine, skill_id: str) -> list[dict[str, Any]]:
 
 def to_json(skill: Skill, rules: list[dict[str, Any]]) -> dict[str, Any]:
     """The skill's data with where it lives and who proposes it (`skills show --json`)."""
-    return {**skill.data, "origin": skill.origin, "path": str(skill.path), "has_example": skill.has_example,
-            "proposed_by": rules}
+    from skillbase.documents import versioned
+
+    return versioned("skills-show", {**skill.data, "origin": skill.origin, "path": str(skill.path),
+                                     "has_example": skill.has_example, "proposed_by": rules})
 
 
 def _fill(text: str, first: str, rest: str) -> str:

@@ -158,7 +158,9 @@ def run_checks(probe_counters: bool = True, require_profiler: bool = False) -> l
 
 
 def as_json(checks: list[Check]) -> dict:
-    return {"ok": not any(c.failed for c in checks), "checks": [asdict(c) for c in checks]}
+    from skillbase.documents import versioned
+
+    return versioned("doctor", {"ok": not any(c.failed for c in checks), "checks": [asdict(c) for c in checks]})
 
 
 def _first(text: str) -> str:

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any
 
 from skillbase import __version__
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.harness.static_check import RULE_BY_ID, Violation, check_source
 
-SCHEMA_VERSION = 1
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning"}
 
@@ -46,9 +46,9 @@ class LintReport:
         return self.errors == 0
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema_version": SCHEMA_VERSION, "ok": self.ok, "errors": self.errors, "warnings": self.warnings,
-                "files": [{"path": str(f.path), "spec": str(f.spec) if f.spec else None,
-                           "findings": [_finding(v) for v in f.violations]} for f in self.files]}
+        return versioned("lint", {"ok": self.ok, "errors": self.errors, "warnings": self.warnings,
+                                  "files": [{"path": str(f.path), "spec": str(f.spec) if f.spec else None,
+                                             "findings": [_finding(v) for v in f.violations]} for f in self.files]})
 
     def to_sarif(self) -> dict[str, Any]:
         """One SARIF 2.1.0 log: one run, the rules that fired as the driver's rules, one result per finding."""

@@ -181,6 +181,12 @@ class CheckResult:
         out["max_rel_err"] = self.max_rel_err()
         return out
 
+    def to_json(self) -> dict[str, Any]:
+        """`check --json`: the versioned document (to_dict is what stores keep)."""
+        from skillbase.documents import versioned
+
+        return versioned("check", self.to_dict())
+
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> CheckResult:
         data = dict(data)

@@ -12,8 +12,9 @@ import json
 import time
 from typing import Any
 
+from skillbase.documents import versioned
 from skillbase.errors import InputError
-from skillbase.run.store import RunStore, column_json
+from skillbase.run.store import RunRow, RunStore, column_json
 from skillbase.run.types import Status
 
 # The attempts `--fails-only` lists.
@@ -68,7 +69,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
         if fails_only and not entry["attempts"] and row["outcome"] == "accepted":
             continue
         rounds.append(entry)
-    return {
+    return versioned("explain", {
         "run": run.name,
         "task": run.task_name,
         "task_path": run.task_path,
@@ -81,7 +82,15 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
         "best_kernel": run.best_kernel,
         "manifest": run.manifest,
         "rounds": rounds,
-    }
+    })
+
+
+def runs_document(store: RunStore, rows: list[RunRow]) -> dict[str, Any]:
+    """`runs --json`: the listed runs with their shown status (a dead process's run is `interrupted`)."""
+    return versioned("runs", {"store": str(store.location), "runs": [
+        {"run": r.name, "task": r.task_name, "task_path": r.task_path, "status": store.shown_status(r),
+         "stop_reason": r.stop_reason, "baseline_us": r.baseline_us, "best_us": r.best_us, "speedup": r.speedup,
+         "created": r.created_at} for r in rows]})
 
 
 def _load_json(store: RunStore, digest: str | None) -> Any:

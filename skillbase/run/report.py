@@ -12,7 +12,7 @@ that was never measured reads "not measured" or "—", never None.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from skillbase.errors import InputError
 from skillbase.evidence.model import Evidence
@@ -340,7 +340,20 @@ def render_html(report: dict) -> str:
     return html_page(f"{report['run']}: {report['task']}", "".join(parts), style)
 
 
-def write_report(store: RunStore, ref: str | int, out_dir, force: bool = False) -> tuple[Path, Path]:
+class WrittenReport(NamedTuple):
+    """The two pages `write_report` wrote (`report --json` prints `to_json()`)."""
+
+    markdown: Path
+    html: Path
+
+    def to_json(self) -> dict[str, Any]:
+        from skillbase.documents import versioned
+
+        return versioned("report", {"run": self.markdown.stem, "markdown": str(self.markdown),
+                                    "html": str(self.html)})
+
+
+def write_report(store: RunStore, ref: str | int, out_dir, force: bool = False) -> WrittenReport:
     """RUN.md and RUN.html in OUT_DIR; existing files are kept unless FORCE."""
     report = run_report(store, ref)
     out = Path(out_dir)
@@ -351,4 +364,4 @@ def write_report(store: RunStore, ref: str | int, out_dir, force: bool = False) 
             raise InputError(f"{path} already exists", hint="pass --force to overwrite it, or -o another folder")
     md_path.write_text(render_markdown(report))
     html_path.write_text(render_html(report))
-    return md_path, html_path
+    return WrittenReport(md_path, html_path)

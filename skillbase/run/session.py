@@ -23,6 +23,7 @@ from skillbase.agents.coder import FREE_CHOICE
 from skillbase.corpus.examples import example_for_coder
 from skillbase.corpus.load import load_corpus
 from skillbase.corpus.model import Corpus
+from skillbase.documents import versioned
 from skillbase.engine import Engine
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.harness import env
@@ -33,6 +34,7 @@ from skillbase.run.explain import explain_run
 from skillbase.run.judges import CompileOnlyJudge, HarnessJudge
 from skillbase.run.loop import Loop
 from skillbase.run.mechanical import MechanicalApplier
+from skillbase.run.pending import pending_in
 from skillbase.run.store import RunStore
 from skillbase.run.types import (
     Applier,
@@ -140,9 +142,13 @@ def summarise(store: RunStore, run_id: int) -> dict:
         rounds.append({"round": entry["round"], "skill": (entry["decision"] or {}).get("skill"),
                        "outcome": entry["outcome"], "best": f"{best['runtime_us']:.1f} µs" if best else None,
                        "speedup": best["speedup"] if best else None})
-    return {"run": run.name, "status": run.status, "stop_reason": run.stop_reason, "baseline_us": run.baseline_us,
-            "best_us": run.best_us, "speedup": run.speedup, "best_path": str(best_path) if best_path else None,
-            "rounds": rounds}
+    # a paused run waits for a kernel: say which prompt to answer and where the candidate goes
+    waiting = next((p for p in pending_in(store) if p.run_id == run_id), None) \
+        if run.status == RunStatus.PAUSED else None
+    return versioned("run-summary", {
+        "run": run.name, "status": run.status, "stop_reason": run.stop_reason, "baseline_us": run.baseline_us,
+        "best_us": run.best_us, "speedup": run.speedup, "best_path": str(best_path) if best_path else None,
+        "pending": waiting.to_json() if waiting is not None else None, "rounds": rounds})
 
 
 # -- wiring ---------------------------------------------------------------------------------------

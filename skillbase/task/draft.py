@@ -9,6 +9,7 @@ guess and every TODO is returned as one line, for the user to check.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillbase.cuda.launchers import Launcher, launchers
@@ -36,6 +37,32 @@ def _pick_launcher(path: Path, name: str | None) -> Launcher:
     if name not in found:
         raise InputError(f"{path}: no extern \"C\" function '{name}' (found: {', '.join(found)})")
     return found[name]
+
+
+@dataclass(frozen=True)
+class Drafted:
+    """A task spec written by `init`: where, and what the user must still check (one line each)."""
+
+    kernel: Path
+    spec: Path
+    todo: tuple[str, ...]
+
+    def to_json(self) -> dict:
+        from skillbase.documents import versioned
+
+        return versioned("init", {"kernel": str(self.kernel), "spec": str(self.spec), "todo": list(self.todo)})
+
+
+def write_draft(kernel: str | Path, launcher: str | None = None, force: bool = False) -> Drafted:
+    """Draft KERNEL's task spec and write it beside the kernel (never over an existing one without `force`)."""
+    from skillbase.task.spec import spec_path_for
+
+    kernel_path, spec_path = spec_path_for(kernel)
+    if spec_path.exists() and not force:
+        raise InputError(f"{spec_path} already exists; not overwriting it", hint="pass --force to replace it")
+    text, todo = draft_spec(kernel_path, launcher)
+    spec_path.write_text(text)
+    return Drafted(kernel_path, spec_path, tuple(todo))
 
 
 def draft_spec(cu_path: str | Path, launcher: str | None = None) -> tuple[str, list[str]]:

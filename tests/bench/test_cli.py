@@ -22,7 +22,7 @@ def test_list_text_and_json():
     result = CliRunner().invoke(command.bench, ["list"])
     assert result.exit_code == 0
     assert "matrix_mul" in result.output and "50 operators" in result.output
-    data = json.loads(CliRunner().invoke(command.bench, ["list", "--json"]).output)
+    data = json.loads(CliRunner().invoke(command.bench, ["list", "--json"]).output)["operators"]
     assert len(data) == 50
     fft = next(o for o in data if o["name"] == "fft")
     assert fft["bf16"] is False and fft["bf16_reason"]
@@ -60,7 +60,7 @@ def test_report_markdown_html_and_json(tmp_path):
     assert page.count("<svg") == 2 and "failed" in page
     assert "how close each size runs to the roofline" in page
     data = json.loads(CliRunner().invoke(command.bench, ["report", "--results", str(tmp_path), "--json"]).output)
-    assert data["nvidia-h200"]["fast_p"]["1"] == 0.5
+    assert data["gpus"]["nvidia-h200"]["fast_p"]["1"] == 0.5
 
 
 def test_report_without_results_says_how_to_get_them(tmp_path):

@@ -41,7 +41,7 @@ def test_list_table_has_the_columns_and_every_skill():
 
 def test_list_json_is_the_catalogue():
     result = run("list", "--json")
-    rows = json.loads(result.output)
+    rows = json.loads(result.output)["skills"]
     by_id = {row["id"]: row for row in rows}
     row = by_id["mem.coalesce"]
     assert row["category"] == "mem" and row["status"] == "stable" and row["origin"] == "built-in"
@@ -50,9 +50,9 @@ def test_list_json_is_the_catalogue():
 
 
 def test_list_filters_by_category_and_status():
-    rows = json.loads(run("list", "--category", "mem", "--json").output)
+    rows = json.loads(run("list", "--category", "mem", "--json").output)["skills"]
     assert rows and {r["category"] for r in rows} == {"mem"}
-    rows = json.loads(run("list", "--status", "deprecated", "--json").output)
+    rows = json.loads(run("list", "--status", "deprecated", "--json").output)["skills"]
     assert all(r["status"] == "deprecated" for r in rows)
 
 
@@ -138,5 +138,5 @@ def test_user_skill_shows_its_origin(tmp_path):
     path = tmp_path / "usr" / "usr.mine" / "skill.yaml"
     path.parent.mkdir(parents=True)
     path.write_text(yaml.safe_dump(data, sort_keys=False))
-    rows = json.loads(run("--skills-dir", str(tmp_path), "list", "--category", "usr", "--json").output)
+    rows = json.loads(run("--skills-dir", str(tmp_path), "list", "--category", "usr", "--json").output)["skills"]
     assert [(r["id"], r["origin"]) for r in rows] == [("usr.mine", str(tmp_path))]

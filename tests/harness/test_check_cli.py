@@ -56,6 +56,7 @@ def test_check_without_cupy(capsys, monkeypatch):
 
 
 def test_profile_without_ncu(capsys, monkeypatch):
+    monkeypatch.setattr("skillbase.harness.runtime.require_gpu", lambda: None)   # a GPU machine without ncu
     monkeypatch.setattr("shutil.which", lambda name: None)
     monkeypatch.setenv("CUDA_HOME", "/nonexistent")
     monkeypatch.setattr("skillbase.harness.profile.Path.is_file", lambda self: self.suffix == ".cu" or
