@@ -14,9 +14,10 @@ The lock is `fcntl.flock` on one file per GPU *UUID* in the cache folder (`<cach
 a UUID names the physical GPU whatever CUDA_VISIBLE_DEVICES renumbers, and the kernel drops the
 lock when its holder dies (a killed worker never leaves the GPU locked). Within one process the
 lock nests: an exclusive section inside a shared one converts the process's lock and converts it
-back after. The exclusive holder writes its PID into the file: a worker whose *parent* holds the
-lock exclusively goes ahead under it (the parent reserved the GPU for it) instead of waiting for a
-parent that waits for it.
+back after. A process waiting for the exclusive lock holds a turnstile that new shared holders pass
+through, so verifications cannot starve a timed phase. The exclusive holder writes its PID into
+the file: a worker whose *parent* holds the lock exclusively goes ahead under it (the parent
+reserved the GPU for it) instead of waiting for a parent that waits for it.
 """
 
 from __future__ import annotations
@@ -133,10 +134,13 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
 
 @contextlib.contextmanager
 def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
-    """A section inside this process's own hold: converted to exclusive for its length when asked."""
+    """A section inside this process's own hold: converted to exclusive for its length when asked.
+
+    The shared hold is given up before the exclusive one is asked for (two processes converting
+    at once would otherwise each wait for the other's shared hold), and asked for again after."""
     convert = exclusive and not held.exclusive and not held.inherited
     if convert:
-        # flock converts by releasing and re-acquiring, so two processes converting never deadlock.
+        fcntl.flock(held.fd, fcntl.LOCK_UN)
         _acquire(held.fd, held.path, exclusive=True, on_wait=on_wait)
         held.exclusive = True
         _mark_holder(held.fd)
@@ -148,7 +152,8 @@ def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
         if convert:
             os.ftruncate(held.fd, 0)
             held.exclusive = False
-            fcntl.flock(held.fd, fcntl.LOCK_SH)
+            fcntl.flock(held.fd, fcntl.LOCK_UN)
+            _acquire(held.fd, held.path, exclusive=False, on_wait=on_wait)
 
 
 def _mark_holder(fd: int) -> None:
@@ -157,24 +162,50 @@ def _mark_holder(fd: int) -> None:
 
 
 def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None] | None) -> bool:
-    """True once this process holds the lock; False when its parent holds it exclusively (for us)."""
-    mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+    """True once this process holds the lock; False when its parent holds it exclusively (for us).
+
+    Every request passes a turnstile first (`<lock>.gate`, held only while waiting): a process waiting
+    for the exclusive lock holds it, so no new shared holder slips in before it and a steady stream of
+    verifications cannot starve a timed phase."""
     started = time.monotonic()
-    told = False
-    while True:
+    said = [False]
+
+    def waited(what: str) -> None:
+        if not said[0] and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
+            said[0] = True
+            on_wait(what)
+
+    try:
+        gate = os.open(path.with_name(path.name + ".gate"), os.O_RDWR | os.O_CREAT, 0o666)
+    except OSError as error:
+        raise EnvironmentProblem(f"cannot open the GPU lock's gate beside {path} ({error.strerror})",
+                                 hint="the cache folder must be writable (SKILLBASE_CACHE)") from None
+    try:
+        while True:
+            try:
+                fcntl.flock(gate, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                waited("waiting for the GPU lock: another skillbase process is waiting to time on this GPU")
+                time.sleep(POLL_S)
         try:
-            fcntl.flock(fd, mode)
-            return True
-        except BlockingIOError:
-            holder = _holder(path)
-            if holder is not None and holder == os.getppid():
-                return False
-            if not told and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
-                told = True
-                who = f" (held by process {holder})" if holder is not None else ""
-                on_wait(f"waiting for the GPU lock{who}: another skillbase process is "
-                        f"{'using' if exclusive else 'timing on'} this GPU")
-            time.sleep(POLL_S)
+            mode = (fcntl.LOCK_EX if exclusive else fcntl.LOCK_SH) | fcntl.LOCK_NB
+            while True:
+                try:
+                    fcntl.flock(fd, mode)
+                    return True
+                except BlockingIOError:
+                    holder = _holder(path)
+                    if holder is not None and holder == os.getppid():
+                        return False
+                    who = f" (held by process {holder})" if holder is not None else ""
+                    waited(f"waiting for the GPU lock{who}: another skillbase process is "
+                           f"{'using' if exclusive else 'timing on'} this GPU")
+                    time.sleep(POLL_S)
+        finally:
+            fcntl.flock(gate, fcntl.LOCK_UN)
+    finally:
+        os.close(gate)
 
 
 def _holder(path: Path) -> int | None:

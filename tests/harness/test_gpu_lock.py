@@ -174,3 +174,50 @@ def test_a_worker_of_the_holder_goes_ahead_under_its_lock(tmp_path, monkeypatch)
         assert path.read_text().split()[0] == str(os.getpid())
     assert log.read_text().split() == ["entered", "entered"]
     assert path.read_text() == "", "a released lock names no holder"
+
+
+def _share_repeatedly(cache: str, uuid: str, start_after: float, log: str) -> None:
+    os.environ["SKILLBASE_CACHE"] = cache
+    time.sleep(start_after)
+    for _ in range(12):
+        with gpu_lock(uuid=uuid, shared=True):
+            entered = time.monotonic()
+            time.sleep(0.3)
+            left = time.monotonic()
+        with open(log, "a") as out:
+            out.write(f"{uuid} shared {entered} {left}\n")
+
+
+def _time_once(cache: str, uuid: str, start_after: float, log: str) -> None:
+    os.environ["SKILLBASE_CACHE"] = cache
+    time.sleep(start_after)
+    asked = time.monotonic()
+    with gpu_lock(uuid=uuid):
+        entered = time.monotonic()
+        time.sleep(0.2)
+        left = time.monotonic()
+    with open(log, "a") as out:
+        out.write(f"{uuid} exclusive {entered} {left} {asked}\n")
+
+
+def test_a_stream_of_verifications_cannot_starve_a_timed_phase(tmp_path):
+    """Three processes keep the GPU shared for ~4 s with overlapping holds; a timed phase asked for
+    after 1 s gets the GPU once the holds in progress end, not after the whole stream."""
+    uuid = "GPU-5e5e5e5e-0000-0000-0000-000000000000"
+    log = tmp_path / "log.txt"
+    context = multiprocessing.get_context("spawn")
+    cache = str(tmp_path / "cache")
+    procs = [context.Process(target=_share_repeatedly, args=(cache, uuid, 0.1 * i, str(log))) for i in range(3)]
+    procs.append(context.Process(target=_time_once, args=(cache, uuid, 1.0, str(log))))
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+        assert p.exitcode == 0
+    rows = [line.split() for line in log.read_text().splitlines()]
+    (timed,) = [(float(r[2]), float(r[3]), float(r[4])) for r in rows if r[1] == "exclusive"]
+    shared = [(float(r[2]), float(r[3])) for r in rows if r[1] == "shared"]
+    entered, left, asked = timed
+    assert entered - asked < 1.5, f"the timed phase waited {entered - asked:.1f} s for a stream of shared holds"
+    assert max(b for _, b in shared) > left, "the shared stream went on after the timed phase"
+    assert not any(_overlap((entered, left), s) for s in shared), "a shared hold overlapped the timed phase"
