@@ -10,6 +10,7 @@ import contextlib
 import importlib
 import importlib.util
 import json
+import logging
 import os
 import sys
 
@@ -17,6 +18,8 @@ import click
 
 from skillbase import __version__, config, ui
 from skillbase.errors import SkillbaseError, error_document
+
+log = logging.getLogger(__name__)
 
 # name -> "module:attribute"; each module defines one click command or group.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -87,6 +90,7 @@ def cli(ctx: click.Context, quiet: bool, verbose: bool) -> None:
         # the exit status and errors (stderr) are the whole answer; a --json document is still data
         ctx.with_resource(contextlib.redirect_stdout(ctx.with_resource(open(os.devnull, "w"))))
     ctx.default_map = _command_defaults(ctx)
+    log.debug("skillbase %s, python %s, command %s", __version__, sys.version.split()[0], ctx.invoked_subcommand)
 
 
 def _command_defaults(ctx: click.Context) -> dict | None:
@@ -119,6 +123,7 @@ def _command_defaults(ctx: click.Context) -> dict | None:
             if isinstance(param.type, click.Path):
                 value = [found.resolve(v) for v in value] if isinstance(value, list) else found.resolve(value)
             table[param.name] = value
+            log.debug("%s: `skillbase %s --%s` defaults to %r", found.path, " ".join(path), key, value)
     return defaults
 
 

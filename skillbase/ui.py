@@ -21,7 +21,8 @@ def set_verbosity(quiet: bool = False, verbose: bool = False) -> None:
     _quiet = quiet
     logger = logging.getLogger("skillbase")
     logger.setLevel(logging.DEBUG if verbose else logging.ERROR if quiet else logging.WARNING)
-    if verbose and not logger.handlers:
+    logger.handlers.clear()   # the handler holds the stream: a new one each time (tests swap sys.stderr)
+    if verbose:
         handler = logging.StreamHandler(sys.stderr)
         handler.setFormatter(logging.Formatter("debug: %(name)s: %(message)s"))
         logger.addHandler(handler)

@@ -348,7 +348,7 @@ def write_all(check: bool = False) -> list[str]:
             # The vendor task is the baseline's task with the library allowed and linked, its setup and
             # teardown hooks named, and the baseline kernel as the reference (vendor_<dtype>.cu is hand-written).
             variant = name.split("_", 1)[1]
-            spec = render_spec(o, variant, {"allow": [info["library"]], "link": info.get("link") or [],
+            spec = render_spec(o, variant, {"allow": info.get("allow") or [info["library"]], "link": info.get("link") or [],
                                             "hooks": info["hooks"], "reference": {"cuda": f"{variant}.cu"}})
             files[f"{name}.task.yaml"] = spec.replace(f"# {o.name} (", f"# {o.name} vendor (", 1)
         if has_torch(o):

@@ -5,29 +5,124 @@ reference) and lists them in op.yaml (library only, for display).
 
 Every vendor .cu defines `extern "C" int bench_setup(<the launcher's scalar args, in order>)`, which
 creates handles, plans and workspaces for one size and returns 0 on success, and
-`extern "C" void bench_teardown(void)`, which frees them."""
+`extern "C" void bench_teardown(void)`, which frees them.
+
+NO_VENDOR says, for every operator (or dtype) without a vendor implementation, why: op.yaml's
+`no_vendor`, shown by `skillbase bench list --json` and in the operator's README."""
 
 from _gen import OPS
 
 HOOKS = {"setup": "bench_setup", "teardown": "bench_teardown"}
 
 
-def vendor(library: str, link: list | None = None) -> dict:
-    """`link` defaults to the library itself; header-only libraries (CUB) link nothing."""
-    return {"library": library, "link": [library] if link is None else list(link), "hooks": dict(HOOKS)}
+def vendor(library: str, link: list | None = None, allow: list | None = None) -> dict:
+    """`link` defaults to the library itself; header-only libraries (CUB) link nothing. `allow` defaults
+    to the library (CUB's transform-reduces also use Thrust's counting iterator: [cub, thrust])."""
+    return {"library": library, "link": [library] if link is None else list(link), "hooks": dict(HOOKS),
+            **({"allow": list(allow)} if allow else {})}
 
 
 CUBLAS = vendor("cublas")
+CUB = vendor("cub", link=[])
+CUB_COUNTING = vendor("cub", link=[], allow=["cub", "thrust"])
 VENDORS = {
     "matrix_mul": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
     "square_matrix_mul": {"vendor_fp32": CUBLAS},
     "matrix_vector_mul": {"vendor_fp32": CUBLAS},
-    "dot_product": {"vendor_fp32": CUBLAS},
+    "dot_product": {"vendor_fp32": CUBLAS, "vendor_bf16": CUB_COUNTING},
     "spmv_csr": {"vendor_fp32": vendor("cusparse")},
     "fft": {"vendor_fp32": vendor("cufft")},
-    "prefix_sum": {"vendor_fp32": vendor("cub", link=[])},
-    "sorting": {"vendor_fp32": vendor("cub", link=[])},
+    "prefix_sum": {"vendor_fp32": CUB},
+    "sorting": {"vendor_fp32": CUB},
+    # Issue 17: cuBLAS geam (out-of-place C = alpha op(A) + beta op(B)) covers these exactly, FP32 only.
+    "vector_add": {"vendor_fp32": CUBLAS},
+    "matrix_scalar_mul": {"vendor_fp32": CUBLAS},
+    "matrix_copy": {"vendor_fp32": CUBLAS},
+    "matrix_transpose": {"vendor_fp32": CUBLAS},
+    # CUB transform-reduces (the loss is a sum of per-element terms, FP32 accumulation).
+    "mse_loss": {"vendor_fp32": CUB_COUNTING, "vendor_bf16": CUB_COUNTING},
+    "hinge_loss": {"vendor_fp32": CUB_COUNTING, "vendor_bf16": CUB_COUNTING},
+    "monte_carlo_int": {"vendor_fp32": CUB},
+    "simpson_int": {"vendor_fp32": CUB_COUNTING},
+}
+
+GEAM_BF16 = "BF16: cuBLAS's geam has no BF16 variant (S, D, C and Z only)."
+NO_ROUTINE = "No vendor library has this operation as a routine: the bench compares it with PyTorch only."
+NOT_YET = ("not implemented yet (issue 17 left it): {what}")
+NO_VENDOR = {
+    # -- elementwise ---------------------------------------------------------------------------------------
+    "vector_add": GEAM_BF16,
+    "matrix_scalar_mul": GEAM_BF16,
+    "matrix_copy": GEAM_BF16 + " (a copy is cudaMemcpyAsync, a runtime call the launcher may not make.)",
+    "matrix_transpose": GEAM_BF16,
+    "relu": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_RELU) covers it exactly."),
+    "sigmoid": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_SIGMOID) covers it exactly."),
+    "row_tanh": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_TANH) covers it exactly."),
+    "elu": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_ELU, coef = alpha) covers it."),
+    "leaky_relu": "cuDNN's legacy activations have no leaky ReLU (its graph API's pointwise RELU_FWD with a "
+                  "lower slope does, through cudnn-frontend, which the bench does not use); no other library has it.",
+    "selu": "No library routine: cuDNN's legacy activations have no SELU (ELU's coefficient cannot add the "
+            "output scale).",
+    "gelu": "cuDNN's legacy activations have no GELU (its graph API's pointwise GELU_FWD would need "
+            "cudnn-frontend, which the bench does not use); no other library has it as a routine.",
+    "swiglu": "No library routine for silu(gate) * up (cuDNN's legacy SWISH activation is silu alone; the "
+              "product needs a second pass of our own, which would not be the library's result).",
+    "silu_and_mul": "No library routine (vLLM's fused kernel; cuDNN's legacy SWISH activation is silu alone).",
+    "reverse_array": NO_ROUTINE,
+    # -- reduction -----------------------------------------------------------------------------------------
+    "dot_product": "",
+    "cross_entropy_loss": "No single routine: cuDNN's log-softmax (cudnnSoftmaxForward, CUDNN_SOFTMAX_LOG) "
+                          "gives the row log-probabilities, but picking each row's label and the mean need "
+                          "kernels of ours, and CUB has no segmented log-sum-exp.",
+    "top_k": NOT_YET.format(what="CUB's DeviceSegmentedSort::SortKeysDescending of each row, then the first "
+                                 "K of each, would cover it (a full sort where the baseline selects)."),
+    "prefix_sum": "BF16: CUB's scan would accumulate in BF16 (its accumulator is the input type); the "
+                  "baseline accumulates in FP32.",
+    "sorting": "BF16: not implemented yet (CUB's radix sort takes __nv_bfloat16 keys).",
+    # -- dense ---------------------------------------------------------------------------------------------
+    "square_matrix_mul": "BF16: not implemented yet (cublasGemmEx with CUDA_R_16BF, as matrix_mul's).",
+    "matrix_vector_mul": "BF16: not implemented yet (cublasGemmEx with n = 1, as no BF16 gemv exists).",
+    "matrix_power": NOT_YET.format(what="p - 1 = 4 cublasSgemm calls ping-ponging through `tmp` cover it."),
+    "high_order_contraction": NOT_YET.format(what="for each j, a cublasSgemmStridedBatched over b of X[b, j] "
+                                                  "(I x Kd) times W[j] (Kd x L), accumulating (beta = 1)."),
+    # -- llm -----------------------------------------------------------------------------------------------
+    "softmax": NOT_YET.format(what="cuDNN's cudnnSoftmaxForward (CUDNN_SOFTMAX_ACCURATE, per instance) covers it."),
+    "layer_norm": "cuDNN's legacy API has no LayerNorm (its graph API's norm forward would need "
+                  "cudnn-frontend, which the bench does not use); no other library routine.",
+    "rms_norm": "cuDNN's legacy API has no RMSNorm (its graph API's norm forward would need cudnn-frontend, "
+                "which the bench does not use); no other library routine.",
+    "batch_norm": NOT_YET.format(what="cuDNN's cudnnBatchNormalizationForwardTraining (spatial mode, batch "
+                                      "statistics, biased variance, eps >= CUDNN_BN_MIN_EPSILON) covers it."),
+    "rope": NO_ROUTINE,
+    "softmax_attention": "cuDNN's fused attention exists only in its graph API (through cudnn-frontend, "
+                         "which the bench does not use); no legacy routine. PyTorch's SDPA is the reference.",
+    "merge_attn_states": NO_ROUTINE + " (It is vLLM's own kernel.)",
+    "triangle_attention": NO_ROUTINE + " (AlphaFold's; cuDNN's attention has no per-row bias layout like it.)",
+    # -- sparse --------------------------------------------------------------------------------------------
+    "spmv_csr": "BF16: not implemented yet (cusparseSpMV takes CUDA_R_16BF with CUDA_R_32F compute).",
+    "spmv_coo": NOT_YET.format(what="cusparseSpMV with a COO descriptor covers it."),
+    "spmv_csc": NOT_YET.format(what="cusparseSpMV with a CSC descriptor covers it."),
+    "spmv_ell": "cuSPARSE's SpMV has no ELL format (its Blocked-ELL is for SpMM only), so no vendor routine.",
+    "spmm_csr": NOT_YET.format(what="cusparseSpMM with a CSR descriptor and a row-major B covers it."),
+    "spmm_coo": NOT_YET.format(what="cusparseSpMM with a COO descriptor covers it."),
+    "spmm_csc": NOT_YET.format(what="cusparseSpMM with a CSC descriptor covers it."),
+    "spmm_ell": "cuSPARSE has Blocked-ELL, not ELL: converting this ELL (column-major, -1 padding) to "
+                "Blocked-ELL with block size 1 needs the data, which bench_setup does not get, so every call "
+                "would convert first; not implemented.",
+    # -- scientific ----------------------------------------------------------------------------------------
+    "stencil_2d": NO_ROUTINE,
+    "stencil_3d": NO_ROUTINE,
+    "fft": "BF16 does not apply (see bf16_reason).",
+    "monte_carlo_int": "",
+    "simpson_int": "",
+    "conv_1d": NOT_YET.format(what="cuDNN's cudnnConvolutionForward on a 1 x 1 x 1 x n image with a 1 x K "
+                                   "filter, padding K/2, cross-correlation, covers it."),
+    "conv_2d": NOT_YET.format(what="cuDNN's cudnnConvolutionForward (NCHW, 3x3, padding 1, stride 1, "
+                                   "cross-correlation) covers it."),
+    "max_pooling_2d": NOT_YET.format(what="cuDNN's cudnnPoolingForward (2x2 max, stride 2, no padding) covers it."),
 }
 
 for _op, _entries in VENDORS.items():
     OPS[_op].vendor = dict(_entries)
+for _op, _reason in NO_VENDOR.items():
+    OPS[_op].no_vendor = _reason

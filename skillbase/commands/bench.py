@@ -65,7 +65,8 @@ def _result_line(result: bench_results.SizeResult) -> str:
 @click.option("--ops", "ops_csv", default=None, help="Comma-separated operators (default: all).")
 @click.option("--dtype", type=click.Choice(suite.DTYPES), default=None, help="Only this dtype (default: both).")
 @click.option("--impl", type=click.Choice(suite.KINDS), default="baseline",
-              help="baseline | vendor (library implementations) | best (best_<dtype>.cu where present, else baseline).")
+              help="baseline | vendor (library implementations) | best (best_<dtype>.cu where present, else "
+                   "baseline) | torch (PyTorch eager) | torch_compile (the same through torch.compile).")
 @click.option("--gpus", default=None, help="Comma-separated GPU indices; one worker process per GPU (default: 0).")
 @click.option("--preset", "presets_csv", default=None,
               help="Comma-separated presets (default: each task's scored presets).")
@@ -127,20 +128,24 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write an HTML report here (one file per GPU when several).")
 @click.option("--force", is_flag=True, help="Overwrite an existing HTML report.")
+@click.option("--against", "reference", type=click.Choice(suite.REFERENCES), default="baseline",
+              help="State the summary's speedups against this reference at each size: baseline | vendor | torch "
+                   "| torch_compile.")
 @results_option
 @json_option
-def report(gpu, html_path, results_root, as_json, force) -> None:
+def report(gpu, html_path, reference, results_root, as_json, force) -> None:
     """Print the scores of stored results as Markdown (and write HTML)."""
     stored = bench_results.load_stored(results_root, gpu)
     targets = bench_report.html_targets(html_path, list(stored), force) if html_path else {}
     out = {}
     for slug, (meta, results) in stored.items():
         if as_json:
-            out[slug] = bench_results.scores(results, gpu=bench_results.gpu_slug(meta["gpu"]))
+            restated = bench_results.against(results, reference)[0]
+            out[slug] = bench_results.scores(restated, gpu=bench_results.gpu_slug(meta["gpu"]))
         else:
-            click.echo(bench_report.render_markdown(meta, results))
+            click.echo(bench_report.render_markdown(meta, results, reference))
         if html_path:
             target = targets[slug]
-            target.write_text(bench_report.render_html(meta, results))
+            target.write_text(bench_report.render_html(meta, results, reference))
     if as_json:
         click.echo(json.dumps(versioned("bench-report", {"gpus": out}), indent=1))

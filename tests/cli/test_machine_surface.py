@@ -102,6 +102,8 @@ def test_exit_codes_are_documented_once_from_the_table():
 def test_quiet_prints_nothing_but_keeps_the_exit_code(capsys):
     code, out, err = run(capsys, "-q", "lint", str(CUBLAS_CHEAT))
     assert code == 1 and out == "" and err == ""
+    code, out, err = run(capsys, "-q", "rules", "list")   # its count line goes to stderr without -q
+    assert code == 0 and out == "" and err == ""
 
 
 def test_quiet_still_prints_the_document_asked_for_and_errors(capsys):
@@ -116,6 +118,10 @@ def test_verbose_prints_debug_lines_on_stderr(capsys, no_config_file):
     code, out, err = run(capsys, "-v", "config")
     assert code == 0 and "gpt-test" in out
     assert f"debug: skillbase.config: configuration file {no_config_file / 'skillbase.toml'}" in err
+    (no_config_file / "skillbase.toml").write_text("[advise]\ntop = 2\n")
+    code, _, err = run(capsys, "-v", "advise", "--report", str(REPORT), "--json")
+    assert code == 0 and "`skillbase advise --top` defaults to 2" in err
+    assert "debug: skillbase.cli: skillbase " in err and "command advise" in err
     code, _, err = run(capsys, "-q", "-v", "config")
     assert code == 2 and "not both" in err
 

@@ -6,6 +6,5 @@ harness's buffers for the pointer arguments, numbers for the scalars; outputs wr
 """
 
 
-
 def matrix_copy(a, b, M, N):
     b.copy_(a)

@@ -6,6 +6,5 @@ harness's buffers for the pointer arguments, numbers for the scalars; outputs wr
 """
 
 
-
 def matrix_transpose(A, B, M, N):
     B.copy_(A.t())

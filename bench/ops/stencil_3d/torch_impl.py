@@ -6,7 +6,6 @@ harness's buffers for the pointer arguments, numbers for the scalars; outputs wr
 """
 
 
-
 def stencil_3d(in_, out, nz, ny, nx):
     out.copy_(in_)
     c = in_[1:-1, 1:-1, 1:-1]
