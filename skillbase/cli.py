@@ -86,9 +86,13 @@ def cli(ctx: click.Context, quiet: bool, verbose: bool) -> None:
     if quiet and verbose:
         raise click.UsageError("give -q or -v, not both")
     ui.set_verbosity(quiet=quiet, verbose=verbose)
-    if quiet and not (ctx.obj or {}).get("json"):
-        # the exit status and errors (stderr) are the whole answer; a --json document is still data
-        ctx.with_resource(contextlib.redirect_stdout(ctx.with_resource(open(os.devnull, "w"))))
+    if quiet:
+        # the exit status and the error are the whole answer (main prints the error after this
+        # context closes); a --json document is still data
+        devnull = ctx.with_resource(open(os.devnull, "w"))
+        ctx.with_resource(contextlib.redirect_stderr(devnull))
+        if not (ctx.obj or {}).get("json"):
+            ctx.with_resource(contextlib.redirect_stdout(devnull))
     ctx.default_map = _command_defaults(ctx)
     log.debug("skillbase %s, python %s, command %s", __version__, sys.version.split()[0], ctx.invoked_subcommand)
 
