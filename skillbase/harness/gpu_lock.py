@@ -16,8 +16,9 @@ lock when its holder dies (a killed worker never leaves the GPU locked). Within 
 lock nests: an exclusive section inside a shared one converts the process's lock and converts it
 back after. A process waiting for the exclusive lock holds a turnstile that new shared holders pass
 through, so verifications cannot starve a timed phase. The exclusive holder writes its PID into
-the file: a worker whose *parent* holds the lock exclusively goes ahead under it (the parent
-reserved the GPU for it) instead of waiting for a parent that waits for it.
+the file: a worker whose *parent* (or an ancestor: ncu starts the profiled worker) holds the lock
+exclusively goes ahead under it (the parent reserved the GPU for it) instead of waiting for a
+parent that waits for it.
 """
 
 from __future__ import annotations
@@ -162,7 +163,7 @@ def _mark_holder(fd: int) -> None:
 
 
 def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None] | None) -> bool:
-    """True once this process holds the lock; False when its parent holds it exclusively (for us).
+    """True once this process holds the lock; False when an ancestor holds it exclusively (for us).
 
     Every request passes a turnstile first (`<lock>.gate`, held only while waiting): a process waiting
     for the exclusive lock holds it, so no new shared holder slips in before it and a steady stream of
@@ -196,7 +197,7 @@ def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None
                     return True
                 except BlockingIOError:
                     holder = _holder(path)
-                    if holder is not None and holder == os.getppid():
+                    if holder is not None and _is_ancestor(holder):
                         return False
                     who = f" (held by process {holder})" if holder is not None else ""
                     waited(f"waiting for the GPU lock{who}: another skillbase process is "
@@ -206,6 +207,23 @@ def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None
             fcntl.flock(gate, fcntl.LOCK_UN)
     finally:
         os.close(gate)
+
+
+def _is_ancestor(pid: int, depth: int = 8) -> bool:
+    """Is `pid` our parent, or its parent ...? (A worker profiled under ncu is ncu's child, not the
+    child of the skillbase process that holds the lock.)"""
+    current = os.getppid()
+    for _ in range(depth):
+        if current == pid:
+            return True
+        if current <= 1:
+            return False
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            current = int(next(line.split()[1] for line in status.splitlines() if line.startswith("PPid:")))
+        except (OSError, StopIteration, ValueError, IndexError):
+            return False
+    return False
 
 
 def _holder(path: Path) -> int | None:

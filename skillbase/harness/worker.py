@@ -114,6 +114,7 @@ def _run_once(job: dict) -> dict:
     import numpy as np
 
     from skillbase.harness.device import Device
+    from skillbase.harness.gpu_lock import gpu_lock
     from skillbase.harness.native import NativeLauncher
     from skillbase.harness.verify import POISON
     from skillbase.task import load_task
@@ -137,9 +138,11 @@ def _run_once(job: dict) -> dict:
                               hooks=job["candidate"].get("hooks"))
     launcher.setup(resolved.scalars)       # the spec's hooks.setup, before the profiled calls
     device.sync()
-    for _ in range(int(job["run"].get("calls", 1))):
-        launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
-    device.sync()
+    # A profiler measures these calls (and replays them): alone on the GPU, like a timed phase.
+    with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress):
+        for _ in range(int(job["run"].get("calls", 1))):
+            launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
+        device.sync()
     launcher.teardown()
     device.sync()
     launcher.close()
@@ -157,7 +160,10 @@ def _selftest(job: dict) -> dict:
     device.fill_shared_nan()
     device.sync()
     if job.get("peaks", True):
-        out["peaks"] = dict(device.peaks)
+        from skillbase.harness.gpu_lock import gpu_lock
+
+        with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress):   # measured: alone on the GPU
+            out["peaks"] = dict(device.peaks)
     return out
 
 

@@ -221,3 +221,27 @@ def test_a_stream_of_verifications_cannot_starve_a_timed_phase(tmp_path):
     assert entered - asked < 1.5, f"the timed phase waited {entered - asked:.1f} s for a stream of shared holds"
     assert max(b for _, b in shared) > left, "the shared stream went on after the timed phase"
     assert not any(_overlap((entered, left), s) for s in shared), "a shared hold overlapped the timed phase"
+
+
+def _through_a_wrapper(cache: str, uuid: str, log: str) -> None:
+    """A process between the holder and the worker, as ncu is when it profiles a worker."""
+    child = multiprocessing.get_context("spawn").Process(target=_enter_once, args=(cache, uuid, log))
+    child.start()
+    child.join(30)
+    if child.is_alive():
+        child.kill()
+        raise SystemExit(1)
+    raise SystemExit(child.exitcode)
+
+
+def test_a_worker_under_a_wrapper_goes_ahead_under_its_ancestors_lock(tmp_path, monkeypatch):
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    uuid = "GPU-88888888-0000-0000-0000-000000000000"
+    log = tmp_path / "log.txt"
+    with gpu_lock(uuid=uuid):
+        wrapper = multiprocessing.get_context("spawn").Process(target=_through_a_wrapper,
+                                                               args=(str(tmp_path), uuid, str(log)))
+        wrapper.start()
+        wrapper.join(60)
+        assert wrapper.exitcode == 0, "the profiled worker waited for the process that waits for it"
+    assert log.read_text().split() == ["entered"]
