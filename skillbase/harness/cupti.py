@@ -183,13 +183,20 @@ def find_cupti(nvcc: str) -> tuple[Path, Path]:
 
 
 def build_timer(cache_dir: Path | None = None) -> Path:
-    """The helper library, compiled once per (source, nvcc, CUPTI) into `<cache>/cupti/<key>/`."""
-    from skillbase.harness.env import nvcc_path, nvcc_version_text
-
+    """The helper library, compiled once per (source, nvcc, CUPTI) into `<cache>/cupti/<key>/`;
+    `CuptiUnavailable` with the reason for anything that stops it (the harness then uses events)."""
     try:
-        nvcc = nvcc_path()
+        return _build_timer(cache_dir)
     except EnvironmentProblem as error:
         raise CuptiUnavailable(error.message) from None
+    except OSError as error:
+        raise CuptiUnavailable(f"cannot build the CUPTI timer ({error})") from None
+
+
+def _build_timer(cache_dir: Path | None) -> Path:
+    from skillbase.harness.env import nvcc_path, nvcc_version_text
+
+    nvcc = nvcc_path()
     include, library = find_cupti(nvcc)
     digest = hashlib.sha256()
     for part in (SOURCE.read_bytes(), nvcc_version_text(nvcc).encode(), (include / "cupti.h").read_bytes(),
