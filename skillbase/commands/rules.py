@@ -11,6 +11,7 @@ from pathlib import Path
 import click
 
 from skillbase.commands.options import extra_rules_option, json_option, skills_dir_option
+from skillbase.documents import versioned
 
 rules_dir_option = click.option(
     "--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -187,7 +188,7 @@ def new_rule(rule_id: str, kind: str, skill: str | None, rules_dir: str | None, 
     target = rule_target(rules_dir)
     path, cases = scaffold(rule_id, kind, target, skill=skill, skill_ids=skill_ids(skills_dirs))
     if as_json:
-        click.echo(json.dumps({"rule": str(path), "cases": str(cases)}, indent=2))
+        click.echo(json.dumps(versioned("rules-new", {"rule": str(path), "cases": str(cases)}), indent=2))
         return
     click.echo(f"created {path}\ncreated {cases}")
     flag = "" if target.resolve() == builtin_rules_dir().resolve() else f" --rules-dir {target}"

@@ -155,7 +155,8 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
             on_detail=lambda m: bar.note(f"  {time.monotonic() - started:7.1f}s {m}"),
             # the verdict lines already say what each example did: the count and ETA are the step
             on_progress=lambda done, total, _line: bar.step(done, total))
-    click.echo(json.dumps([asdict(r) for r in results], indent=2) if as_json else to_markdown(results, command))
+    click.echo(json.dumps(versioned("skills-verify", {"results": [asdict(r) for r in results]}), indent=2)
+               if as_json else to_markdown(results, command))
 
 
 @skills.command("search")
@@ -222,9 +223,9 @@ def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: st
                     progress=lambda message: notes.print(f"[dim]{message}[/dim]"))
     todos = todo_problems(made.path)
     if as_json:
-        click.echo(json.dumps({"path": str(made.path), "near_duplicates": [h.to_json() for h in made.near],
-                               "method": made.method, "threshold": made.threshold,
-                               "todo_lines": [line for line, _ in todos]}, indent=2))
+        click.echo(json.dumps(versioned("skills-new", {
+            "path": str(made.path), "near_duplicates": [h.to_json() for h in made.near], "method": made.method,
+            "threshold": made.threshold, "todo_lines": [line for line, _ in todos]}), indent=2))
         return
     click.echo(f"created {made.path}")
     for hit in made.near:
