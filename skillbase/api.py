@@ -9,7 +9,7 @@ calls them directly (docs/api.md):
     skillbase.why_not(advice, "mem.vectorize")        # the rules that could propose it, and their failed leaves
     run = skillbase.Run.start("naive_sgemm.cu", agent="external", gpu=False,
                               saved_report="naive_sgemm.h200.ncu-rep")
-    run.pending().prompt_text                          # what a coder is asked to do
+    run.pending().prompt_path.read_text()              # what a coder is asked to do
     submission = run.submit(open("my_try.cu").read())  # judged; the verdict and the next prompt
 
 Each function loads what it needs when called (nothing heavy at import: `import skillbase` and the
@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from skillbase.evidence import Evidence
     from skillbase.harness.result import CheckResult
     from skillbase.run.pending import PendingPrompt
+    from skillbase.run.report import WrittenReport
 
 __all__ = ["Advice", "ProfileResult", "Run", "RuleExplanation", "SkillCard", "Submission", "advise", "check",
            "make_evidence", "pending", "profile", "rules_explain", "skills_list", "skills_search", "skills_show",
@@ -362,7 +363,7 @@ class Run:
         finally:
             store.close()
 
-    def report(self, out_dir: str | Path = ".", force: bool = False) -> tuple[Path, Path]:
+    def report(self, out_dir: str | Path = ".", force: bool = False) -> WrittenReport:
         """Write the run's Markdown and HTML report into `out_dir` (existing files need `force`)."""
         from skillbase.run.report import write_report
 

@@ -153,7 +153,7 @@ def _rules_explain(config: ServerConfig, args: dict[str, Any], progress: Progres
 def _check(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     result = api.check(config.path(args["kernel"]), config.optional_path(args, "candidate"),
                        preset=args.get("preset"), time=not args.get("no_time", False), progress=progress)
-    return result.to_dict()
+    return result.to_json()
 
 
 def _profile(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
@@ -190,8 +190,7 @@ def _explain(config: ServerConfig, args: dict[str, Any], progress: Progress) -> 
 
 def _report(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     out = config.path(args.get("out", "."), exists=False)
-    markdown, html = api.Run(args["run"], config.store).report(out, force=args.get("force", False))
-    return {"run": args["run"], "markdown": str(markdown), "html": str(html)}
+    return api.Run(args["run"], config.store).report(out, force=args.get("force", False)).to_json()
 
 
 TOOLS = {spec.name: spec for spec in (
