@@ -118,7 +118,9 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     saved = run.manifest.get("saved_report")
     wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
                            run.manifest.get("gpu_run", True), Path(saved) if saved else None, reply)
-    store.update_run(run.id, status=RunStatus.RUNNING, stop_reason=None)
+    # claim() marks it running, under the owner check: setting `running` here first would make a
+    # paused run's live starter (a test, an MCP server) look like an owner still driving it.
+    store.update_run(run.id, stop_reason=None)
     return _execute(store, run.id, kernel, settings, wired, candidate, progress)
 
 

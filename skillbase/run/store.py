@@ -675,6 +675,19 @@ class RunStore:
                 found[row["key"].removesuffix("/candidate")] = source
         return found
 
+    def relocate(self, moves: list[tuple[str, str]]) -> None:
+        """Rewrite absolute paths recorded in the store (task paths, manifests, batch settings) from
+        one folder prefix to another: a store unpacked on another machine finds its tasks there."""
+        self._ensure_batch_tables()
+        with self.transaction() as tx:
+            for old, new in moves:
+                if old == new:
+                    continue
+                tx.execute("UPDATE runs SET task_path = ? || substr(task_path, ?) WHERE task_path LIKE ? ESCAPE '\\'",
+                           (new, len(old) + 1, _like_prefix(old)))
+                tx.execute("UPDATE runs SET manifest_json = replace(manifest_json, ?, ?)", (f'"{old}', f'"{new}'))
+                tx.execute("UPDATE batches SET settings_json = replace(settings_json, ?, ?)", (f'"{old}', f'"{new}'))
+
     def backup_to(self, target: Path) -> None:
         """A consistent copy of the database (SQLite's online backup), even while runs write to it."""
         copy = sqlite3.connect(target)

@@ -1,0 +1,261 @@
+"""The batch external mode, end to end on the CPU (issue 16): `bench optimize` starts one run per
+operator as a batch, `pending` lists each run's prompt, a coder writes candidates, `resume --all`
+judges the ones present (nvcc really builds them; --no-gpu: nothing is timed, so nothing is
+accepted) and leaves the others waiting with their reason; a kill -9 mid-batch loses nothing;
+the store travels in one file.
+
+The runs use `--no-engine` (the ablation): on a machine without a GPU the engine has no profile
+and proposes nothing for these operators, while the coder's free choice always gives a prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from skillbase.agents.tokens import count_tokens
+from skillbase.bench.suite import bench_dir
+from skillbase.cli import cli
+from skillbase.errors import InputError, SkillbaseError
+from skillbase.run.batch import read_candidate, resume_all, start_batch
+from skillbase.run.pending import list_pending
+from skillbase.run.store import RunStore
+from skillbase.run.types import Settings
+
+pytestmark = pytest.mark.nvcc
+
+OPS = ("relu", "gelu", "elu", "sigmoid")
+
+
+@pytest.fixture
+def suite(tmp_path, monkeypatch):
+    """A copy of four operators of the shipped suite (a test may move it, as a trip to another machine does)."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    root = tmp_path / "suite_here"
+    for op in OPS:
+        shutil.copytree(bench_dir() / "ops" / op, root / "ops" / op)
+    monkeypatch.setenv("SKILLBASE_BENCH_DIR", str(root))
+    return root
+
+
+def invoke(*args: str) -> str:
+    result = CliRunner().invoke(cli, list(args), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def start(store: Path, *extra: str) -> dict:
+    return json.loads(invoke("bench", "optimize", "--agent", "external", "--no-engine", "--no-gpu", "--ops",
+                             ",".join(OPS), "--rounds", "2", "--repairs", "1", "--store", str(store), "--json",
+                             *extra))
+
+
+def refused(*args: str) -> str:
+    """The one-line error (and hint) a command stops with (`skillbase.cli.main` prints it)."""
+    result = CliRunner().invoke(cli, list(args))
+    assert isinstance(result.exception, SkillbaseError), result.output
+    return f"{result.exception.message} (hint: {result.exception.hint})"
+
+
+def pending(store: Path) -> dict[str, dict]:
+    return {p["operator"]: p for p in json.loads(invoke("pending", "--store", str(store), "--json"))}
+
+
+def a_candidate(op: str, note: str) -> str:
+    """The operator's own baseline with a comment: a real kernel that builds and defines the launcher."""
+    return f"// candidate: {note}\n" + (bench_dir() / "ops" / op / "fp32.cu").read_text()
+
+
+def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp_path):
+    store_path = tmp_path / "store"
+    started = start(store_path)
+    assert started["batch"] == "batch_1" and started["counts"] == {"started": 4}
+    waiting = pending(store_path)
+    assert sorted(waiting) == sorted(OPS)
+    for entry in waiting.values():
+        assert (entry["kind"], entry["round"], entry["key"], entry["skill"]) == ("coder", 0, "r0/v0/a0", "free-choice")
+        assert "Choose the single most valuable optimization yourself" in Path(entry["prompt"]).read_text()
+        assert entry["candidate"].endswith(f"{entry['run']}.cu") and entry["waiting"] is None
+
+    # One good candidate (with its meta file), one empty, one missing, one not CUDA.
+    good = Path(waiting["relu"]["candidate"])
+    good.write_text(a_candidate("relu", "grid-stride"))
+    Path(waiting["relu"]["meta"]).write_text(json.dumps({"model": "claude helper of the lead", "wall_s": 12.5,
+                                                         "reply_tokens": 321}))
+    Path(waiting["gelu"]["candidate"]).write_text("\n  \n")
+    Path(waiting["sigmoid"]["candidate"]).write_text("I would vectorise the loads with float4.\n")
+    done = json.loads(invoke("resume", "--all", "--store", str(store_path), "--json"))
+    assert done["counts"] == {"judged": 1, "waiting": 3}
+    judged = next(m for m in done["members"] if m["action"] == "judged")
+    assert judged["run"] == waiting["relu"]["run"] and "r0/v0/a0: unverified" in judged["reason"]
+
+    after = pending(store_path)
+    assert (after["relu"]["key"], after["relu"]["kind"], after["relu"]["waiting"]) == ("r1/v0/a0", "coder", None)
+    assert after["gelu"]["key"] == "r0/v0/a0" and after["gelu"]["waiting"].startswith("empty:")
+    assert after["elu"]["waiting"].startswith("missing:")
+    assert after["sigmoid"]["waiting"].startswith("not CUDA:")
+
+    # The coder protocol: the prompt counted by us, the rest from the meta file.
+    store = RunStore.open(store_path)
+    run = store.get_run(waiting["relu"]["run"])
+    [call] = store.llm_calls(run.id)
+    shown = Path(waiting["relu"]["prompt"]).read_text()
+    assert (call["role"], call["model"], call["endpoint_name"], call["prompt_version"]) == \
+        ("coder", "claude helper of the lead", "external", "coder_free.v1")
+    assert call["prompt_tokens"] == count_tokens(shown) > 100
+    assert (call["completion_tokens"], call["duration_s"]) == (321, 12.5)
+    assert store.artifacts.get_text(call["prompt"]) == shown
+    assert [a["status"] for a in store.attempts(run.id)] == ["unverified"]
+
+    # Next trip: relu's file is the one already judged (stale); gelu gets a kernel that does not
+    # build, so its run waits for a debugger's repair prompt, which flows the same way.
+    Path(waiting["gelu"]["candidate"]).write_text(a_candidate("gelu", "broken") + "\nint does_not_build = ;\n")
+    again = json.loads(invoke("resume", "--all", "--store", str(store_path), "--json"))
+    assert again["counts"] == {"judged": 1, "waiting": 3}
+    last = pending(store_path)
+    assert last["relu"]["waiting"].startswith("for another prompt:") and last["relu"]["key"] == "r1/v0/a0"
+    assert (last["gelu"]["kind"], last["gelu"]["key"], last["gelu"]["round"]) == ("debugger", "r0/v0/a1", 0)
+    repair = Path(last["gelu"]["prompt"]).read_text()
+    assert "repairing a kernel that failed the harness" in repair and "build-failed" in repair
+    Path(last["gelu"]["candidate"]).write_text(a_candidate("gelu", "repaired"))
+    fixed = json.loads(invoke("resume", "--all", "--batch", "batch_1", "--store", str(store_path), "--json"))
+    assert "r0/v0/a1: unverified" in next(m["reason"] for m in fixed["members"] if m["action"] == "judged")
+    assert pending(store_path)["gelu"]["key"] == "r1/v0/a0"
+    text = invoke("pending", "--store", str(store_path))
+    assert "run_2 (gelu fp32, batch_1): coder round 1" in text and "4 waiting" in text
+
+
+def test_a_batch_killed_mid_resume_loses_nothing_and_judges_nothing_twice(suite, tmp_path):
+    store_path = tmp_path / "store"
+    start(store_path)
+    waiting = pending(store_path)
+    for op in OPS:
+        Path(waiting[op]["candidate"]).write_text(a_candidate(op, "for the kill test"))
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    process = subprocess.Popen([sys.executable, "-m", "skillbase", "resume", "--all", "--store", str(store_path)],
+                               env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    db = store_path / "runs.sqlite3"
+    deadline = time.monotonic() + 120
+    try:
+        while time.monotonic() < deadline:   # kill once the first candidate is recorded, before its verdict
+            with sqlite3.connect(db) as con:
+                keys = {k for (k,) in con.execute("SELECT key FROM steps WHERE key LIKE 'r0/v0/a0/%'")}
+            if "r0/v0/a0/candidate" in keys:
+                break
+            time.sleep(0.02)
+        process.send_signal(signal.SIGKILL)
+    finally:
+        process.wait()
+    with sqlite3.connect(db) as con:
+        verdicts = con.execute("SELECT count(*) FROM steps WHERE key = 'r0/v0/a0/verdict'").fetchone()[0]
+    assert verdicts < len(OPS), "the kill came after the whole batch was judged"
+
+    outcome = resume_all(store_path)
+    assert {m.action for m in outcome.members} <= {"judged", "continued"}
+    store = RunStore.open(store_path)
+    for entry in waiting.values():
+        run = store.get_run(entry["run"])
+        attempts = store.attempts(run.id, 0)
+        assert [a["status"] for a in attempts] == ["unverified"], entry["operator"]   # judged exactly once
+        assert len(store.llm_calls(run.id)) == 1
+    assert {p.key for p in list_pending(store_path)} == {"r1/v0/a0"}
+
+
+def test_bench_optimize_killed_before_every_run_started_is_completed_by_resume_all(suite, tmp_path):
+    store_path = tmp_path / "store"
+    start_batch(Settings(rounds=1, repairs=0, agent="external", engine=False), ops=OPS[:2], gpu=False,
+                store_path=store_path)
+    store = RunStore.open(store_path)
+    batch = store.get_batch("batch_1")
+    # As if the process died after the first member: the batch names three, one was never started.
+    store.set_batch_settings(batch.id, dict(batch.settings, members=batch.settings["members"] + [
+        {"operator": "elu", "dtype": "fp32", "kernel": str(suite / "ops" / "elu" / "fp32.cu")}]))
+    outcome = resume_all(store_path)
+    assert [(m.action, m.status) for m in outcome.members if m.action != "waiting"] == [("started", "paused")]
+    assert sorted(p.operator for p in list_pending(store_path, batch="batch_1")) == ["elu", "gelu", "relu"]
+
+
+def test_the_store_travels_in_one_file_and_works_where_it_lands(suite, tmp_path, monkeypatch):
+    here = tmp_path / "here"
+    start(here)
+    trip = tmp_path / "trip.tar.gz"
+    assert "packed 4 runs" in invoke("store", "pack", str(trip), "--store", str(here))
+    assert "exists" in refused("store", "pack", str(trip), "--store", str(here))
+
+    # The GPU machine: another store folder, the suite in another folder, the original gone.
+    there_suite = tmp_path / "suite_there"
+    shutil.move(suite, there_suite)
+    monkeypatch.setenv("SKILLBASE_BENCH_DIR", str(there_suite))
+    there = tmp_path / "there"
+    assert "unpacked 4 runs" in invoke("store", "unpack", str(trip), "--store", str(there))
+    waiting = pending(there)
+    assert all(Path(p["prompt"]).is_file() and p["prompt"].startswith(str(there)) for p in waiting.values())
+    assert all(p["candidate"].startswith(str(there)) for p in waiting.values())
+    Path(waiting["relu"]["candidate"]).write_text(a_candidate("relu", "judged there"))
+    outcome = resume_all(there)
+    assert [m.action for m in outcome.members if m.run == waiting["relu"]["run"]] == ["judged"]
+    store = RunStore.open(there)
+    assert store.get_run(waiting["relu"]["run"]).task_path.startswith(str(there_suite))
+
+    # Back home: unpacking over the existing store needs --force, and brings the judged round back.
+    back = tmp_path / "back.tar.gz"
+    invoke("store", "pack", str(back), "--store", str(there))
+    error = refused("store", "unpack", str(back), "--store", str(here))
+    assert "already exists" in error and "--force" in error
+    invoke("store", "unpack", str(back), "--store", str(here), "--force")
+    assert pending(here)["relu"]["key"] == "r1/v0/a0"
+    assert Path(pending(here)["relu"]["prompt"]).is_file()
+
+
+def test_a_candidate_is_judged_only_when_it_is_this_prompts_cuda(tmp_path):
+    from skillbase.run.pending import PendingPrompt
+
+    prompt = PendingPrompt(run="run_3", run_id=3, task="relu-fp32", operator="relu", dtype="fp32", batch="batch_1",
+                           kind="coder", round=1, attempt=0, key="r1/v0/a0", skill="free-choice", prompt_path=None,
+                           candidate_path=tmp_path / "run_3.cu", meta_path=tmp_path / "run_3.meta.json")
+    cu, meta = prompt.candidate_path, prompt.meta_path
+    kernel = '__global__ void k(float* x) {}\nextern "C" void relu(float* x, int n) { k<<<1, 1>>>(x); }\n'
+
+    def read(judged=None):
+        return read_candidate(cu, meta, prompt, "relu", judged or {})
+
+    cu.write_bytes(b"\x7fELF\x02\x01\x00\x00")
+    assert read().startswith("binary:")
+    cu.write_text(kernel.replace("relu(", "gelu("))
+    assert read().startswith("for another task:") and "relu()" in read()
+    cu.write_text(f"Here it is.\n```cuda\n{kernel}```\nVectorised.")      # a chat reply: the fenced file is used
+    source, reply = read()
+    assert source == kernel and reply is None
+    from skillbase.run.artifacts import digest_bytes
+    assert read({"r0/v0/a0": digest_bytes(kernel.encode())}).startswith("for another prompt: run_3.cu was already")
+    meta.write_text("{not json")
+    assert read().startswith("meta: run_3.meta.json is not JSON")
+    meta.write_text(json.dumps({"wall_s": 3}))
+    assert "names no model" in read()
+    meta.write_text(json.dumps({"model": "m", "run": "run_4"}))
+    assert read().startswith("for another run: run_3.meta.json names run_4")
+    meta.write_text(json.dumps({"model": "m", "reply_tokens": "many"}))
+    assert "reply_tokens must be a whole number" in read()
+    meta.write_text(json.dumps({"model": " m ", "wall_s": 2, "reply_tokens": 7, "key": "r1/v0/a0"}))
+    assert read()[1].model == "m" and read()[1].reply_tokens == 7
+
+
+def test_bad_batch_requests_are_one_line_errors(suite, tmp_path):
+    with pytest.raises(InputError, match="--no-engine leaves the choice to a coder"):
+        start_batch(Settings(agent="none", engine=False), ops=["relu"], gpu=False, store_path=tmp_path / "s")
+    with pytest.raises(InputError, match="no preset huge"):
+        start_batch(Settings(agent="external"), ops=["relu"], preset="huge", gpu=False, store_path=tmp_path / "s")
+    with pytest.raises(InputError, match="unknown operator"):
+        start_batch(Settings(agent="external"), ops=["relux"], gpu=False, store_path=tmp_path / "s")
+    assert "takes no RUN_REF" in refused("resume", "--all", "run_1", "--store", str(tmp_path / "s"))
+    assert "no batch batch_9" in refused("pending", "--batch", "batch_9", "--store", str(tmp_path / "s"))
