@@ -44,11 +44,22 @@ VENDORS = {
     "hinge_loss": {"vendor_fp32": CUB_COUNTING, "vendor_bf16": CUB_COUNTING},
     "monte_carlo_int": {"vendor_fp32": CUB},
     "simpson_int": {"vendor_fp32": CUB_COUNTING},
+    "top_k": {"vendor_fp32": CUB, "vendor_bf16": CUB},
+    # cuBLAS GEMMs: p - 1 products (the baseline's algorithm); one strided-batched GEMM per j.
+    "matrix_power": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
+    "high_order_contraction": {"vendor_fp32": CUBLAS},
+    # cuSPARSE's generic API in every format it has (FP32).
+    "spmv_coo": {"vendor_fp32": vendor("cusparse")},
+    "spmv_csc": {"vendor_fp32": vendor("cusparse")},
+    "spmm_csr": {"vendor_fp32": vendor("cusparse")},
+    "spmm_coo": {"vendor_fp32": vendor("cusparse")},
+    "spmm_csc": {"vendor_fp32": vendor("cusparse")},
 }
 
 GEAM_BF16 = "BF16: cuBLAS's geam has no BF16 variant (S, D, C and Z only)."
 NO_ROUTINE = "No vendor library has this operation as a routine: the bench compares it with PyTorch only."
 NOT_YET = ("not implemented yet (issue 17 left it): {what}")
+SPARSE_BF16 = "BF16: not implemented yet (cuSPARSE's generic API takes CUDA_R_16BF values with CUDA_R_32F compute)."
 NO_VENDOR = {
     # -- elementwise ---------------------------------------------------------------------------------------
     "vector_add": GEAM_BF16,
@@ -74,17 +85,17 @@ NO_VENDOR = {
     "cross_entropy_loss": "No single routine: cuDNN's log-softmax (cudnnSoftmaxForward, CUDNN_SOFTMAX_LOG) "
                           "gives the row log-probabilities, but picking each row's label and the mean need "
                           "kernels of ours, and CUB has no segmented log-sum-exp.",
-    "top_k": NOT_YET.format(what="CUB's DeviceSegmentedSort::SortKeysDescending of each row, then the first "
-                                 "K of each, would cover it (a full sort where the baseline selects)."),
+    "top_k": "",
     "prefix_sum": "BF16: CUB's scan would accumulate in BF16 (its accumulator is the input type); the "
                   "baseline accumulates in FP32.",
     "sorting": "BF16: not implemented yet (CUB's radix sort takes __nv_bfloat16 keys).",
     # -- dense ---------------------------------------------------------------------------------------------
     "square_matrix_mul": "BF16: not implemented yet (cublasGemmEx with CUDA_R_16BF, as matrix_mul's).",
     "matrix_vector_mul": "BF16: not implemented yet (cublasGemmEx with n = 1, as no BF16 gemv exists).",
-    "matrix_power": NOT_YET.format(what="p - 1 = 4 cublasSgemm calls ping-ponging through `tmp` cover it."),
-    "high_order_contraction": NOT_YET.format(what="for each j, a cublasSgemmStridedBatched over b of X[b, j] "
-                                                  "(I x Kd) times W[j] (Kd x L), accumulating (beta = 1)."),
+    "matrix_power": "",
+    "high_order_contraction": "BF16: accumulating the J strided-batched GEMMs through a BF16 C would round J "
+                              "times; the baseline accumulates in FP32 (a BF16 vendor would need an FP32 "
+                              "scratch the task does not have).",
     # -- llm -----------------------------------------------------------------------------------------------
     "softmax": NOT_YET.format(what="cuDNN's cudnnSoftmaxForward (CUDNN_SOFTMAX_ACCURATE, per instance) covers it."),
     "layer_norm": "cuDNN's legacy API has no LayerNorm (its graph API's norm forward would need "
@@ -99,13 +110,13 @@ NO_VENDOR = {
     "merge_attn_states": NO_ROUTINE + " (It is vLLM's own kernel.)",
     "triangle_attention": NO_ROUTINE + " (AlphaFold's; cuDNN's attention has no per-row bias layout like it.)",
     # -- sparse --------------------------------------------------------------------------------------------
-    "spmv_csr": "BF16: not implemented yet (cusparseSpMV takes CUDA_R_16BF with CUDA_R_32F compute).",
-    "spmv_coo": NOT_YET.format(what="cusparseSpMV with a COO descriptor covers it."),
-    "spmv_csc": NOT_YET.format(what="cusparseSpMV with a CSC descriptor covers it."),
+    "spmv_csr": SPARSE_BF16,
+    "spmv_coo": SPARSE_BF16,
+    "spmv_csc": SPARSE_BF16,
     "spmv_ell": "cuSPARSE's SpMV has no ELL format (its Blocked-ELL is for SpMM only), so no vendor routine.",
-    "spmm_csr": NOT_YET.format(what="cusparseSpMM with a CSR descriptor and a row-major B covers it."),
-    "spmm_coo": NOT_YET.format(what="cusparseSpMM with a COO descriptor covers it."),
-    "spmm_csc": NOT_YET.format(what="cusparseSpMM with a CSC descriptor covers it."),
+    "spmm_csr": SPARSE_BF16,
+    "spmm_coo": SPARSE_BF16,
+    "spmm_csc": SPARSE_BF16,
     "spmm_ell": "cuSPARSE has Blocked-ELL, not ELL: converting this ELL (column-major, -1 padding) to "
                 "Blocked-ELL with block size 1 needs the data, which bench_setup does not get, so every call "
                 "would convert first; not implemented.",
