@@ -8,7 +8,8 @@ ship it to any process or machine and call it there; the function takes the payl
 a JSON-serialisable value. An `Executor` runs a list of jobs and reports each `JobResult` as it
 arrives. `LocalExecutor` runs them on this host: in-process on one GPU (or without any), else one
 spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before anything initialises CUDA) taking
-jobs from a shared queue, so two jobs never run on one GPU at once. A cluster executor (Ray) is
+jobs from a shared queue, so two jobs of one executor never run on one GPU at once (and the
+harness's per-GPU lock keeps other processes' work out of a timed phase). A cluster executor (Ray) is
 another implementation of the same protocol around the same `run_job`.
 """
 
@@ -69,7 +70,8 @@ class Executor(Protocol):
 
 
 def _attempt(index: int, job: Job, device: str | None) -> JobResult:
-    # The one call site of a job on a GPU (a per-GPU lock, when one exists, wraps this call).
+    # The one call site of a job on its GPU. The harness's workers take `harness.gpu_lock` themselves
+    # (shared to verify, exclusive to time), so a job here never times beside another process's work.
     try:
         return JobResult(index, job, device, value=run_job(job))
     except Exception as error:  # the executor's boundary: a job's failure is its result, never the end of the batch
