@@ -190,11 +190,11 @@ def check(kernel: str | Path, candidate: str | Path | None = None, *, preset: st
     """Build, statically check, verify and time `kernel` (its `.task.yaml` beside it); with `candidate`,
     verify the candidate against `kernel` and time the two interleaved. Needs a GPU (EnvironmentProblem
     otherwise); the candidate's own failures are the result's `status` and `reason`."""
-    from skillbase.harness.runtime import Options, evaluate, require_gpu
+    from skillbase.harness.runtime import Options, evaluate
 
-    task = _file(kernel, "kernel")
+    # The harness checks the spec and the preset before the GPU: a bad input is said first.
+    task = _file(kernel, "file")
     other = _file(candidate, "candidate") if candidate is not None else None
-    require_gpu()
     return evaluate(task, candidate=other, baseline=task if other is not None else None,
                     options=Options(time=time, preset=preset, timeout_s=timeout_s), progress=progress)
 
@@ -220,11 +220,9 @@ def profile(kernel: str | Path, *, preset: str | None = None, full: bool = False
             timeout_s: float = 600.0, progress: Progress | None = None) -> ProfileResult:
     """Profile `kernel` once at a preset with ncu (the rules' metrics, or ncu's full set), write the
     report and its evidence JSON into `out`, and rank the skills for it. Needs a GPU and ncu."""
-    from skillbase.harness.runtime import require_gpu
     from skillbase.profiling import profile_evidence
 
-    task = _file(kernel, "kernel")
-    require_gpu()
+    task = _file(kernel, "file")
     profiled = profile_evidence(task, preset=preset, full=full, out=out, timeout_s=timeout_s, progress=progress)
     return ProfileResult(Path(profiled.profile.report), profiled.evidence_path, profiled.evidence,
                          advise(evidence=profiled.evidence))

@@ -81,9 +81,9 @@ def test_skills_and_rules():
 def test_check_and_profile_need_a_gpu():
     with pytest.raises(EnvironmentProblem, match="GPU"):
         skillbase.check(SOURCE)
-    with pytest.raises(EnvironmentProblem, match="GPU"):
+    with pytest.raises(EnvironmentProblem, match="ncu|GPU"):   # whichever the machine lacks first
         skillbase.profile(SOURCE)
-    with pytest.raises(InputError, match="no such kernel"):
+    with pytest.raises(InputError, match="no such file"):
         skillbase.check(EXAMPLE / "missing.cu")
 
 
