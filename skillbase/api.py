@@ -63,7 +63,7 @@ def make_evidence(report: str | Path | None = None, source: str | Path | None = 
 
     if report is None and source is None:
         raise InputError("give a report, a source, or both", "evidence(report='K.ncu-rep', source='K.cu')")
-    report_path = _file(report, "report") if report is not None else None
+    report_path = _file(report, "file") if report is not None else None
     source_path = _file(source, "source file") if source is not None else None
     if report_path is not None and report_path.suffix.lower() in (".cu", ".cuh") and source_path is None:
         report_path, source_path = None, report_path   # a bare source: static features and ptxas only

@@ -23,16 +23,12 @@ from skillbase.commands.options import json_option
 @json_option
 def check(kernel, preset, candidate, no_time, timeout_s, as_json):
     """Build, statically check, verify and time KERNEL (KERNEL.task.yaml beside it)."""
-    from skillbase.errors import InputError
-    from skillbase.harness.runtime import Options, evaluate
+    from skillbase.api import check as check_kernel
 
-    if not kernel.is_file():
-        raise InputError(f"{kernel}: no such file")
     console = ui.console(stderr=True)
-    options = Options(time=not no_time, preset=preset, timeout_s=timeout_s)
     with console.status("checking") as status:
-        result = evaluate(kernel, candidate=candidate, baseline=kernel if candidate is not None else None,
-                          options=options, progress=lambda message: status.update(message))
+        result = check_kernel(kernel, candidate, preset=preset, time=not no_time, timeout_s=timeout_s,
+                              progress=lambda message: status.update(message))
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2, default=str))
     else:

@@ -26,23 +26,11 @@ from skillbase.evidence.model import Evidence
 def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details: Path | None, kernel: str | None,
              arch: str, output: Path | None, force: bool, summary: bool) -> None:
     """Convert REPORT (.ncu-rep, raw-page .csv, evidence .json, or a bare .cu) into an evidence JSON."""
-    from skillbase.evidence import build_evidence
+    from skillbase.api import make_evidence
 
     if output is not None and output.exists() and not force:
         raise InputError(f"{output} exists; not overwriting it", hint="pass --force to replace it")
-    if not report.exists():
-        raise InputError(f"{report}: no such file")
-    if source is not None and not source.is_file():
-        raise InputError(f"{source}: no such source file")
-    ptxas_text = None
-    if ptxas_log is not None:
-        if not ptxas_log.is_file():
-            raise InputError(f"{ptxas_log}: no such ptxas log")
-        ptxas_text = ptxas_log.read_text(errors="replace")
-    if report.suffix.lower() in (".cu", ".cuh") and source is None:
-        source, report = report, None   # a bare source: static features and ptxas only, no profile
-    result = build_evidence(report=report, source=source, ptxas_text=ptxas_text, kernel=kernel, arch=arch,
-                            details=details)
+    result = make_evidence(report, source, kernel=kernel, ptxas=ptxas_log, details=details, arch=arch)
     text = result.to_json()
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)

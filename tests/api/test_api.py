@@ -57,7 +57,7 @@ def test_make_evidence_from_a_report_or_a_source_alone():
         assert from_source.focus_static() and from_source.focus_ptxas()
     with pytest.raises(InputError, match="give a report, a source, or both"):
         skillbase.make_evidence()
-    with pytest.raises(InputError, match="no such report"):
+    with pytest.raises(InputError, match="missing.ncu-rep: no such file"):
         skillbase.make_evidence(EXAMPLE / "missing.ncu-rep")
 
 
