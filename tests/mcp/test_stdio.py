@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -87,6 +88,11 @@ async def test_advise_returns_the_librarys_own_document(client, root):
     assert got == want
     assert len(got["candidates"]) == 3 and got["focus_kernel"] == "sgemm_naive"
     assert got["why_not"]["skill"] == "mem.vectorize" and got["why_not"]["rules"]
+    # the CLI's face prints the same document
+    cli = subprocess.run([sys.executable, "-m", "skillbase", "advise", "--report", "sg/naive_sgemm.h200.ncu-rep",
+                          "--source", "sg/naive_sgemm.cu", "--top", "3", "--why-not", "mem.vectorize", "--json"],
+                         cwd=root, capture_output=True, text=True, check=True)
+    assert json.loads(cli.stdout) == got
 
 
 async def test_evidence_of_a_report(client):
