@@ -18,10 +18,11 @@ The measurement (runs in the worker, `time_size`, under the GPU's lock: harness.
   host's launch latency (nvbench's blocking-kernel idea);
 - warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
 - baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
-- small sizes timed as batches of launches, sized so one sample lasts >= ~100 us. With CUPTI the
-  batch no longer amortises a timer's overhead (each call is timed from its own records, and the
-  ~1 us the GPU idles between two launches is not counted); it still gathers several launches per
-  L2 flush and sets the cache state (`is_cold`), so the plan is the same for both clocks;
+- small sizes timed as batches of launches, sized so one sample lasts >= ~100 us with events.
+  With CUPTI a batch no longer amortises a timer's overhead (each call is timed from its own
+  records, and the ~1 us the GPU idles between two launches is not counted), so only kernels under
+  ~20 us are batched (several launches per L2 flush, the cache state of `is_cold`); longer ones
+  run alone, each from a flushed L2, which is how ncu's gpu__time_duration sees them;
 - several input value sets rotated through several buffer slots, so a given address holds
   different values over time (defeats caches keyed on pointer or call count), and the output of
   the last launch of every sample re-verified against the reference;
@@ -44,7 +45,8 @@ import numpy as np
 
 from skillbase.harness.result import KernelTiming, SizeTiming, Stats
 
-BATCH_TARGET_US = 100.0      # one timed sample should last at least this long
+BATCH_TARGET_US = 100.0      # one timed sample should last at least this long (events)
+CUPTI_BATCH_TARGET_US = 20.0  # ... with CUPTI: longer kernels run alone, each from a flushed L2, as ncu times them
 MAX_BATCH = 1000
 QUARANTINE_MARGIN = 0.85     # below 85% of the floor (i.e. >118% of a measured peak) is not physics
 MIN_GAIN = 0.01              # a "faster" verdict needs at least 1% besides clearing the spread
@@ -161,6 +163,7 @@ class TimePlan:
     max_samples: int = 200
     warmup: int = 2
     batch_target_us: float = BATCH_TARGET_US
+    cupti_batch_target_us: float = CUPTI_BATCH_TARGET_US
     batch: int | None = None       # force a batch size (tests, fidelity)
     timer: str = "auto"            # auto (CUPTI, else events) | cupti | events
 
@@ -366,7 +369,8 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
             for _ in range(plan.warmup):
                 first = sample(label, launcher, 1)
             single[label] = first.cupti_us if first.cupti_us is not None else first.event_us
-        batch = plan.batch or batch_size(min(single.values()), plan.batch_target_us)
+        target_us = plan.cupti_batch_target_us if timer is not None else plan.batch_target_us
+        batch = plan.batch or batch_size(min(single.values()), target_us)
         if batch > 1:
             count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
             for label, _ in kernels:

@@ -148,6 +148,14 @@ def test_outside_the_launch_stream_needs_two_samples_of_device_evidence():
     assert "outside the launch stream" in _outside_reason(honest, cupti=False)
 
 
+@pytest.mark.parametrize("single_us, batch", [(33.0, 1), (131.0, 1), (20.0, 1), (5.0, 4), (0.5, 40)])
+def test_with_cupti_only_kernels_under_20_us_are_batched(single_us, batch):
+    from skillbase.harness.timing import CUPTI_BATCH_TARGET_US, batch_size
+
+    # A 33 us copy runs alone from a flushed L2, as ncu times it (events batched it 3x for their overhead).
+    assert batch_size(single_us, CUPTI_BATCH_TARGET_US) == batch
+
+
 # -- the probes' verdicts ----------------------------------------------------------------------------
 
 @pytest.mark.parametrize("obs, expected", [
