@@ -1,0 +1,45 @@
+"""The server's error boundary, in process (the SDK's client connected to the server object): a tool
+that fails with a bug is reported as that tool's internal error and the server keeps serving."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from skillbase.errors import InputError
+from skillbase.mcp import server
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend():
+    return "asyncio"
+
+
+def broken(config, args, progress):
+    progress("about to fail")
+    raise RuntimeError("a bug")
+
+
+async def test_a_bug_in_a_tool_is_its_internal_error_and_the_server_keeps_serving(tmp_path, monkeypatch):
+    monkeypatch.setitem(server.TOOLS, "broken", server.ToolSpec("broken", "Always fails.", {}, broken))
+    config = server.ServerConfig(root=tmp_path, store=tmp_path / "store")
+    async with Client(server.build_server(config)) as client:
+        failed = await client.call_tool("broken", {})
+        assert failed.is_error and failed.content[0].text == "internal error in broken: RuntimeError: a bug"
+        card = await client.call_tool("skills_show", {"skill": "mem.coalesce"})
+        assert not card.is_error and card.structured_content["id"] == "mem.coalesce"
+
+
+def test_paths_resolve_against_the_root_and_stay_inside(tmp_path):
+    (tmp_path / "k.cu").write_text("// a kernel\n")
+    config = server.ServerConfig(root=tmp_path, store=tmp_path / "store")
+    assert config.path("k.cu") == tmp_path / "k.cu"
+    assert config.path(str(tmp_path / "store" / "runs"), exists=False) == tmp_path / "store" / "runs"
+    (tmp_path / "link").symlink_to(Path("/etc"))
+    for escape in ("../k.cu", "/etc/hostname", "link/hostname"):    # a symlink out is outside too
+        with pytest.raises(InputError, match="outside the server's folder"):
+            config.path(escape)
