@@ -248,7 +248,7 @@ def choose_timer(wanted: str):
 
 
 @dataclass
-class _Sample:
+class TimedSample:
     """One timed sample: totals over its `batch` launches, in microseconds, and any unordered work."""
 
     event_us: float
@@ -257,7 +257,7 @@ class _Sample:
     unordered: list[str] = field(default_factory=list)
 
 
-def _read_records(timer, calls: int) -> tuple[float, list[str]]:
+def cupti_sample_time(timer, calls: int) -> tuple[float, list[str]]:
     """The device time of a sample's `calls` launcher calls from CUPTI, and the work the launch stream
     did not order. Window 0 held the stream (our spin kernel); windows 1.. are the calls."""
     from skillbase.harness.cupti import KERNEL_KINDS, CuptiError, attribute, call_span_ns, unordered
@@ -316,7 +316,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         # sample whatever the batch size, so a cache keyed on the pointer returns stale results.
         return value_sets[(samples_done[label] + j) % VALUE_SETS]
 
-    def sample(label, launcher, batch, reverify: bool = False) -> _Sample:
+    def sample(label, launcher, batch, reverify: bool = False) -> TimedSample:
         s = slots[label]
         q = len(s.buffers)
         for j in range(min(batch, q)):
@@ -343,9 +343,9 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         device.sync()   # device-wide: everything the launcher started, on any stream, is done
         # The wall clock covers what is left of the hold too; take it off (never below the events).
         event_us = device.elapsed_ms(start, end) * 1e3
-        out = _Sample(event_us, max(event_us, (time.perf_counter() - t0) * 1e6 - hold))
+        out = TimedSample(event_us, max(event_us, (time.perf_counter() - t0) * 1e6 - hold))
         if timer is not None:
-            out.cupti_us, out.unordered = _read_records(timer, batch)
+            out.cupti_us, out.unordered = cupti_sample_time(timer, batch)
         launches[label] += batch
         samples_done[label] += 1
         if not reverify:
@@ -381,7 +381,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
         session.progress(f"timing at {size}: {n} samples x {batch} launch(es) per kernel, interleaved ({clock})")
 
-        taken: dict[str, list[_Sample]] = {label: [] for label, _ in kernels}
+        taken: dict[str, list[TimedSample]] = {label: [] for label, _ in kernels}
         order = list(kernels)
         for i in range(n):
             for label, launcher in (order if i % 2 == 0 else list(reversed(order))):
@@ -408,7 +408,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         if floor:
             kt.pct_of_floor = 100.0 * floor / kt.stats.median_us
         kt.suspicious = quarantine_reason(kt.stats.median_us, floor) or \
-            _outside_reason(taken[label], timer is not None)
+            outside_stream_reason(taken[label], timer is not None)
         timing.kernels[label] = kt
     if "baseline" in timing.kernels and "candidate" in timing.kernels:
         verdict, speedup, spread = decide_speedup(timing.kernels["baseline"].stats, timing.kernels["candidate"].stats)
@@ -416,7 +416,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
     return timing
 
 
-def _outside_reason(samples: list[_Sample], cupti: bool) -> str | None:
+def outside_stream_reason(samples: list[TimedSample], cupti: bool) -> str | None:
     """Work outside the launch stream, from the records when CUPTI timed (device timestamps, which a
     neighbour on the GPU cannot fake), else from the wall clock against the events."""
     if cupti:

@@ -30,7 +30,7 @@ from skillbase.harness.cupti import (
     unordered,
 )
 from skillbase.harness.result import CheckResult, KernelTiming, SizeTiming
-from skillbase.harness.timing import _outside_reason, _read_records, _Sample, choose_timer
+from skillbase.harness.timing import TimedSample, choose_timer, cupti_sample_time, outside_stream_reason
 from skillbase.harness.verify import probe_finding
 
 REPO = Path(__file__).resolve().parents[2]
@@ -114,14 +114,14 @@ def test_a_sample_is_the_sum_of_its_calls_spans():
     windows = [Window(10, 11), Window(20, 21), Window(30, 31)]
     records = [kernel(11, 0, 1000, name="skillbase_spin"), kernel(21, 1010, 1043), kernel(31, 1050, 1083),
                Record(KIND_MEMCPY, NULL, 5, 0, 1, "memcpy")]          # our slot load, outside every window
-    total_us, late = _read_records(_FakeTimer(records, windows), calls=2)
+    total_us, late = cupti_sample_time(_FakeTimer(records, windows), calls=2)
     assert total_us == pytest.approx(0.066) and late == []
 
 
 def test_a_sample_with_side_stream_work_reports_it():
     windows = [Window(10, 11), Window(20, 21)]
     records = [kernel(11, 0, 1000), kernel(21, 10, 40, stream=SIDE, name="cheat")]
-    _, late = _read_records(_FakeTimer(records, windows), calls=1)
+    _, late = cupti_sample_time(_FakeTimer(records, windows), calls=1)
     assert late and "cheat" in late[0]
 
 
@@ -134,18 +134,18 @@ def test_a_sample_with_side_stream_work_reports_it():
 def test_records_that_cannot_be_trusted_stop_cupti_timing(records, windows, dropped, message):
     # The caller (time_size) then times the whole size again with events and says why.
     with pytest.raises(CuptiError, match=message):
-        _read_records(_FakeTimer(records, windows, dropped), calls=1)
+        cupti_sample_time(_FakeTimer(records, windows, dropped), calls=1)
 
 
 def test_outside_the_launch_stream_needs_two_samples_of_device_evidence():
-    honest = [_Sample(100.0, 5000.0, 90.0) for _ in range(20)]     # the wall clock of a loaded GPU: ignored
-    assert _outside_reason(honest, cupti=True) is None
-    one = honest[:-1] + [_Sample(100.0, 100.0, 90.0, ["k on stream 13 started 5.0 us before ..."])]
-    assert _outside_reason(one, cupti=True) is None
+    honest = [TimedSample(100.0, 5000.0, 90.0) for _ in range(20)]     # the wall clock of a loaded GPU: ignored
+    assert outside_stream_reason(honest, cupti=True) is None
+    one = honest[:-1] + [TimedSample(100.0, 100.0, 90.0, ["k on stream 13 started 5.0 us before ..."])]
+    assert outside_stream_reason(one, cupti=True) is None
     two = one[:-2] + [one[-1], one[-1]]
-    assert "outside the launch stream in 2 of 20 samples" in _outside_reason(two, cupti=True)
+    assert "outside the launch stream in 2 of 20 samples" in outside_stream_reason(two, cupti=True)
     # events only: the wall clock is all there is (and the GPU lock keeps skillbase neighbours away)
-    assert "outside the launch stream" in _outside_reason(honest, cupti=False)
+    assert "outside the launch stream" in outside_stream_reason(honest, cupti=False)
 
 
 @pytest.mark.parametrize("single_us, batch", [(33.0, 1), (131.0, 1), (20.0, 1), (5.0, 4), (0.5, 40)])
