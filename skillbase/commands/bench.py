@@ -123,6 +123,27 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
     print_batch_outcome(outcome, as_json)
 
 
+@bench.command("optimize-report")
+@click.argument("batches", nargs=-1)
+@click.option("--out", "out_dir", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Also write report.md, report.json and report.html into this folder.")
+@results_option
+@store_option
+@json_option
+def optimize_report(batches, out_dir, results_root, store_path, as_json) -> None:
+    """The results of `bench optimize` BATCHES (default: every batch in the store), as Markdown."""
+    from skillbase.run.batch_report import batch_report
+
+    report = batch_report(store_path, batches, results_root)
+    data = report.to_json()
+    if out_dir is not None:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        (out_dir / "report.md").write_text(report.to_markdown())
+        (out_dir / "report.json").write_text(json.dumps(data, indent=1, default=str) + "\n")
+        (out_dir / "report.html").write_text(report.to_html())
+    click.echo(json.dumps(data, indent=1, default=str) if as_json else report.to_markdown())
+
+
 @bench.command("report")
 @click.option("--gpu", "gpu", default=None, help="GPU folder under the results folder (default: every one present).")
 @click.option("--html", "html_path", type=click.Path(dir_okay=False, path_type=Path), default=None,

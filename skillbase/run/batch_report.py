@@ -1,0 +1,252 @@
+"""The results of `bench optimize` batches, read from the run store (`skillbase bench optimize-report`).
+
+Per run (operator, dtype, size): the verified speedup over the naive baseline (the run's best kernel
+changes only on an accepted, i.e. verified and faster, candidate), against the vendor library where
+the bench measured one (both as speedups over the same baseline, so session drift cancels), % of the
+roofline floor, the accepted skills, rounds, repairs, rejected attempts by status, the coder's
+tokens and the wall time spent judging. Per category and overall: the geometric mean speedup,
+fast_1 and fast_1.5 (share of runs verified faster than 1x / 1.5x: fast_1 is the success rate),
+the share of judged attempts that verified, and the share at or above the vendor. With an
+engine-on and an engine-off batch, the two side by side on their common operators.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from skillbase import config, ui
+from skillbase.bench.results import SizeResult, gpu_slug, load_stored, roofline_pct
+from skillbase.bench.suite import discover
+from skillbase.run.store import RunStore, batch_name
+from skillbase.run.types import Outcome, Status
+from skillbase.task import load_task
+
+# Published figures of the systems skillbase starts from: another GPU (RTX 4090) and other
+# benchmarks, shown beside ours for orientation only (issue 16 quotes them).
+PUBLISHED = (
+    ("CUDAMaster", "MSKernelBench dot", "dot_product", 46.8, None),
+    ("CUDAMaster", "MSKernelBench SpMV (cuSPARSE 2.23x)", "spmv_csr", 2.96, 2.23),
+    ("CUDAMaster", "MSKernelBench conv2d (cuDNN 0.97x)", "conv_2d", 1.83, 0.97),
+    ("KernelSkill", "KernelBench L1 over eager", None, 5.44, None),
+    ("KernelSkill", "KernelBench L2 over eager", None, 2.82, None),
+    ("KernelSkill", "KernelBench L3 over eager", None, 1.92, None),
+)
+
+
+@dataclass
+class RunResult:
+    operator: str
+    category: str
+    dtype: str
+    size: str                              # the batch's preset, or "scored" (each task's scored presets)
+    batch: str
+    engine: bool
+    run: str
+    status: str
+    baseline_us: float | None
+    best_us: float | None
+    speedup: float | None                  # verified; 1.0 when nothing was accepted; None when not timed
+    vendor_speedup: float | None           # the vendor library's speedup over the same baseline (bench run)
+    vs_vendor: float | None                # speedup / vendor_speedup
+    roofline_pct: float | None
+    accepted_skills: list[str]
+    rounds: int
+    repairs: int
+    rejected: dict[str, int]
+    verified_attempts: int
+    judged_attempts: int
+    prompt_tokens: int
+    reply_tokens: int
+    judge_minutes: float
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class BatchReport:
+    batches: list[dict[str, Any]]
+    runs: list[RunResult] = field(default_factory=list)
+
+    def summary(self, runs: Sequence[RunResult]) -> dict[str, Any]:
+        timed = [r.speedup for r in runs if r.speedup is not None]
+        covered = [r for r in runs if r.vs_vendor is not None]
+        judged = sum(r.judged_attempts for r in runs)
+        return {"runs": len(runs), "timed": len(timed), "geomean_speedup": _geomean(timed),
+                "fast_1": _share(sum(s > 1.0 for s in timed), len(timed)),
+                "fast_1_5": _share(sum(s > 1.5 for s in timed), len(timed)),
+                "verified_attempt_rate": _share(sum(r.verified_attempts for r in runs), judged),
+                "vendor_covered": len(covered),
+                "at_or_above_vendor": _share(sum(r.vs_vendor >= 1.0 for r in covered), len(covered)),
+                "prompt_tokens": sum(r.prompt_tokens for r in runs), "reply_tokens": sum(r.reply_tokens for r in runs),
+                "judge_minutes": round(sum(r.judge_minutes for r in runs), 2)}
+
+    def by_category(self, runs: Sequence[RunResult]) -> dict[str, dict[str, Any]]:
+        return {c: self.summary([r for r in runs if r.category == c]) for c in sorted({r.category for r in runs})}
+
+    def engine_comparison(self) -> dict[str, Any] | None:
+        """Engine on vs off over the operators (and dtypes) both measured; None unless both exist."""
+        on = {(r.operator, r.dtype): r for r in self.runs if r.engine}
+        off = {(r.operator, r.dtype): r for r in self.runs if not r.engine}
+        common = sorted(set(on) & set(off))
+        if not common:
+            return None
+        return {"operators": len(common), "engine_on": self.summary([on[k] for k in common]),
+                "engine_off": self.summary([off[k] for k in common]),
+                "per_operator": [{"operator": k[0], "dtype": k[1], "engine_on": on[k].speedup,
+                                  "engine_off": off[k].speedup} for k in common]}
+
+    def to_json(self) -> dict[str, Any]:
+        return {"batches": self.batches, "runs": [r.to_json() for r in self.runs],
+                "overall": self.summary(self.runs), "by_category": self.by_category(self.runs),
+                "engine": self.engine_comparison()}
+
+    def title(self) -> str:
+        return "bench optimize: " + ", ".join(
+            f"{b['batch']} ({'engine on' if b['engine'] else 'engine off'}, {b['dtype']}, {b['agent']})"
+            for b in self.batches)
+
+    def sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
+        """(heading, header, rows) of each table: what the Markdown and the HTML page both render."""
+        runs = ("Per run", ["operator", "dtype", "size", "engine", "speedup", "vendor", "vs vendor", "% roofline",
+                            "accepted skills", "rounds", "repairs", "rejected", "tokens (in/out)", "judge min"],
+                [[r.operator, r.dtype, r.size, "on" if r.engine else "off", _x(r.speedup), _x(r.vendor_speedup),
+                  _x(r.vs_vendor), _percent(r.roofline_pct), ", ".join(r.accepted_skills) or "—", str(r.rounds),
+                  str(r.repairs), ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())) or "—",
+                  f"{r.prompt_tokens}/{r.reply_tokens}", f"{r.judge_minutes:.1f}"] for r in self.runs])
+        out = [runs, ("Per category", *_summary_table(self.by_category(self.runs)
+                                                      | {"overall": self.summary(self.runs)}))]
+        comparison = self.engine_comparison()
+        if comparison:
+            out.append((f"Engine on vs off ({comparison['operators']} operators measured both ways)",
+                        *_summary_table({"engine on": comparison["engine_on"],
+                                         "engine off": comparison["engine_off"]})))
+        ours = {r.operator: r for r in self.runs if r.engine}
+        out.append(("Beside published figures (another GPU, RTX 4090, and other benchmarks)",
+                    ["system", "task", "published", "vendor there", "ours (this suite)"],
+                    [[system, task, _x(value), _x(vendor), _x(ours[op].speedup) if op in ours else "—"]
+                     for system, task, op, value, vendor in PUBLISHED]))
+        return out
+
+    def to_markdown(self) -> str:
+        lines = [f"# {self.title()}"]
+        for heading, header, rows in self.sections():
+            lines += ["", f"## {heading}", "", *ui.markdown_table(header, rows)]
+        return "\n".join(lines) + "\n"
+
+    def to_html(self) -> str:
+        import html
+
+        body = "".join(f"<h2>{html.escape(heading)}</h2>{ui.html_table(header, rows)}"
+                       for heading, header, rows in self.sections())
+        return ui.html_page(self.title(), body)
+
+
+def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
+    header = ["group", "runs", "geomean", "fast_1", "fast_1.5", "verified attempts", "≥ vendor", "tokens",
+              "judge min"]
+    return header, [[name, str(s["runs"]), _x(s["geomean_speedup"]), _share_pct(s["fast_1"]),
+                     _share_pct(s["fast_1_5"]), _share_pct(s["verified_attempt_rate"]),
+                     f"{_share_pct(s['at_or_above_vendor'])} of {s['vendor_covered']}",
+                     str(s["prompt_tokens"] + s["reply_tokens"]), f"{s['judge_minutes']:.1f}"]
+                    for name, s in groups.items()]
+
+
+def batch_report(store_path=None, batches: Sequence[str | int] = (), results_root=None) -> BatchReport:
+    """The report of `batches` (default: every batch of the store); vendor figures from the bench
+    results under `results_root` (default: the configured results folder)."""
+    store = RunStore.open(store_path)
+    try:
+        rows = [store.get_batch(b) for b in batches] if batches else store.list_batches()
+        categories = {op.name: op.category for op in discover()}
+        vendor = _vendor_speedups(results_root)
+        report = BatchReport(batches=[])
+        for row in rows:
+            settings = row.settings.get("settings", {})
+            engine = settings.get("engine", True)
+            size = row.settings.get("preset") or "scored"
+            members = store.batch_members(row.id)
+            report.batches.append({"batch": batch_name(row.id), "engine": engine, "agent": settings.get("agent"),
+                                   "dtype": row.settings.get("dtype"), "size": size, "runs": len(members)})
+            for member in members:
+                report.runs.append(_run_result(store, member, batch_name(row.id), engine, size,
+                                               categories.get(member.operator, "other"), vendor))
+        return report
+    finally:
+        store.close()
+
+
+def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, category: str,
+                vendor: dict) -> RunResult:
+    run = store.get_run(member.run_id)
+    attempts = store.attempts(run.id)
+    judged = [a for a in attempts if a["status"] not in (Status.PENDING, Status.NO_CODE, Status.LLM_ERROR)]
+    verified = [a for a in judged if a["status"] in (Status.ACCEPTED, Status.SLOWER)]
+    rounds = store.rounds(run.id)
+    decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}
+    accepted = [decisions.get(r["idx"]) or "?" for r in rounds if r["outcome"] == Outcome.ACCEPTED]
+    calls = store.llm_calls(run.id)
+    speedup = run.speedup if run.best_us else None
+    vendor_speedup = vendor.get((member.operator, member.dtype, size))
+    return RunResult(
+        operator=member.operator, category=category, dtype=member.dtype, size=size, batch=batch, engine=engine,
+        run=run.name, status=store.shown_status(run), baseline_us=run.baseline_us, best_us=run.best_us,
+        speedup=speedup, vendor_speedup=vendor_speedup,
+        vs_vendor=speedup / vendor_speedup if speedup and vendor_speedup else None,
+        roofline_pct=_roofline(run, member, size, speedup),
+        accepted_skills=accepted, rounds=sum(r["status"] == "finished" for r in rounds),
+        repairs=sum(a["attempt_idx"] > 0 for a in attempts),
+        rejected=dict(Counter(a["status"] for a in attempts if a["status"] not in (Status.ACCEPTED, Status.PENDING))),
+        verified_attempts=len(verified), judged_attempts=len(judged),
+        prompt_tokens=sum(c["prompt_tokens"] or 0 for c in calls),
+        reply_tokens=sum(c["completion_tokens"] or 0 for c in calls),
+        judge_minutes=round(sum((a["finished_at"] or a["created_at"]) - a["created_at"] for a in judged) / 60, 3))
+
+
+def _roofline(run, member, size: str, speedup: float | None) -> float | None:
+    """% of the roofline floor of the best kernel at the batch's size (None without one size, or untimed)."""
+    if speedup is None or size == "scored":
+        return None
+    spec = load_task(run.task_path, check_launcher=False)
+    flops, nbytes = spec.work(size)
+    result = SizeResult(member.operator, member.dtype, "optimized", size, "verified", float(flops), float(nbytes),
+                        runtime_us=run.best_us, baseline_us=run.baseline_us)
+    return roofline_pct(result, gpu_slug(run.manifest.get("gpu") or ""))
+
+
+def _vendor_speedups(results_root) -> dict[tuple[str, str, str], float]:
+    """(operator, dtype, preset) -> the vendor implementation's verified speedup over the baseline
+    (empty without bench results: the vendor columns then say not measured)."""
+    root = config.bench_results_root(results_root)
+    if not any(root.glob("*/bench/results.json")):
+        return {}
+    found = {}
+    for _meta, results in load_stored(root).values():
+        for r in results:
+            if r.impl.startswith("vendor_") and r.speedup is not None:
+                found[(r.op, r.dtype, r.preset)] = r.speedup
+    return found
+
+
+def _geomean(values: list[float]) -> float | None:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
+def _share(count: int, total: int) -> float | None:
+    return count / total if total else None
+
+
+def _x(value: float | None) -> str:
+    return f"{value:.2f}x" if value is not None else "—"
+
+
+def _percent(value: float | None) -> str:
+    return f"{value:.0f} %" if value is not None else "—"
+
+
+def _share_pct(value: float | None) -> str:
+    return f"{100 * value:.0f} %" if value is not None else "—"

@@ -1,0 +1,107 @@
+"""`bench optimize-report`: per-run figures and the per-category / overall / engine on-off summaries,
+computed from what the store recorded (runs written here through the store's own API, with random
+timings) and from the bench's vendor results, checked against sums computed independently."""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+
+from click.testing import CliRunner
+
+from skillbase.bench.report import save_results
+from skillbase.bench.results import SizeResult
+from skillbase.bench.suite import bench_dir
+from skillbase.cli import cli
+from skillbase.run.batch_report import batch_report
+from skillbase.run.store import RunStore
+from skillbase.run.types import RunStatus
+
+OPS = {"relu": "elementwise", "gelu": "elementwise", "matrix_mul": "dense", "softmax": "llm"}   # op.yaml
+
+
+def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng: random.Random) -> int:
+    """A finished batch as `bench optimize` leaves it: one run per operator, round 0 accepted when the
+    run got faster (a repair before it), rejected otherwise; the coder's tokens per attempt."""
+    batch = store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": "fp32",
+                                "preset": "l", "members": []})
+    for op, speedup in speedups.items():
+        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32", {"gpu": "NVIDIA H200"})
+        store.add_batch_run(batch, run_id, op, "fp32")
+        baseline = rng.uniform(50, 5000)
+        tried = baseline / speedup              # the round's candidate
+        accepted = speedup > 1.0
+        best = tried if accepted else baseline
+        with store.transaction() as tx:
+            tx.start_round(run_id, 0, "k0")
+            tx.add_decision(run_id, 0, "mem.vectorize", {}, [], "trace", "because")
+            first = tx.add_attempt(run_id, 0, 0, "mem.vectorize", {}, "k0", "k1")
+            tx.finish_attempt(first, "build-failed", reason="nvcc")
+            tx.add_llm_call(run_id, first, "coder", "m", "external", "coder.v1", None, None, 1000, 200, 5.0, None)
+            second = tx.add_attempt(run_id, 0, 1, "mem.vectorize", {}, "k0", "k2")
+            tx.finish_attempt(second, "accepted" if accepted else "slower", runtime_us=tried, baseline_us=baseline,
+                              speedup=speedup)
+            tx.add_llm_call(run_id, second, "debugger", "m", "external", "debugger.v1", None, None, 700, 100, 3.0,
+                            None)
+            tx.finish_round(run_id, 0, "accepted" if accepted else "rejected")
+        store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best)
+    return batch
+
+
+def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
+    rng = random.Random()
+    on = {op: rng.choice([rng.uniform(1.05, 6.0), rng.uniform(0.5, 0.99)]) for op in OPS}
+    on["gelu"] = 1.0    # nothing accepted: the baseline stays the best kernel
+    off = {op: rng.uniform(1.01, 3.0) for op in ("relu", "matrix_mul")}
+    store = RunStore.open(tmp_path / "store")
+    record_batch(store, True, on, rng)
+    record_batch(store, False, off, rng)
+    vendor = rng.uniform(1.5, 4.0)
+    save_results("NVIDIA H200", [SizeResult("matrix_mul", "fp32", "vendor_fp32", "l", "verified", 1e9, 1e7,
+                                            runtime_us=100.0, baseline_us=100.0 * vendor)],
+                 {"git": "abc"}, tmp_path / "results")
+
+    report = batch_report(tmp_path / "store", ["batch_1", "batch_2"], tmp_path / "results")
+    data = report.to_json()
+    runs = {(r["operator"], r["engine"]): r for r in data["runs"]}
+    for op, speedup in on.items():
+        got = runs[(op, True)]
+        expected = speedup if speedup > 1.0 else 1.0
+        assert math.isclose(got["speedup"], expected, rel_tol=1e-9)
+        assert got["category"] == OPS[op] and got["rounds"] == 1 and got["repairs"] == 1
+        assert got["rejected"] == ({"build-failed": 1} if speedup > 1.0 else {"build-failed": 1, "slower": 1})
+        assert got["accepted_skills"] == (["mem.vectorize"] if speedup > 1.0 else [])
+        assert (got["prompt_tokens"], got["reply_tokens"]) == (1700, 300)
+        assert (got["verified_attempts"], got["judged_attempts"]) == (1, 2)
+    mm = runs[("matrix_mul", True)]
+    assert math.isclose(mm["vendor_speedup"], vendor) and math.isclose(mm["vs_vendor"], mm["speedup"] / vendor)
+    assert 0 < mm["roofline_pct"] < 100 or mm["roofline_pct"] is None
+
+    finals = [max(s, 1.0) for s in on.values()]
+    overall_on = report.summary([r for r in report.runs if r.engine])
+    assert math.isclose(overall_on["geomean_speedup"], math.prod(finals) ** (1 / len(finals)))
+    assert overall_on["fast_1"] == sum(s > 1.0 for s in finals) / len(finals)
+    assert overall_on["fast_1_5"] == sum(s > 1.5 for s in finals) / len(finals)
+    assert overall_on["verified_attempt_rate"] == 0.5
+    assert overall_on["at_or_above_vendor"] == (1.0 if mm["speedup"] >= vendor else 0.0)
+    elementwise = data["by_category"]["elementwise"]
+    assert elementwise["runs"] == 3 and elementwise["prompt_tokens"] == 3 * 1700   # relu on and off, gelu
+
+    engine = data["engine"]
+    assert engine["operators"] == 2
+    assert math.isclose(engine["engine_off"]["geomean_speedup"], math.sqrt(off["relu"] * off["matrix_mul"]))
+    assert {row["operator"] for row in engine["per_operator"]} == {"relu", "matrix_mul"}
+
+    markdown = report.to_markdown()
+    assert "## Engine on vs off (2 operators measured both ways)" in markdown
+    assert f"{on['gelu']:.2f}x" in markdown and "| CUDAMaster | MSKernelBench dot | 46.80x |" in markdown
+    assert "<h2>Per category</h2>" in report.to_html()
+
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["bench", "optimize-report", "batch_1", "--store", str(tmp_path / "store"),
+                                      "--results", str(tmp_path / "results"), "--out", str(out), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["overall"]["runs"] == len(on)
+    assert json.loads((out / "report.json").read_text()) == json.loads(result.output)
+    assert (out / "report.md").read_text().startswith("# bench optimize: batch_1 (engine on, fp32, external)")
