@@ -25,6 +25,7 @@ def vendor(library: str, link: list | None = None, allow: list | None = None) ->
 CUBLAS = vendor("cublas")
 CUB = vendor("cub", link=[])
 CUB_COUNTING = vendor("cub", link=[], allow=["cub", "thrust"])
+CUDNN = vendor("cudnn")
 VENDORS = {
     "matrix_mul": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
     "square_matrix_mul": {"vendor_fp32": CUBLAS},
@@ -54,11 +55,21 @@ VENDORS = {
     "spmm_csr": {"vendor_fp32": vendor("cusparse")},
     "spmm_coo": {"vendor_fp32": vendor("cusparse")},
     "spmm_csc": {"vendor_fp32": vendor("cusparse")},
+    # cuDNN's legacy API (cudnn.h, -lcudnn), FP32: handles and descriptors made in setup.
+    "relu": {"vendor_fp32": CUDNN},
+    "sigmoid": {"vendor_fp32": CUDNN},
+    "row_tanh": {"vendor_fp32": CUDNN},
+    "elu": {"vendor_fp32": CUDNN},
+    "softmax": {"vendor_fp32": CUDNN},
+    "batch_norm": {"vendor_fp32": CUDNN},
+    "conv_1d": {"vendor_fp32": CUDNN},
+    "conv_2d": {"vendor_fp32": CUDNN},
+    "max_pooling_2d": {"vendor_fp32": CUDNN},
 }
 
 GEAM_BF16 = "BF16: cuBLAS's geam has no BF16 variant (S, D, C and Z only)."
 NO_ROUTINE = "No vendor library has this operation as a routine: the bench compares it with PyTorch only."
-NOT_YET = ("not implemented yet (issue 17 left it): {what}")
+CUDNN_BF16 = "BF16: not implemented yet (the same cuDNN routine with CUDNN_DATA_BFLOAT16 tensors)."
 SPARSE_BF16 = "BF16: not implemented yet (cuSPARSE's generic API takes CUDA_R_16BF values with CUDA_R_32F compute)."
 NO_VENDOR = {
     # -- elementwise ---------------------------------------------------------------------------------------
@@ -66,10 +77,10 @@ NO_VENDOR = {
     "matrix_scalar_mul": GEAM_BF16,
     "matrix_copy": GEAM_BF16 + " (a copy is cudaMemcpyAsync, a runtime call the launcher may not make.)",
     "matrix_transpose": GEAM_BF16,
-    "relu": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_RELU) covers it exactly."),
-    "sigmoid": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_SIGMOID) covers it exactly."),
-    "row_tanh": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_TANH) covers it exactly."),
-    "elu": NOT_YET.format(what="cuDNN's cudnnActivationForward (CUDNN_ACTIVATION_ELU, coef = alpha) covers it."),
+    "relu": CUDNN_BF16,
+    "sigmoid": CUDNN_BF16,
+    "row_tanh": CUDNN_BF16,
+    "elu": CUDNN_BF16,
     "leaky_relu": "cuDNN's legacy activations have no leaky ReLU (its graph API's pointwise RELU_FWD with a "
                   "lower slope does, through cudnn-frontend, which the bench does not use); no other library has it.",
     "selu": "No library routine: cuDNN's legacy activations have no SELU (ELU's coefficient cannot add the "
@@ -97,13 +108,12 @@ NO_VENDOR = {
                               "times; the baseline accumulates in FP32 (a BF16 vendor would need an FP32 "
                               "scratch the task does not have).",
     # -- llm -----------------------------------------------------------------------------------------------
-    "softmax": NOT_YET.format(what="cuDNN's cudnnSoftmaxForward (CUDNN_SOFTMAX_ACCURATE, per instance) covers it."),
+    "softmax": CUDNN_BF16,
     "layer_norm": "cuDNN's legacy API has no LayerNorm (its graph API's norm forward would need "
                   "cudnn-frontend, which the bench does not use); no other library routine.",
     "rms_norm": "cuDNN's legacy API has no RMSNorm (its graph API's norm forward would need cudnn-frontend, "
                 "which the bench does not use); no other library routine.",
-    "batch_norm": NOT_YET.format(what="cuDNN's cudnnBatchNormalizationForwardTraining (spatial mode, batch "
-                                      "statistics, biased variance, eps >= CUDNN_BN_MIN_EPSILON) covers it."),
+    "batch_norm": CUDNN_BF16,
     "rope": NO_ROUTINE,
     "softmax_attention": "cuDNN's fused attention exists only in its graph API (through cudnn-frontend, "
                          "which the bench does not use); no legacy routine. PyTorch's SDPA is the reference.",
@@ -126,11 +136,9 @@ NO_VENDOR = {
     "fft": "BF16 does not apply (see bf16_reason).",
     "monte_carlo_int": "",
     "simpson_int": "",
-    "conv_1d": NOT_YET.format(what="cuDNN's cudnnConvolutionForward on a 1 x 1 x 1 x n image with a 1 x K "
-                                   "filter, padding K/2, cross-correlation, covers it."),
-    "conv_2d": NOT_YET.format(what="cuDNN's cudnnConvolutionForward (NCHW, 3x3, padding 1, stride 1, "
-                                   "cross-correlation) covers it."),
-    "max_pooling_2d": NOT_YET.format(what="cuDNN's cudnnPoolingForward (2x2 max, stride 2, no padding) covers it."),
+    "conv_1d": CUDNN_BF16,
+    "conv_2d": CUDNN_BF16,
+    "max_pooling_2d": CUDNN_BF16,
 }
 
 for _op, _entries in VENDORS.items():
