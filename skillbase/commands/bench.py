@@ -112,7 +112,10 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) ->
 @json_option
 def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, root,
              store_path, as_json) -> None:
-    """Start one optimization run per operator of the suite, as one batch in the run store."""
+    """Start one optimization run per operator, as one batch in the run store.
+
+    With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
+    `skillbase resume --all` judges the candidates written for them."""
     from skillbase.commands.pending import print_batch_outcome
     from skillbase.run.batch import start_batch
 
@@ -131,7 +134,10 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
 @store_option
 @json_option
 def optimize_report(batches, out_dir, results_root, store_path, as_json) -> None:
-    """The results of `bench optimize` BATCHES (default: every batch in the store), as Markdown."""
+    """Summarise `bench optimize` batches (default: every batch in the store).
+
+    Per run and per category: verified speedups, against the vendor, % of roofline, skills, tokens;
+    engine on vs off when both were run."""
     from skillbase.run.batch_report import batch_report
 
     report = batch_report(store_path, batches, results_root)
