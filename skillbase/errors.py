@@ -38,9 +38,10 @@ class SkillbaseError(Exception):
     exit_code = 2
 
     def __init__(self, message: str, hint: str | None = None):
+        message = one_line(message)
         super().__init__(message)
         self.message = message
-        self.hint = hint
+        self.hint = None if hint is None else one_line(hint)
 
     def __str__(self) -> str:
         return self.message if not self.hint else f"{self.message} ({self.hint})"
@@ -65,3 +66,12 @@ def error_document(message: str, hint: str | None, exit_code: int) -> dict[str, 
     """What a command run with `--json` prints on stdout when it fails (schemas/error.schema.json)."""
     return {"schema_version": ERROR_SCHEMA_VERSION,
             "error": {"message": message, "hint": hint, "kind": exit_kind(exit_code), "exit_code": exit_code}}
+
+
+def one_line(text: str) -> str:
+    """`text` on one line: messages quote names from users' files, and a key such as "a\\nb" must not
+    break the one-line error into two (line breaks and other control characters are escaped)."""
+    text = str(text)
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() or ch == " " else repr(ch)[1:-1] for ch in text)

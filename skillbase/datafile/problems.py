@@ -8,7 +8,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from skillbase.errors import InputError
+from skillbase.errors import InputError, one_line
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class Problem:
 
     def __str__(self) -> str:
         hint = f" ({self.hint})" if self.hint else ""
-        return f"{self.where}: {self.message}{hint}"
+        return one_line(f"{self.where}: {self.message}{hint}")   # one problem, one line, whatever the file held
 
     @property
     def where(self) -> str:
