@@ -40,7 +40,9 @@ class CalibrationRun:
             data["written"] = self.written
         if self.comparison is not None:
             data["compare"] = self.comparison
-        return data
+        from skillbase.documents import versioned
+
+        return versioned("calibrate", data)
 
 
 def calibrate_and_compare(profiles: Sequence[str | Path], *, out: str | Path | None = None,

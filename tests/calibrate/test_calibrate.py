@@ -417,7 +417,7 @@ def test_the_pipeline_as_a_library_call(tmp_path):
     assert run.written == str(out) and out.read_text() == run.thresholds_text
     assert len(run.population.members) == 30 and run.calibration.thresholds["sol_high"] > 0
     assert run.comparison["b"]["path"] == str(out) and "ablation" not in run.comparison   # no expectations
-    assert list(run.to_json()) == ["calibration", "written", "compare"]
+    assert list(run.to_json()) == ["schema_version", "calibration", "written", "compare"]
     existing = cal.calibrate_and_compare([tmp_path / "p"], thresholds=out, compare_files=True)
     assert existing.calibration is None and existing.comparison["changed"] == run.comparison["changed"]
     with pytest.raises(ValueError, match="nothing is calibrated"):
