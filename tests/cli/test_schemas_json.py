@@ -33,9 +33,10 @@ def validate(kind: str, document) -> None:
     assert document["schema_version"] == DOCUMENTS[kind]
 
 
-def invoke(*argv: str, code: int = 0) -> dict:
+def invoke(*argv: str, code: int | None = 0) -> dict:
+    """The JSON document `skillbase ARGV` prints (its exit code checked unless `code` is None)."""
     result = CliRunner().invoke(cli, list(argv), catch_exceptions=False)
-    assert result.exit_code == code, result.output
+    assert code is None or result.exit_code == code, result.output
     return json.loads(result.stdout)
 
 
@@ -163,4 +164,5 @@ def test_check_profile_and_bench_run_documents_on_a_gpu(tmp_path):
     validate("profile", invoke("profile", str(kernel), "-o", str(tmp_path / "profile"), "--json"))
     validate("bench-run", invoke("bench", "run", "--ops", "vector_add", "--dtype", "fp32", "--results",
                                  str(tmp_path / "results"), "--json"))
-    validate("skills-verify", invoke("skills", "verify", "mem.coalesce", "--no-profile", "--json"))
+    # a verdict other than `faster` exits non-zero; the document is the same either way
+    validate("skills-verify", invoke("skills", "verify", "mem.coalesce", "--no-profile", "--json", code=None))
