@@ -10,6 +10,8 @@ the records."""
 from __future__ import annotations
 
 import ctypes
+import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -251,6 +253,104 @@ def test_cupti_is_found_beside_nvcc():
 
     include, library = cupti.find_cupti(nvcc_path())
     assert (include / "cupti.h").is_file() and library.name.startswith("libcupti.so")
+
+
+# -- the real helper against a stand-in libcupti (tests/harness/fake_cupti.cpp: cupti.h's API) -------
+
+@pytest.fixture(scope="module")
+def helper_on_fake_cupti(tmp_path_factory):
+    """(our helper built against the stand-in, the stand-in's control functions), both via nvcc."""
+    from skillbase.harness.env import nvcc_path
+
+    nvcc = nvcc_path()
+    include, _ = cupti.find_cupti(nvcc)
+    folder = tmp_path_factory.mktemp("fake-cupti")
+    fake = folder / "libfakecupti.so"
+    helper = folder / "libhelper.so"
+    base = [nvcc, "-shared", "-Xcompiler", "-fPIC", "-O2", "-std=c++17", "-cudart", "none", f"-I{include}"]
+    for command in (base + ["-o", str(fake), str(Path(__file__).with_name("fake_cupti.cpp")),
+                            "-Xlinker", "-soname=libfakecupti.so"],
+                    base + ["-o", str(helper), str(cupti.SOURCE), "-Xlinker", str(fake),
+                            "-Xlinker", f"-rpath={folder}"]):
+        done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+    control = ctypes.CDLL(str(fake))
+    control.fake_cupti_record.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.c_uint32, ctypes.c_uint64,
+                                          ctypes.c_uint64, ctypes.c_char_p]
+    control.fake_cupti_api.argtypes = [ctypes.c_int, ctypes.c_uint32]
+    control.fake_cupti_drop.argtypes = [ctypes.c_ulonglong]
+    return helper, control
+
+
+DRIVER, RUNTIME = 1, 2      # CUpti_CallbackDomain
+
+
+@pytest.mark.nvcc
+def test_the_helper_times_each_call_from_the_records_its_api_calls_issued(helper_on_fake_cupti):
+    helper, fake = helper_on_fake_cupti
+    timer = cupti.CuptiTimer(helper)
+    timer.start()
+    assert all(fake.fake_cupti_enabled(kind) for kind in (KIND_CONCURRENT_KERNEL, KIND_MEMCPY, cupti.KIND_MEMSET))
+
+    # the harness loads a slot (a copy, before any window), then holds the stream and calls twice
+    fake.fake_cupti_api(DRIVER, 5)
+    fake.fake_cupti_record(KIND_MEMCPY, 5, NULL, 0, 10, None)
+    timer.open()
+    fake.fake_cupti_api(DRIVER, 11)                       # our spin kernel's launch
+    timer.close()
+    for runtime_id in (20, 30):
+        timer.open()
+        fake.fake_cupti_api(RUNTIME, runtime_id)          # cudaLaunchKernel ...
+        fake.fake_cupti_api(DRIVER, runtime_id + 1)       # ... and the driver call inside it
+        fake.fake_cupti_api(RUNTIME, 0)                   # cudaGetLastError: no correlation ID
+        timer.close()
+    fake.fake_cupti_record(KIND_CONCURRENT_KERNEL, 11, NULL, 100, 20_100, b"skillbase_spin")
+    fake.fake_cupti_record(KIND_CONCURRENT_KERNEL, 20, NULL, 20_110, 53_110, b"copy4")
+    fake.fake_cupti_record(KIND_CONCURRENT_KERNEL, 31, NULL, 53_120, 86_120, b"copy4")   # carries the driver's ID
+    total_us, late = cupti_sample_time(timer, calls=2)
+    assert total_us == pytest.approx(66.0) and late == []
+    assert timer.collect() == ([], [], 0), "a collect forgets what it returned"
+
+    # a side stream started while the launch stream was held; a call from another thread is counted
+    timer.open()
+    fake.fake_cupti_api(DRIVER, 40)
+    timer.close()
+    timer.open()
+    thread = threading.Thread(target=fake.fake_cupti_api, args=(RUNTIME, 50))
+    thread.start()
+    thread.join()
+    timer.close()
+    fake.fake_cupti_record(KIND_CONCURRENT_KERNEL, 40, NULL, 0, 20_000, b"skillbase_spin")
+    fake.fake_cupti_record(KIND_CONCURRENT_KERNEL, 50, SIDE, 5_000, 9_000, b"vector_add_kernel")
+    records, windows, dropped = timer.collect()
+    assert dropped == 0 and [w.foreign_calls for w in windows] == [0, 1]
+    hold, call = attribute(records, windows)
+    assert hold[0].name == "skillbase_spin" and call[0].name == "vector_add_kernel" and call[0].stream_id == SIDE
+    assert "started 15.0 us before the held launch stream" in unordered(call, hold[0])[0]
+
+    fake.fake_cupti_drop(3)
+    timer.open()
+    timer.close()
+    assert timer.collect()[2] == 3
+    with pytest.raises(CuptiError, match="dropped 2"):
+        fake.fake_cupti_drop(2)
+        cupti_sample_time(timer, calls=0)
+
+    timer.open()
+    with pytest.raises(CuptiError, match="still open"):
+        timer.open()
+    with pytest.raises(CuptiError, match="still open"):
+        timer.collect()
+    timer.close()
+    with pytest.raises(CuptiError, match="no window is open"):
+        timer.close()
+    timer.discard()
+    timer.stop()
+
+    # a profiler already subscribed (ncu, nsys, a sanitizer): CUPTI's own error, and events take over
+    fake.fake_cupti_fail_subscribe(39)
+    with pytest.raises(CuptiUnavailable, match="cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"):
+        cupti.CuptiTimer(helper).start()
 
 
 # -- on the GPU ------------------------------------------------------------------------------------------
