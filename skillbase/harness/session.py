@@ -345,7 +345,7 @@ class _ProbeWindows:
             return {"cupti": False}
         hold, call, after = attribute(records, windows)
         hold_k = [r for r in hold if r.kind in KERNEL_KINDS]
-        after_m = [r for r in after if r.kind == KIND_MEMSET]
+        after_m = [r for r in after if r.kind == KIND_MEMSET or r.kind in KERNEL_KINDS]   # however the driver ran it
         if len(hold_k) != 1 or len(after_m) != 1 or not call or not all(r.complete for r in call):
             return {"cupti": False}
         return {"cupti": True, "unordered": unordered(call, hold_k[0], after_m[0]),
