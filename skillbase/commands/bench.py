@@ -84,7 +84,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) ->
                                                                                              _result_line(result)))
     s = done.scores
     if as_json:
-        click.echo(json.dumps(versioned("bench-run", {"results": str(done.path), "scores": s}), indent=1))
+        click.echo(json.dumps(done.to_json(), indent=1))
     else:
         speedup = bench_report.number(s["weighted_speedup"])
         click.echo(f"{s['verified']}/{s['tasks']} verified; weighted speedup {speedup}; results in {done.path}")
@@ -107,11 +107,13 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) ->
 @click.option("--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")
 @click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
+              help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")
 @suite_option
 @store_option
 @json_option
-def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, root,
-             store_path, as_json) -> None:
+def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, time_limit_s,
+             root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -121,7 +123,7 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
     outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
-                          candidates=candidates, suite=root, gpus=_split(gpus),
+                          candidates=candidates, suite=root, gpus=_split(gpus), time_limit_s=time_limit_s,
                           progress=None if as_json else lambda line: click.echo(line, err=True))
     print_batch_outcome(outcome, as_json)
 

@@ -59,9 +59,11 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
               help="With --all: the folder holding the candidates (default: where `pending` says).")
 @click.option("--batch", default=None, help="With --all: only this batch's runs (batch_N).")
 @click.option("--gpus", default=None, help="With --all: comma-separated GPU indices, one worker each (default: all).")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
+              help="With --all: start no further run after this many seconds (the next --all takes them up).")
 @json_option
 @store_option
-def resume(run_ref, candidate, all_runs, candidates, batch, gpus, as_json, store_path):
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, as_json, store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
     or with --all every paused run of the store at once."""
     from skillbase.errors import InputError
@@ -74,15 +76,15 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, as_json, store
         from skillbase.run.batch import resume_all
 
         outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
-                             gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+                             gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()], time_limit_s=time_limit_s,
                              progress=None if as_json else lambda line: click.echo(line, err=True))
         print_batch_outcome(outcome, as_json)
         return
     if run_ref is None:
         raise InputError("which run? pass RUN_REF, or --all for every paused run",
                          hint="`skillbase pending` lists the paused runs")
-    if candidates or batch or gpus:
-        raise InputError("--candidates, --batch and --gpus go with --all",
+    if candidates or batch or gpus or time_limit_s:
+        raise InputError("--candidates, --batch, --gpus and --time-limit go with --all",
                          hint="skillbase resume --all --candidates DIR")
     from skillbase.datafile.yamldoc import read_text
     from skillbase.run.session import resume_run

@@ -21,11 +21,12 @@ import multiprocessing as mp
 import os
 import queue
 import signal
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-__all__ = ["Executor", "Job", "JobResult", "LocalExecutor", "collect", "run_job"]
+__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,19 @@ def _attempt(index: int, job: Job, device: str | None) -> JobResult:
         return JobResult(index, job, device, error=f"{type(error).__name__}: {error}"[:500])
 
 
+NOT_STARTED = "not started: the time limit was reached (run again to continue)"
+
+
 class LocalExecutor:
     """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one (or on none: work
-    that needs no GPU), else one spawned worker process per GPU taking jobs from a shared queue."""
+    that needs no GPU), else one spawned worker process per GPU taking jobs from a shared queue.
 
-    def __init__(self, gpu_ids: Sequence[str]):
+    With a `deadline` (a `time.time()` value) no job starts after it: the jobs running then finish,
+    the rest come back with the error `NOT_STARTED` (a device session's time is bounded)."""
+
+    def __init__(self, gpu_ids: Sequence[str], deadline: float | None = None):
         self.gpu_ids = list(gpu_ids)
+        self.deadline = deadline
 
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         if len(self.gpu_ids) <= 1:
@@ -92,7 +100,8 @@ class LocalExecutor:
                 os.environ["CUDA_VISIBLE_DEVICES"] = device
             results = []
             for index, job in enumerate(jobs):
-                result = _attempt(index, job, device)
+                late = self.deadline is not None and time.time() > self.deadline
+                result = JobResult(index, job, device, error=NOT_STARTED) if late else _attempt(index, job, device)
                 results.append(result)
                 on_result(result)
             return results
@@ -102,7 +111,7 @@ class LocalExecutor:
             tasks.put((index, job.to_json()))
         for _ in self.gpu_ids:
             tasks.put(None)
-        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done, os.getpid()), daemon=True)
+        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done, os.getpid(), self.deadline), daemon=True)
                    for gpu in self.gpu_ids]
         for worker in workers:
             worker.start()
@@ -146,7 +155,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker(gpu: str, tasks, done, parent: int) -> None:
+def _worker(gpu: str, tasks, done, parent: int, deadline: float | None = None) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
     _die_with_parent()
     while True:
@@ -154,5 +163,8 @@ def _worker(gpu: str, tasks, done, parent: int) -> None:
         if item is None or os.getppid() != parent:
             return
         index, job = item
+        if deadline is not None and time.time() > deadline:
+            done.put({"index": index, "device": gpu, "value": None, "error": NOT_STARTED})
+            continue
         result = _attempt(index, Job.from_json(job), gpu)
         done.put({"index": index, "device": gpu, "value": result.value, "error": result.error})

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +30,7 @@ from skillbase.bench.runner import visible_devices
 from skillbase.bench.suite import discover, select
 from skillbase.errors import InputError
 from skillbase.harness import env
-from skillbase.harness.jobs import Executor, Job, JobResult, LocalExecutor
+from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult, LocalExecutor
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import resume_run, start_run
@@ -46,7 +47,7 @@ class MemberOutcome:
     """What one `bench optimize` / `resume --all` did to one run."""
 
     label: str                   # run_N, or `operator dtype` for a run that failed to start
-    action: str                  # started | judged | continued | waiting | failed
+    action: str                  # started | judged | continued | waiting | deferred | failed
     reason: str                  # the verdict, the pause, why it waits, or the error
     status: str | None = None    # the run's status afterwards
     run: str | None = None
@@ -74,11 +75,12 @@ class BatchOutcome:
 def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32", preset: str | None = None,
                 gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
                 gpus: Sequence[str] = (), executor: Executor | None = None,
-                progress: Callable[[str], None] | None = None) -> BatchOutcome:
+                progress: Callable[[str], None] | None = None, time_limit_s: float | None = None) -> BatchOutcome:
     """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
 
     The selection and the preset are checked before anything is recorded; `candidates` is where
-    the batch's candidates are expected (default `<store>/batches/batch_N/candidates`)."""
+    the batch's candidates are expected (default `<store>/batches/batch_N/candidates`). After
+    `time_limit_s` no further run starts (`resume_all` starts the rest)."""
     if not settings.engine and settings.agent == "none":
         raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                          hint="use --agent external or --agent openai with --no-engine")
@@ -102,7 +104,8 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
             "settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu, "candidates": str(folder),
             "members": [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]})
         jobs = [_start_job(store, batch_id, i.op, i.dtype, str(i.cu_path)) for i in impls]
-        return _run_jobs(store, batch_name(batch_id), jobs, executor or LocalExecutor(gpu_ids), progress)
+        return _run_jobs(store, batch_name(batch_id), jobs, executor or LocalExecutor(gpu_ids, _deadline(time_limit_s)),
+                         progress)
     finally:
         store.close()
 
@@ -138,12 +141,13 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
                gpus: Sequence[str] = (), executor: Executor | None = None,
-               progress: Callable[[str], None] | None = None) -> BatchOutcome:
+               progress: Callable[[str], None] | None = None, time_limit_s: float | None = None) -> BatchOutcome:
     """Judge every paused run's candidate present, continue killed runs, start missing members.
 
     `candidates` overrides where candidates are looked for (default: each run's expected path);
     `batch` limits the work to one batch. Runs without a usable candidate stay paused, each with
-    its reason (also shown by `skillbase pending`)."""
+    its reason (also shown by `skillbase pending`). After `time_limit_s` no further job starts: the
+    runs not reached stay as they were (`deferred`), and the next call takes them up."""
     store = RunStore.open(store_path)
     try:
         wanted = parse_batch_ref(batch) if batch is not None else None
@@ -179,7 +183,7 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
             count_tokens("")   # the tokens extra is needed for the coder protocol: say so before any judging
         gpu_ids = _gpu_ids(needs_gpu, gpus) if jobs else []
         outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, jobs,
-                            executor or LocalExecutor(gpu_ids), progress)
+                            executor or LocalExecutor(gpu_ids, _deadline(time_limit_s)), progress)
         outcome.members[:0] = members
         return outcome
     finally:
@@ -244,7 +248,8 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
 
     def arrived(done: JobResult) -> None:
         if done.error is not None:
-            member = MemberOutcome(done.job.label, "failed", done.error, None,
+            action = "deferred" if done.error == NOT_STARTED else "failed"
+            member = MemberOutcome(done.job.label, action, done.error, None,
                                    done.job.label if done.job.label.startswith("run_") else None)
         else:
             value = done.value
@@ -267,6 +272,10 @@ def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
         env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     return visible_devices(list(gpus) or [str(i) for i in range(len(visible) or len(found))])
+
+
+def _deadline(time_limit_s: float | None) -> float | None:
+    return time.time() + time_limit_s if time_limit_s is not None else None
 
 
 def _quiet(message: str) -> None:

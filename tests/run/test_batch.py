@@ -27,6 +27,7 @@ from skillbase.agents.tokens import count_tokens
 from skillbase.bench.suite import bench_dir
 from skillbase.cli import cli
 from skillbase.errors import InputError, SkillbaseError
+from skillbase.harness.jobs import LocalExecutor
 from skillbase.run.batch import read_candidate, resume_all, start_batch
 from skillbase.run.pending import list_pending
 from skillbase.run.store import RunStore
@@ -180,6 +181,9 @@ def test_bench_optimize_killed_before_every_run_started_is_completed_by_resume_a
     # As if the process died after the first member: the batch names three, one was never started.
     store.set_batch_settings(batch.id, dict(batch.settings, members=batch.settings["members"] + [
         {"operator": "elu", "dtype": "fp32", "kernel": str(suite / "ops" / "elu" / "fp32.cu")}]))
+    # Out of time before it starts: deferred, and taken up by the next call.
+    late = resume_all(store_path, executor=LocalExecutor([], deadline=time.time() - 1))
+    assert [(m.label, m.action) for m in late.members if m.action != "waiting"] == [("elu fp32", "deferred")]
     outcome = resume_all(store_path)
     assert [(m.action, m.status) for m in outcome.members if m.action != "waiting"] == [("started", "paused")]
     assert sorted(p.operator for p in list_pending(store_path, batch="batch_1")) == ["elu", "gelu", "relu"]
