@@ -193,25 +193,32 @@ class Session:
         case.pristine.clear()
 
     # -- calls ----------------------------------------------------------------------------------
-    def _buffers(self, case: Case, poison: int):
+    def _buffers(self, case: Case, poison: int, offset_bytes: int = 0):
+        """Fresh device buffers for one call; with `offset_bytes` each is a view that many bytes into
+        a larger allocation, so its address is aligned to the spec's `align:` and no more."""
+        from skillbase.task.dtypes import DTYPES
+
         cp = self.cp
         buffers = {}
         for a in self.args:
             if not a.pointer:
                 continue
-            if a.name in case.pristine:
+            storage = DTYPES[a.dtype].storage
+            skip = offset_bytes // np.dtype(storage).itemsize   # the spec keeps align >= the element size
+            if a.name in case.pristine and not skip:
                 buffers[a.name] = case.pristine[a.name].copy()      # a fresh copy (and address) per call
-            else:
-                ra = case.resolved.arg(a.name)
-                from skillbase.task.dtypes import DTYPES
-
-                buffers[a.name] = cp.empty(ra.numel, dtype=DTYPES[a.dtype].storage)
-                self.device.memset(buffers[a.name], poison)
+                continue
+            whole = cp.empty(case.resolved.arg(a.name).numel + skip, dtype=storage)
+            self.device.memset(whole, poison)
+            buffers[a.name] = whole[skip:]
+            if a.name in case.pristine:
+                buffers[a.name][...] = case.pristine[a.name]
         return buffers
 
-    def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True) -> CallOutcome:
+    def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True,
+             offset_bytes: int = 0) -> CallOutcome:
         self.setup(case.resolved.scalars)    # a no-op unless another size was set up since prepare()
-        buffers = self._buffers(case, poison)
+        buffers = self._buffers(case, poison, offset_bytes)
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         if fill_shared:
             self.device.fill_shared_nan()

@@ -24,7 +24,9 @@ worker process, implementing the VERIFY.md defences row by row:
   call's lazy module load synchronises and hides a side stream) -- side streams / threads, a
   synchronising or allocating launcher;
 - device limits compared with a snapshot taken before the candidate's library was loaded (not
-  with zero: the H200 reports a non-zero persisting-L2 limit before anything runs).
+  with zero: the H200 reports a non-zero persisting-L2 limit before anything runs);
+- where the spec's `align:` promises less than cudaMalloc's 256 bytes, one more call on buffers
+  offset by exactly that many bytes -- a vectorized access on a silently rounded pointer.
 """
 
 from __future__ import annotations
@@ -272,6 +274,15 @@ def verify_candidate(session, plan: VerifyPlan, result: CheckResult) -> bool:
                 result.fail("incorrect", check.reason)
                 return False
             if index == 0 and variant == "spec" and seed == plan.seeds[0]:
+                offset = misaligned_offset(session.spec)
+                if offset:
+                    shifted = _check_call(session, case, size_name, f"offset {offset} B", POISON, offset=offset)
+                    result.checks.append(shifted)
+                    if not shifted.ok:
+                        result.fail("incorrect", f"wrong when the buffers are only {offset}-byte aligned (the spec's "
+                                                 f"align: {offset}): {shifted.reason}; does it assume wider "
+                                                 "alignment (a vector access on a rounded pointer)?")
+                        return False
                 for r in range(plan.repeats):
                     repeat = _check_call(session, case, size_name, "repeat", POISON_ALT if r % 2 == 0 else POISON)
                     result.checks.append(repeat)
@@ -286,8 +297,17 @@ def verify_candidate(session, plan: VerifyPlan, result: CheckResult) -> bool:
     return audit_device_state(session, result)
 
 
-def _check_call(session, case, size_name: str, variant: str, poison: int) -> SizeCheck:
-    outcome = session.call(session.candidate, case, poison=poison, fill_shared=True)
+def misaligned_offset(spec) -> int:
+    """The byte offset of the extra verification call: the spec's `align:` when it promises less than
+    cudaMalloc's 256 bytes (the launcher then gets pointers aligned to exactly that), else 0."""
+    from skillbase.task.spec import CUDA_MALLOC_ALIGN
+
+    align = getattr(spec, "align", CUDA_MALLOC_ALIGN)
+    return align if align < CUDA_MALLOC_ALIGN else 0
+
+
+def _check_call(session, case, size_name: str, variant: str, poison: int, offset: int = 0) -> SizeCheck:
+    outcome = session.call(session.candidate, case, poison=poison, fill_shared=True, offset_bytes=offset)
     check = SizeCheck(size=size_name, sizes=dict(case.sizes), seed=case.seed, variant=variant)
     errors, rels = [], []
     masks: dict[str, np.ndarray] = {}
@@ -317,7 +337,7 @@ def _check_call(session, case, size_name: str, variant: str, poison: int) -> Siz
     if not check.ok and variant != "repeat":
         # A moving error is a race: repeat the same inputs (other poison) and see whether the set
         # of wrong elements changes. A fixed set (never written, hard-coded size) does not move.
-        again = session.call(session.candidate, case, poison=POISON_ALT, fill_shared=True)
+        again = session.call(session.candidate, case, poison=POISON_ALT, fill_shared=True, offset_bytes=offset)
         moved = False
         for a in case.outputs:
             first = masks.get(a.name)

@@ -31,7 +31,7 @@ from skillbase.task.dtypes import DTYPES, c_type_dtypes
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
-           "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE", "LINKABLE", "ROLES"]
+           "CUDA_MALLOC_ALIGN", "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE", "LINKABLE", "ROLES"]
 
 # Default tolerances, per output dtype. An element passes when
 #     |out - ref| <= atol_scale * max|ref| + rtol * |ref|
@@ -64,6 +64,8 @@ DEFAULT_TOLERANCES: dict[str, Tolerance] = {
 
 # The irregular size must break tiling assumptions: at least one symbol not a multiple of this.
 IRREGULAR_MULTIPLE = 32
+# What cudaMalloc guarantees, and so what a launcher may assume unless the spec's `align:` says less.
+CUDA_MALLOC_ALIGN = 256
 # All of a task's arrays at one size must fit in one GPU's memory (an H200 holds 141 GB); a shape
 # such as 2**60 is refused when the spec loads rather than when the harness allocates it.
 MAX_TASK_BYTES = 128 * 2**30
@@ -171,6 +173,7 @@ class TaskSpec:
     link: tuple[str, ...] = ()                            # toolkit libraries linked (-l<name>)
     hooks: dict[str, str] = field(default_factory=dict)   # {"setup": name, "teardown": name}
     raw: dict = field(default_factory=dict, repr=False)
+    align: int = CUDA_MALLOC_ALIGN                        # bytes every array pointer is aligned to
 
     # -- lookup -----------------------------------------------------------------------------
     def arg(self, name: str) -> ArgSpec:
@@ -551,6 +554,11 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
         field_name = "reference.python" if reference.get("python") else "reference.cuda"
         _check_beside(spec_path, file_part, field_name, fail)
 
+    align = data.get("align", CUDA_MALLOC_ALIGN)
+    for a in args:
+        if a.pointer and DTYPES[a.dtype].itemsize > align:
+            fail("align", f"{align} bytes is less than the {DTYPES[a.dtype].itemsize}-byte elements of '{a.name}'",
+                 hint=f"an array is at least aligned to its element: use align: {DTYPES[a.dtype].itemsize} or more")
     allow = tuple(data.get("allow") or ())
     for i, name in enumerate(data.get("link") or ()):
         if name not in allow:
@@ -575,7 +583,7 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
                     symbols=symbols, presets=presets, scored=scored, irregular=irregular, sweep=sweep,
                     tolerance=tolerance, work_flops=work_flops, work_bytes=work_bytes,
                     allow=allow, reference=reference,
-                    link=tuple(data.get("link") or ()), hooks=hooks, raw=data)
+                    link=tuple(data.get("link") or ()), hooks=hooks, raw=data, align=align)
 
     # Every preset must resolve: positive shapes, integral dimensions, scalars in range.
     for name in list(presets) + ["irregular"]:

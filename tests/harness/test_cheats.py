@@ -17,6 +17,7 @@ REPO = Path(__file__).resolve().parents[2]
 CHEATS = REPO / "tests" / "cheats"
 VECTOR_ADD = REPO / "examples" / "vector_add" / "vector_add.cu"
 SGEMM = REPO / "examples" / "naive_sgemm" / "naive_sgemm.cu"
+ALIGN4 = REPO / "tests" / "fixtures" / "align4" / "vector_add.cu"   # vector_add whose spec says align: 4
 
 # cheat -> (task, needs timing, expected status, reason pattern). The VERIFY.md row is in each file's header.
 DYNAMIC = {
@@ -36,6 +37,7 @@ DYNAMIC = {
     "bf16_math": (SGEMM, False, "incorrect", r"precision downgrade"),
     "skip_work_memo": (SGEMM, True, "quarantined", r"faster than the roofline floor"),
     "illegal_address": (VECTOR_ADD, False, "crashed", r"illegal memory access"),
+    "misaligned_float4": (ALIGN4, False, "incorrect", r"only 4-byte aligned"),
 }
 
 # cheat -> static rules that must fire (error severity) on the source alone.
