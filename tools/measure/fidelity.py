@@ -30,7 +30,10 @@ import tempfile
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]          # tools/measure/ -> the checkout
-sys.path.insert(0, str(REPO))
+try:
+    import skillbase  # noqa: F401 - the installed package when there is one (the GPU machine's /tmp/site)
+except ImportError:
+    sys.path.insert(0, str(REPO))
 
 COPY_CU = r"""// Copy with 16-byte accesses and a grid-stride loop: as close to memcpy as a kernel gets.
 #include <cuda_runtime.h>
