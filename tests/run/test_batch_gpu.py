@@ -20,6 +20,7 @@ pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 OPS = ("matrix_mul", "softmax")
 
 
+@pytest.mark.timeout(600)   # two baselines timed and profiled (ncu), two candidates verified and timed
 def test_one_round_of_a_batch_is_profiled_judged_and_timed_on_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
     store_path = tmp_path / "store"
