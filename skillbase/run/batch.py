@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase.agents.appliers import CoderReply
+from skillbase.agents.client import ChatClient, load_config
 from skillbase.agents.coder import NoCodeInReply, extract_cuda
 from skillbase.agents.tokens import count_tokens
 from skillbase.bench.runner import visible_devices
@@ -93,6 +94,8 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
             if preset not in spec.presets:
                 raise InputError(f"{impl.op}: no preset {preset} (presets: {', '.join(spec.presets)})",
                                  hint="the bench's tasks share xs, s, m, l, xl")
+    if settings.agent == "openai":
+        ChatClient(load_config(model=settings.model))   # no key, no endpoint: say so once, before any run
     gpu_ids = _gpu_ids(gpu, gpus)
     store = RunStore.open(store_path)
     try:

@@ -26,7 +26,7 @@ from click.testing import CliRunner
 from skillbase.agents.tokens import count_tokens
 from skillbase.bench.suite import bench_dir
 from skillbase.cli import cli
-from skillbase.errors import InputError, SkillbaseError
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.jobs import LocalExecutor
 from skillbase.run.batch import read_candidate, resume_all, start_batch
 from skillbase.run.pending import list_pending
@@ -254,11 +254,15 @@ def test_a_candidate_is_judged_only_when_it_is_this_prompts_cuda(tmp_path):
     assert read()[1].model == "m" and read()[1].reply_tokens == 7
 
 
-def test_bad_batch_requests_are_one_line_errors(suite, tmp_path):
+def test_bad_batch_requests_are_one_line_errors(suite, tmp_path, monkeypatch):
     with pytest.raises(InputError, match="--no-engine leaves the choice to a coder"):
         start_batch(Settings(agent="none", engine=False), ops=["relu"], gpu=False, store_path=tmp_path / "s")
     with pytest.raises(InputError, match="no preset huge"):
         start_batch(Settings(agent="external"), ops=["relu"], preset="huge", gpu=False, store_path=tmp_path / "s")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(EnvironmentProblem, match="OPENAI_API_KEY"):
+        start_batch(Settings(agent="openai"), ops=["relu"], gpu=False, store_path=tmp_path / "s")
+    assert RunStore.open(tmp_path / "s").list_batches() == []      # refused before anything was recorded
     with pytest.raises(InputError, match="unknown operator"):
         start_batch(Settings(agent="external"), ops=["relux"], gpu=False, store_path=tmp_path / "s")
     assert "takes no RUN_REF" in refused("resume", "--all", "run_1", "--store", str(tmp_path / "s"))
