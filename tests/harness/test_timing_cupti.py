@@ -223,6 +223,15 @@ def test_check_says_which_clock_timed_each_size():
     assert "clock at default: CUDA events (CUPTI unavailable (cuptiSubscribe" in text
 
 
+def test_a_helper_source_missing_from_the_install_means_events(monkeypatch, tmp_path, fresh_timer_state):
+    monkeypatch.setattr(cupti, "SOURCE", tmp_path / "cupti_timer.cpp")        # a wheel built without it
+    monkeypatch.setattr(cupti, "find_cupti", lambda nvcc: (tmp_path, tmp_path / "libcupti.so"))
+    monkeypatch.setattr("skillbase.harness.env.nvcc_path", lambda: "/usr/local/cuda/bin/nvcc")
+    monkeypatch.setattr("skillbase.harness.env.nvcc_version_text", lambda nvcc: "release 13.0")
+    timer, note = choose_timer("auto")
+    assert timer is None and note.startswith("CUPTI unavailable (cannot build the CUPTI timer") and "events" in note
+
+
 # -- the real helper -----------------------------------------------------------------------------------
 
 @pytest.mark.nvcc
