@@ -45,6 +45,20 @@ def _summary(kernel: Path) -> str:
     return ""
 
 
+def examples_json(examples: list[Example]) -> dict:
+    """`examples list --json`."""
+    from skillbase.documents import versioned
+
+    return versioned("examples-list", {"examples": [e.to_dict() for e in examples]})
+
+
+def copied_json(example: Example, folder: Path) -> dict:
+    """`examples copy --json`: where EXAMPLE's files now are."""
+    from skillbase.documents import versioned
+
+    return versioned("examples-copy", {"name": example.name, "folder": str(folder), "files": list(example.files)})
+
+
 def list_examples() -> list[Example]:
     """Every bundled example, by name."""
     root = builtin_examples_dir()

@@ -250,6 +250,12 @@ class BenchRun:
     def scores(self) -> dict:
         return scores(self.results, gpu=gpu_slug(self.gpu))
 
+    def to_json(self) -> dict:
+        """`bench run --json`: where the results went and their scores."""
+        from skillbase.documents import versioned
+
+        return versioned("bench-run", {"results": str(self.path), "scores": self.scores})
+
 
 def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "baseline",
               gpus: Sequence[str] = ("0",), presets: Sequence[str] = (), suite: Path | None = None,

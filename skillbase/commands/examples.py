@@ -8,7 +8,6 @@ from pathlib import Path
 import click
 
 from skillbase.commands.options import json_option
-from skillbase.documents import versioned
 
 
 @click.group("examples")
@@ -20,11 +19,11 @@ def examples() -> None:
 @json_option
 def list_(as_json: bool) -> None:
     """List the bundled examples."""
-    from skillbase.examples import list_examples
+    from skillbase.examples import examples_json, list_examples
 
     found = list_examples()
     if as_json:
-        click.echo(json.dumps(versioned("examples-list", {"examples": [e.to_dict() for e in found]}), indent=1))
+        click.echo(json.dumps(examples_json(found), indent=1))
         return
     width = max(len(e.name) for e in found)
     for e in found:
@@ -39,13 +38,12 @@ def list_(as_json: bool) -> None:
 @json_option
 def copy(name: str, destination: Path, force: bool, as_json: bool) -> None:
     """Copy example NAME into DESTINATION/NAME/ (default: ./NAME/)."""
-    from skillbase.examples import copy_example, get_example
+    from skillbase.examples import copied_json, copy_example, get_example
 
     target = copy_example(name, destination, force=force)
     example = get_example(name)
     if as_json:
-        click.echo(json.dumps(versioned("examples-copy", {"name": name, "folder": str(target),
-                                                          "files": list(example.files)}), indent=1))
+        click.echo(json.dumps(copied_json(example, target), indent=1))
         return
     click.echo(f"copied {name} to {target}/ ({', '.join(example.files)})")
     kernel = target / f"{name}.cu"

@@ -11,7 +11,6 @@ from pathlib import Path
 import click
 
 from skillbase.commands.options import extra_rules_option, json_option, skills_dir_option
-from skillbase.documents import versioned
 
 rules_dir_option = click.option(
     "--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
@@ -186,9 +185,10 @@ def new_rule(rule_id: str, kind: str, skill: str | None, rules_dir: str | None, 
     from skillbase.corpus.scaffold import rule_target
 
     target = rule_target(rules_dir)
-    path, cases = scaffold(rule_id, kind, target, skill=skill, skill_ids=skill_ids(skills_dirs))
+    made = scaffold(rule_id, kind, target, skill=skill, skill_ids=skill_ids(skills_dirs))
+    path, cases = made
     if as_json:
-        click.echo(json.dumps(versioned("rules-new", {"rule": str(path), "cases": str(cases)}), indent=2))
+        click.echo(json.dumps(made.to_json(), indent=2))
         return
     click.echo(f"created {path}\ncreated {cases}")
     flag = "" if target.resolve() == builtin_rules_dir().resolve() else f" --rules-dir {target}"

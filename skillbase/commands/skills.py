@@ -221,12 +221,10 @@ def new_skill(ctx: click.Context, skill_id: str, category: str | None, title: st
     notes = ui.console(stderr=True, highlight=False)
     made = scaffold(corpus, skill_id, category, target, title=title, summary=summary, check_similar=not no_similar,
                     progress=lambda message: notes.print(f"[dim]{message}[/dim]"))
-    todos = todo_problems(made.path)
     if as_json:
-        click.echo(json.dumps(versioned("skills-new", {
-            "path": str(made.path), "near_duplicates": [h.to_json() for h in made.near], "method": made.method,
-            "threshold": made.threshold, "todo_lines": [line for line, _ in todos]}), indent=2))
+        click.echo(json.dumps(made.to_json(), indent=2))
         return
+    todos = todo_problems(made.path)
     click.echo(f"created {made.path}")
     for hit in made.near:
         click.echo(f"warning: near duplicate of {hit.skill_id} ({made.method} similarity {hit.score:.2f} >= "

@@ -17,6 +17,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from skillbase.config import builtin_rules_dir, builtin_skills_dir, env_paths, schemas_dir
 from skillbase.corpus import search
@@ -153,6 +154,27 @@ class NewSkill:
     method: str           # semantic | lexical | skipped
     threshold: float | None
 
+    def to_json(self) -> dict:
+        """`skills new --json`: the new file, its near duplicates and the lines still marked TODO."""
+        from skillbase.documents import versioned
+
+        return versioned("skills-new", {"path": str(self.path), "near_duplicates": [h.to_json() for h in self.near],
+                                        "method": self.method, "threshold": self.threshold,
+                                        "todo_lines": [line for line, _ in todo_problems(self.path)]})
+
+
+class NewRule(NamedTuple):
+    """A scaffolded rule and its cases file."""
+
+    rule: Path
+    cases: Path
+
+    def to_json(self) -> dict:
+        """`rules new --json`."""
+        from skillbase.documents import versioned
+
+        return versioned("rules-new", {"rule": str(self.rule), "cases": str(self.cases)})
+
 
 def new_skill(corpus: Corpus, skill_id: str, category: str | None, root: Path, *, title: str | None = None,
               summary: str | None = None, check_similar: bool = True, progress=None) -> NewSkill:
@@ -248,7 +270,7 @@ def builtin_rule_ids() -> dict[str, Path]:
 
 
 def new_rule(rule_id: str, kind: str, rules_dir: Path, *, skill: str | None = None,
-             skill_ids: Iterable[str] = ()) -> tuple[Path, Path]:
+             skill_ids: Iterable[str] = ()) -> NewRule:
     """Write `rules_dir/<kind>/<id>.yaml` and its cases file; refuse an id a built-in rule (or a
     rule in `rules_dir`) already has, and a propose rule whose skill does not exist."""
     if not RULE_ID.match(rule_id):
@@ -281,7 +303,7 @@ def new_rule(rule_id: str, kind: str, rules_dir: Path, *, skill: str | None = No
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(rule_yaml(rule_id, kind, skill, path), encoding="utf-8")
     cases.write_text(cases_yaml(rule_id, cases), encoding="utf-8")
-    return path, cases
+    return NewRule(path, cases)
 
 
 # -- what is left to fill --------------------------------------------------------------------------
