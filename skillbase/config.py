@@ -136,7 +136,14 @@ def find_config_file(start: Path | None = None) -> Path | None:
 
 
 def _has_tool_table(path: Path) -> bool:
-    return "skillbase" in _read_toml(path).get("tool", {})
+    # env() asks on every call: parse a project's pyproject.toml once per version of the file
+    stamp = (path, path.stat().st_mtime_ns)
+    if stamp not in _has_table:
+        _has_table[stamp] = "skillbase" in _read_toml(path).get("tool", {})
+    return _has_table[stamp]
+
+
+_has_table: dict[tuple[Path, int], bool] = {}
 
 
 _parsed: dict[tuple[Path, int], ConfigFile] = {}
