@@ -20,12 +20,13 @@ if TYPE_CHECKING:
 @store_option
 def pending(batch, as_json, store_path):
     """List the runs waiting for a candidate: prompt, coder or debugger, round, skill, where to write."""
-    from skillbase.run.pending import list_pending
+    from skillbase.run.pending import pending as open_prompts
 
-    found = list_pending(store_path, batch=batch)
+    waiting = open_prompts(store_path, batch=batch)
     if as_json:
-        click.echo(json.dumps([p.to_json() for p in found], indent=1))
+        click.echo(json.dumps(waiting.to_json(), indent=1))
         return
+    found = waiting.prompts
     if not found:
         click.echo("no run is waiting for a candidate")
         return

@@ -29,6 +29,7 @@ from skillbase.agents.coder import NoCodeInReply, extract_cuda
 from skillbase.agents.tokens import count_tokens
 from skillbase.bench.runner import visible_devices
 from skillbase.bench.suite import discover, select
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.harness import env
 from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult, LocalExecutor
@@ -67,8 +68,9 @@ class BatchOutcome:
         counts: dict[str, int] = {}
         for member in self.members:
             counts[member.action] = counts.get(member.action, 0) + 1
-        return {"batch": self.batch, "counts": counts, "members": [m.to_json() for m in self.members],
-                "pending": [p.to_json() for p in self.pending]}
+        return versioned("batch", {"batch": self.batch, "counts": counts,
+                                   "members": [m.to_json() for m in self.members],
+                                   "pending": [p.to_json() for p in self.pending]})
 
 
 # -- bench optimize -------------------------------------------------------------------------------

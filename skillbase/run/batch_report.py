@@ -21,6 +21,7 @@ from typing import Any
 from skillbase import config, ui
 from skillbase.bench.results import SizeResult, gpu_slug, load_stored, roofline_pct
 from skillbase.bench.suite import discover
+from skillbase.documents import versioned
 from skillbase.run.store import RunStore, batch_name
 from skillbase.run.types import Outcome, Status
 from skillbase.task import load_task
@@ -101,9 +102,9 @@ class BatchReport:
                                   "engine_off": off[k].speedup} for k in common]}
 
     def to_json(self) -> dict[str, Any]:
-        return {"batches": self.batches, "runs": [r.to_json() for r in self.runs],
-                "overall": self.summary(self.runs), "by_category": self.by_category(self.runs),
-                "engine": self.engine_comparison()}
+        return versioned("bench-optimize-report", {
+            "batches": self.batches, "runs": [r.to_json() for r in self.runs], "overall": self.summary(self.runs),
+            "by_category": self.by_category(self.runs), "engine": self.engine_comparison()})
 
     def title(self) -> str:
         return "bench optimize: " + ", ".join(

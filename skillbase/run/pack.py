@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase import config
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.harness import env
 from skillbase.run.store import RunStore
@@ -38,8 +39,8 @@ class Packed:
     bytes: int
 
     def to_json(self) -> dict[str, Any]:
-        return {"archive": str(self.archive), "store": str(self.store), "runs": self.runs, "files": self.files,
-                "bytes": self.bytes}
+        return versioned("store-pack", {"archive": str(self.archive), "store": str(self.store), "runs": self.runs,
+                                        "files": self.files, "bytes": self.bytes})
 
 
 def _folders() -> dict[str, str]:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillbase.documents import versioned
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref
 from skillbase.run.types import RunStatus
 
@@ -54,6 +55,17 @@ class PendingPrompt:
                 "candidate": str(self.candidate_path), "meta": str(self.meta_path), "waiting": self.waiting}
 
 
+@dataclass(frozen=True)
+class Pending:
+    """The open prompts of one store (`skillbase pending`)."""
+
+    store: Path
+    prompts: list[PendingPrompt]
+
+    def to_json(self) -> dict[str, Any]:
+        return versioned("pending", {"store": str(self.store), "prompts": [p.to_json() for p in self.prompts]})
+
+
 def candidates_folder(store: RunStore, batch_settings: dict | None) -> Path:
     """Where a paused run's candidate is expected by default: its batch's folder, else the store's."""
     if batch_settings and batch_settings.get("candidates"):
@@ -68,9 +80,14 @@ def run_folder(store: RunStore, run_id: int) -> Path:
 
 def list_pending(store_path=None, batch: str | int | None = None) -> list[PendingPrompt]:
     """Every paused run of the store (of one batch when `batch` is given), oldest run first."""
+    return pending(store_path, batch).prompts
+
+
+def pending(store_path=None, batch: str | int | None = None) -> Pending:
+    """`list_pending` with the store it read."""
     store = RunStore.open(store_path)
     try:
-        return pending_in(store, batch)
+        return Pending(store.location, pending_in(store, batch))
     finally:
         store.close()
 

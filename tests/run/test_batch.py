@@ -20,12 +20,14 @@ import sys
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
 from click.testing import CliRunner
 
 from skillbase.agents.tokens import count_tokens
 from skillbase.bench.suite import bench_dir
 from skillbase.cli import cli
+from skillbase.documents import schema_path
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.jobs import LocalExecutor
 from skillbase.run.batch import read_candidate, resume_all, start_batch
@@ -55,10 +57,16 @@ def invoke(*args: str) -> str:
     return result.output
 
 
+def valid(kind: str, document: dict) -> dict:
+    """The document, checked against its published schema (skillbase/schemas/<kind>.schema.json)."""
+    jsonschema.Draft202012Validator(json.loads(schema_path(kind).read_text())).validate(document)
+    return document
+
+
 def start(store: Path, *extra: str) -> dict:
-    return json.loads(invoke("bench", "optimize", "--agent", "external", "--no-engine", "--no-gpu", "--ops",
-                             ",".join(OPS), "--rounds", "2", "--repairs", "1", "--store", str(store), "--json",
-                             *extra))
+    return valid("batch", json.loads(invoke(
+        "bench", "optimize", "--agent", "external", "--no-engine", "--no-gpu", "--ops", ",".join(OPS), "--rounds", "2",
+        "--repairs", "1", "--store", str(store), "--json", *extra)))
 
 
 def refused(*args: str) -> str:
@@ -69,7 +77,8 @@ def refused(*args: str) -> str:
 
 
 def pending(store: Path) -> dict[str, dict]:
-    return {p["operator"]: p for p in json.loads(invoke("pending", "--store", str(store), "--json"))}
+    document = valid("pending", json.loads(invoke("pending", "--store", str(store), "--json")))
+    return {p["operator"]: p for p in document["prompts"]}
 
 
 def a_candidate(op: str, note: str) -> str:
@@ -95,7 +104,7 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
                                                          "reply_tokens": 321}))
     Path(waiting["gelu"]["candidate"]).write_text("\n  \n")
     Path(waiting["sigmoid"]["candidate"]).write_text("I would vectorise the loads with float4.\n")
-    done = json.loads(invoke("resume", "--all", "--store", str(store_path), "--json"))
+    done = valid("batch", json.loads(invoke("resume", "--all", "--store", str(store_path), "--json")))
     assert done["counts"] == {"judged": 1, "waiting": 3}
     judged = next(m for m in done["members"] if m["action"] == "judged")
     assert judged["run"] == waiting["relu"]["run"] and "r0/v0/a0: unverified" in judged["reason"]
@@ -193,7 +202,8 @@ def test_the_store_travels_in_one_file_and_works_where_it_lands(suite, tmp_path,
     here = tmp_path / "here"
     start(here)
     trip = tmp_path / "trip.tar.gz"
-    assert "packed 4 runs" in invoke("store", "pack", str(trip), "--store", str(here))
+    packed = valid("store-pack", json.loads(invoke("store", "pack", str(trip), "--store", str(here), "--json")))
+    assert packed["runs"] == 4 and packed["bytes"] == trip.stat().st_size
     assert "exists" in refused("store", "pack", str(trip), "--store", str(here))
 
     # The GPU machine: another store folder, the suite in another folder, the original gone.

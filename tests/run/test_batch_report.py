@@ -8,12 +8,14 @@ import json
 import math
 import random
 
+import jsonschema
 from click.testing import CliRunner
 
 from skillbase.bench.report import save_results
 from skillbase.bench.results import SizeResult
 from skillbase.bench.suite import bench_dir
 from skillbase.cli import cli
+from skillbase.documents import schema_path
 from skillbase.run.batch_report import batch_report
 from skillbase.run.store import RunStore
 from skillbase.run.types import RunStatus
@@ -64,6 +66,7 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
 
     report = batch_report(tmp_path / "store", ["batch_1", "batch_2"], tmp_path / "results")
     data = report.to_json()
+    jsonschema.Draft202012Validator(json.loads(schema_path("bench-optimize-report").read_text())).validate(data)
     runs = {(r["operator"], r["engine"]): r for r in data["runs"]}
     for op, speedup in on.items():
         got = runs[(op, True)]
