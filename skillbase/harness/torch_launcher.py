@@ -34,7 +34,7 @@ from skillbase.harness.native import HookError, LoadError, NativeLauncher
 
 __all__ = ["TorchLauncher", "launcher_for", "symbol_arguments", "tensor_shapes", "torch_missing"]
 
-# Task dtypes -> torch dtype names (bf16 storage is uint16 in the harness: viewed as bfloat16).
+# Task dtypes -> torch dtype names (the harness stores bf16 as 16-bit patterns: viewed as bfloat16).
 TORCH_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
                 "i64": "int64", "i8": "int8", "u8": "uint8"}
 
@@ -138,7 +138,8 @@ class TorchLauncher:
             if not a.pointer:
                 out.append(scalars[a.name])
                 continue
-            storage = "uint16" if a.dtype == "bf16" else TORCH_DTYPES[a.dtype]
+            # BF16 travels as int16 (every DLPack consumer has it; uint16 is recent in torch), viewed as bfloat16.
+            storage = "int16" if a.dtype == "bf16" else TORCH_DTYPES[a.dtype]
             numel = 1
             for d in shapes[a.name]:
                 numel *= d
