@@ -314,7 +314,7 @@ class SkillIndex:
             if _MODEL is None:
                 progress(f"loading the search model {MODEL_NAME} (once per process, a few seconds)")
             progress(f"embedding {len(todo)} of {len(texts)} sections of {len(corpus)} skills "
-                     "(only what changed since the cached index; on 2 CPU cores about a second per 10)")
+                     "(what changed since the cached index; cached after)")
         fresh = embed([texts[i] for i in todo])
         vectors = np.zeros((len(texts), fresh.shape[1] if len(todo) else 384), dtype="float32")
         for row, vector in zip(todo, fresh, strict=True):
@@ -548,6 +548,11 @@ class SearchResult:
                 "hits": [h.to_json() for h in self.hits]}
 
 
+# Indexes this process has loaded, by corpus digest: a notebook, the MCP server or a batch asks many
+# queries, and each after the first costs only the query (its embedding and the scoring).
+_LOADED: dict[str, Any] = {}
+
+
 def search(corpus: Corpus, query: str, k: int = 5, *, semantic: bool = False, rebuild: bool = False,
            progress: Callable[[str], None] | None = None) -> SearchResult:
     """The top `k` skills of `corpus` for a free-text query. By default by words (BM25, no model, a
@@ -556,10 +561,19 @@ def search(corpus: Corpus, query: str, k: int = 5, *, semantic: bool = False, re
     even when the cached index is current; `progress` hears what a first use is waiting for."""
     start = time.perf_counter()
     if not semantic:
-        lexical = LexicalIndex.for_corpus(corpus)
+        lexical = _LOADED.get(f"lexical:{corpus.digest}")
+        if lexical is None:
+            lexical = _LOADED[f"lexical:{corpus.digest}"] = LexicalIndex.for_corpus(corpus)
+        else:
+            lexical.built = False          # built by an earlier query, not by this one
         return SearchResult(query, k, lexical.search(query, k), lexical, time.perf_counter() - start, "lexical")
     require_extra()
-    index = SkillIndex.for_corpus(corpus, rebuild=rebuild, progress=progress)
+    index = None if rebuild else _LOADED.get(f"semantic:{corpus.digest}")
+    if index is None or index.key != SkillIndex.key_for(corpus):
+        index = _LOADED[f"semantic:{corpus.digest}"] = SkillIndex.for_corpus(corpus, rebuild=rebuild,
+                                                                              progress=progress)
+    else:
+        index.built = False
     ready = time.perf_counter() - start
     if _MODEL is None and progress is not None:
         progress(f"loading the search model {MODEL_NAME} (once per process, a few seconds)")

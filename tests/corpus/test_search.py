@@ -156,14 +156,20 @@ def test_index_is_cached_and_rebuilt_when_the_corpus_changes(tmp_path):
     mine = tmp_path / "mine"
     _user_skill(mine)
     corpus = load_corpus([mine])
-    first = search.SkillIndex.for_corpus(corpus, cache)
+    said = []
+    first = search.SkillIndex.for_corpus(corpus, cache, progress=said.append)
     assert first.built and first.reused == 0 and len(list(cache.glob("*.faiss"))) == 1
-    again = search.SkillIndex.for_corpus(load_corpus([mine]), cache)
-    assert not again.built and again.key == first.key
+    # a first use says what it waits for (issue 19: `skills new` was silent for minutes)
+    assert said[-1].startswith(f"embedding {len(first.rows)} of {len(first.rows)} sections of {len(corpus)} skills")
+    said.clear()
+    again = search.SkillIndex.for_corpus(load_corpus([mine]), cache, progress=said.append)
+    assert not again.built and again.key == first.key and said == []
     _user_skill(mine, summary="Replace a loop over the 32 bits of a word with the POPC instruction.")
-    changed = search.SkillIndex.for_corpus(load_corpus([mine]), cache)
+    changed = search.SkillIndex.for_corpus(load_corpus([mine]), cache, progress=said.append)
     assert changed.built and changed.key != first.key
     assert changed.reused == len(changed.rows) - 1          # only the edited card is embedded again
+    assert said == [f"embedding 1 of {len(changed.rows)} sections of {len(corpus)} skills (what changed since "
+                    "the cached index; cached after)"]
     assert changed.search("popcount instead of a bit loop", 1)[0].skill_id == "cmp.popc_bitcount"
 
 

@@ -54,6 +54,13 @@ def test_search_by_words_is_fast():
     assert time.perf_counter() - start < 1.0
 
 
+def test_a_process_keeps_the_index_it_loaded():
+    corpus = load_corpus(strict=False)
+    first = search.search(corpus, "bank conflicts", 3)
+    again = search.search(load_corpus(strict=False), "register spills", 3)
+    assert again.index is first.index and again.to_json()["index"]["built"] is False
+
+
 def test_a_query_of_unknown_words_finds_nothing_rather_than_noise():
     assert search.search(load_corpus(strict=False), "qwxz zzyzx", 5).hits == []
 
