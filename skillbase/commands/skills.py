@@ -12,14 +12,12 @@ import json
 import os
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 
 import click
 
 from skillbase import ui
 from skillbase.commands.options import json_option, skills_dir_option
-from skillbase.documents import versioned
 from skillbase.errors import SkillbaseError
 
 STATUSES = ("experimental", "stable", "deprecated")
@@ -57,7 +55,9 @@ def list_skills(ctx: click.Context, category: str | None, status: str | None, as
     corpus = load_corpus(_dirs(ctx), strict=False)
     rows = corpus.select(category, status)
     if as_json:
-        click.echo(json.dumps(versioned("skills-list", {"skills": [s.to_json() for s in rows]}), indent=2))
+        from skillbase.corpus.show import catalogue_json
+
+        click.echo(json.dumps(catalogue_json(rows), indent=2))
     else:
         table = [("id", "category", "status", "auto-apply", "example", "origin")]
         for s in rows:
@@ -107,9 +107,9 @@ def validate(ctx: click.Context, strict: bool, no_canonical: bool, as_json: bool
     errors = [p for p in problems if p.severity == "error" or strict]
     warnings = [p for p in problems if p not in errors]
     if as_json:
-        click.echo(json.dumps(versioned("skills-validate", {
-            "skills": len(corpus), "errors": [p.to_json() for p in errors],
-            "warnings": [p.to_json() for p in warnings]}), indent=2))
+        from skillbase.corpus.show import problems_json
+
+        click.echo(json.dumps(problems_json(len(corpus), errors, warnings), indent=2))
     else:
         for problem in errors:
             click.echo(f"error: {problem}", err=True)
@@ -138,7 +138,7 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
     """On a GPU: check each example's after.cu matches before.cu and is faster, and that advise on
     before.cu ranks the skill in its top 3."""
     from skillbase.corpus.load import load_corpus
-    from skillbase.corpus.verify import to_markdown, verify_examples
+    from skillbase.corpus.verify import results_json, to_markdown, verify_examples
     from skillbase.engine import Engine
     from skillbase.harness.runtime import require_gpu
 
@@ -155,8 +155,7 @@ def verify(ctx: click.Context, skill_ids, preset, no_profile, out_path, jobs, ke
             on_detail=lambda m: bar.note(f"  {time.monotonic() - started:7.1f}s {m}"),
             # the verdict lines already say what each example did: the count and ETA are the step
             on_progress=lambda done, total, _line: bar.step(done, total))
-    click.echo(json.dumps(versioned("skills-verify", {"results": [asdict(r) for r in results]}), indent=2)
-               if as_json else to_markdown(results, command))
+    click.echo(json.dumps(results_json(results), indent=2) if as_json else to_markdown(results, command))
 
 
 @skills.command("search")

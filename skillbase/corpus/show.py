@@ -21,6 +21,21 @@ def proposed_by(engine: Engine, skill_id: str) -> list[dict[str, Any]]:
              "path": rule.file} for rule in engine.proposers_of(skill_id)]
 
 
+def catalogue_json(skills: list[Skill]) -> dict[str, Any]:
+    """`skills list --json`: one row per skill."""
+    from skillbase.documents import versioned
+
+    return versioned("skills-list", {"skills": [s.to_json() for s in skills]})
+
+
+def problems_json(skills: int, errors: list, warnings: list) -> dict[str, Any]:
+    """`skills validate --json`: the corpus's size and its problems by severity."""
+    from skillbase.documents import versioned
+
+    return versioned("skills-validate", {"skills": skills, "errors": [p.to_json() for p in errors],
+                                         "warnings": [p.to_json() for p in warnings]})
+
+
 def to_json(skill: Skill, rules: list[dict[str, Any]]) -> dict[str, Any]:
     """The skill's data with where it lives and who proposes it (`skills show --json`)."""
     from skillbase.documents import versioned

@@ -174,6 +174,13 @@ def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None,
     return results
 
 
+def results_json(results: list[ExampleResult]) -> dict:
+    """`skills verify --json`."""
+    from skillbase.documents import versioned
+
+    return versioned("skills-verify", {"results": [asdict(r) for r in results]})
+
+
 def to_markdown(results: list[ExampleResult], command: str) -> str:
     def us(value):
         return f"{value:,.1f}" if value else "—"
