@@ -45,6 +45,19 @@ def cli_reference() -> str:
     return "\n".join(parts + exit_codes_section())
 
 
+def documents_section() -> list[str]:
+    """Every `--json` document and its schema (from `skillbase.documents.DOCUMENTS`)."""
+    from skillbase.documents import DOCUMENTS
+
+    lines = ["## JSON documents", "",
+             "What `--json` prints (`lint --format json` likewise) is one of these documents; each starts with its "
+             "`schema_version` and is described by a JSON Schema shipped in the package "
+             "(`skillbase/schemas/<kind>.schema.json`; `evidence` is the evidence document).", "",
+             "| document | version | schema |", "|---|---|---|"]
+    return lines + [f"| `{kind}` | {version} | `skillbase/schemas/{kind}.schema.json` |"
+                    for kind, version in DOCUMENTS.items()]
+
+
 def exit_codes_section() -> list[str]:
     """The one place the exit codes are documented (from `skillbase.errors.EXIT_CODES`)."""
     from skillbase.errors import EXIT_CODES
@@ -56,7 +69,7 @@ def exit_codes_section() -> list[str]:
              "(`skillbase/schemas/error.schema.json`); `kind` is the name below.", "",
              "| code | kind | meaning |", "|---|---|---|"]
     lines += [f"| {e.code} | `{e.kind}` | {e.meaning} |" for e in EXIT_CODES]
-    return [*lines, "",
+    return [*lines, "", *documents_section(), "",
             "## Shell completion", "",
             "click's completion, for bash (zsh and fish: `zsh_source`, `fish_source`):", "",
             "```", 'eval "$(_SKILLBASE_COMPLETE=bash_source skillbase)"   # in ~/.bashrc', "```", ""]
