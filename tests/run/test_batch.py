@@ -277,3 +277,23 @@ def test_bad_batch_requests_are_one_line_errors(suite, tmp_path, monkeypatch):
         start_batch(Settings(agent="external"), ops=["relux"], gpu=False, store_path=tmp_path / "s")
     assert "takes no RUN_REF" in refused("resume", "--all", "run_1", "--store", str(tmp_path / "s"))
     assert "no batch batch_9" in refused("pending", "--batch", "batch_9", "--store", str(tmp_path / "s"))
+
+
+def test_a_batchs_runs_spread_over_one_worker_process_per_gpu(suite, tmp_path):
+    """The worker-process path of the executor with real batch jobs (compile-only runs need no GPU, so
+    two "GPUs" are two worker processes here): every run starts, judges and pauses in a worker, and
+    the store gets every run's steps from both processes."""
+    store_path = tmp_path / "store"
+    started = start_batch(Settings(rounds=2, repairs=0, agent="external", engine=False), ops=OPS, gpu=False,
+                          store_path=store_path, executor=LocalExecutor(["0", "1"]))
+    assert sorted(m.action for m in started.members) == ["started"] * 4
+    for prompt in list_pending(store_path):
+        prompt.candidate_path.write_text(a_candidate(prompt.operator, "from a worker"))
+    judged = resume_all(store_path, executor=LocalExecutor(["0", "1"]))
+    assert sorted(m.action for m in judged.members) == ["judged"] * 4
+    assert {p.key for p in judged.pending} == {"r1/v0/a0"} and len(judged.pending) == 4
+    owners = set()
+    store = RunStore.open(store_path)
+    for prompt in judged.pending:
+        owners |= {json.loads(e["payload_json"])["pid"] for e in store.events(prompt.run_id) if e["kind"] == "owner"}
+    assert os.getpid() not in owners and len(owners) >= 2      # driven by the workers, not this process
