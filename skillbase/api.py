@@ -110,17 +110,19 @@ def skills_show(skill_id: str, skills_dirs: Iterable[str | Path] = ()) -> SkillC
     return SkillCard(skill, show.proposed_by(Engine.load(), skill.id))
 
 
-def skills_search(query: str, k: int = 5, skills_dirs: Iterable[str | Path] = (), *,
+def skills_search(query: str, k: int = 5, skills_dirs: Iterable[str | Path] = (), *, semantic: bool = True,
                   rebuild: bool = False) -> SearchResult:
-    """The `k` skills closest in meaning to `query` (needs the `search` extra; the index is cached)."""
+    """The `k` skills closest in meaning to `query` (needs the `search` extra; the index is cached and,
+    like the model, kept for the rest of the process); `semantic=False`: by words (BM25, no extra)."""
     from skillbase.corpus import search
     from skillbase.corpus.load import load_corpus
 
     if not query.strip():
         raise InputError("the search query is empty", "say what the kernel suffers from, e.g. 'uncoalesced loads'")
-    search.require_extra()
+    if semantic:
+        search.require_extra()
     corpus = load_corpus(tuple(str(d) for d in skills_dirs), strict=False)
-    return search.search(corpus, query, k, rebuild=rebuild)
+    return search.search(corpus, query, k, semantic=semantic, rebuild=rebuild)
 
 
 # -- rules ---------------------------------------------------------------------------------------
