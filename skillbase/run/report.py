@@ -212,6 +212,8 @@ def render_markdown(report: dict) -> str:
     lines.append("")
     if report["evidence"]:
         lines += ["## Roofline", ""] + markdown_table(ROOFLINE_HEADER, roofline_rows(report)) + [""]
+        lines += [f"- {note}" for note in _roofline_points(report)[1]]
+        lines += [""] if lines[-1] != "" else []
     if report["manifest"]:
         lines += ["## Manifest", ""] + markdown_table(["key", "value"], manifest_rows(report)) + [""]
     return "\n".join(lines)
@@ -249,12 +251,11 @@ def speedup_svg(report: dict) -> str | None:
     return svg
 
 
-def roofline_svg(report: dict) -> tuple[str | None, list[str]]:
-    """The roofline of the run's device with the kernel each round started from; and a note for each
-    round that is not on it (no FLOPs counted, no evidence), so nothing disappears silently."""
-    entries = report["evidence"]
+def _roofline_points(report: dict) -> tuple[list[tuple[dict, float, float]], list[str]]:
+    """(round entry, FLOP per DRAM byte, FLOP/s) of each round that has a place on the roofline, and
+    a note for each round that has none (no FLOPs counted, no evidence), so nothing disappears silently."""
     notes, usable = [], []
-    for entry in entries:
+    for entry in report["evidence"]:
         roofline = entry["roofline"]
         x, y = roofline.get("arithmetic_intensity_flop_per_byte"), roofline.get("achieved_flops_per_s")
         if entry["problem"]:
@@ -266,6 +267,14 @@ def roofline_svg(report: dict) -> tuple[str | None, list[str]]:
                          "kernel), so no point on a FLOP/s roofline")
         else:
             usable.append((entry, float(x), float(y)))
+    return usable, notes
+
+
+def roofline_svg(report: dict) -> tuple[str | None, list[str]]:
+    """The roofline of the run's device with the kernel each round started from, and the notes of
+    the rounds that are not on it."""
+    entries = report["evidence"]
+    usable, notes = _roofline_points(report)
     bandwidth = next((b for e in entries if (b := _peak(e, "peak_dram_bytes_per_s"))), None)
     roofs = [(label, p) for key, label in ROOFS if (p := next((v for e in entries if (v := _peak(e, key))), None))]
     if not usable and not (bandwidth and roofs):

@@ -150,6 +150,7 @@ def test_advice_sits_beside_ncus_guided_analysis_for_each_round(gpu_run):
     assert [row[1] for row in advice[1:]] == ["sgemm_naive", "sgemm_tiled", "hgemm_wmma_global"]
     markdown = render_markdown(report)
     assert "| 0 | sgemm_naive | 1. mem.smem_tiling" in markdown and "<br>" in markdown
+    assert "- round 2: no FP32/FP64 FLOPs counted" in markdown
     assert not re.search(r"\bNone\b", markdown)
 
 
