@@ -176,6 +176,28 @@ def test_the_plots_have_integer_rounds_and_a_roofline_with_roofs_ridge_and_round
     assert any("round 2: no FP32/FP64 FLOPs counted" in n for n in notes)
 
 
+@pytest.mark.nvcc
+def test_a_real_cpu_loop_run_reports_every_value_or_says_why_not(task, tmp_path):
+    """The loop itself (agent none, no GPU, the fixture's saved H200 profile): nothing timed, so the
+    page says 'not measured', and round 0 still shows the engine's ranking beside ncu's findings."""
+    from loop_kit import REPORT
+
+    from skillbase.run.session import start_run
+    from skillbase.run.types import Settings
+
+    summary = start_run(task, Settings(rounds=2, agent="none"), store_path=tmp_path / "store", gpu=False,
+                        saved_report=REPORT, progress=lambda line: None)
+    store = RunStore.open(tmp_path / "store")
+    written = write_report(store, summary["run"], tmp_path / "out")
+    page = _parse(written.html.read_text())
+    text = " ".join(page.text)
+    assert not re.search(r"\bNone\b", text) and not re.search(r"\bNone\b", written.markdown.read_text())
+    assert ["baseline", "not measured"] in page.tables[0] and ["speedup", "none verified"] in page.tables[0]
+    advice = page.tables[2][1]
+    assert advice[1] == "sgemm_naive" and advice[2].startswith("1. mem.smem_tiling")
+    assert advice[3].startswith("OPT ")
+
+
 def test_write_report_keeps_existing_files_and_the_command_writes_both(gpu_run, tmp_path):
     from click.testing import CliRunner
 
