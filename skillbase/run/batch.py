@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
@@ -207,10 +208,16 @@ def _killed(store: RunStore, batch: int | None) -> list[int]:
     recorded the candidate it was answering is paused again, so this same call judges that candidate
     (its file is still there); the others continue from their last finished step."""
     members = {m.run_id for m in store.batch_members(batch)}
+    here = socket.gethostname()
     found = []
-    for run in sorted(store.list_runs(status=RunStatus.INTERRUPTED), key=lambda r: r.id):
+    for run in sorted(store.list_runs(), key=lambda r: r.id):
         if run.id not in members:
             continue   # a run of its own: `skillbase resume run_N` is its owner's call, not the batch's
+        # A run left `running` by another machine came here in a packed store: its process is gone.
+        owner = (store.last_event(run.id, "owner") or {}).get("host") if run.status == RunStatus.RUNNING else None
+        elsewhere = owner is not None and owner != here
+        if store.shown_status(run) != RunStatus.INTERRUPTED and not elsewhere:
+            continue
         key = waiting_key(store, run.id)
         if key is not None and store.step_result(run.id, f"{key}/candidate") is None:
             store.update_run(run.id, status=RunStatus.PAUSED,

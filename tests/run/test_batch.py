@@ -14,6 +14,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -170,6 +171,12 @@ def test_a_batch_killed_mid_resume_loses_nothing_and_judges_nothing_twice(suite,
         verdicts = con.execute("SELECT count(*) FROM steps WHERE key = 'r0/v0/a0/verdict'").fetchone()[0]
     assert verdicts < len(OPS), "the kill came after the whole batch was judged"
 
+    # As if the store had been packed there and unpacked on another machine: the runs the killed
+    # process held belong to a host that is not this one; they are taken over all the same.
+    with sqlite3.connect(db) as con:
+        moved = con.execute("UPDATE events SET payload_json = replace(payload_json, ?, ?) WHERE kind = 'owner'",
+                            (f'"host": {json.dumps(socket.gethostname())}', '"host": "the-gpu-machine"')).rowcount
+    assert moved > 0
     outcome = resume_all(store_path)
     assert {m.action for m in outcome.members} <= {"judged", "continued"}
     store = RunStore.open(store_path)
