@@ -26,15 +26,16 @@ CUBLAS = vendor("cublas")
 CUB = vendor("cub", link=[])
 CUB_COUNTING = vendor("cub", link=[], allow=["cub", "thrust"])
 CUDNN = vendor("cudnn")
+CUSPARSE = vendor("cusparse")
 VENDORS = {
     "matrix_mul": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
-    "square_matrix_mul": {"vendor_fp32": CUBLAS},
-    "matrix_vector_mul": {"vendor_fp32": CUBLAS},
+    "square_matrix_mul": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
+    "matrix_vector_mul": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
     "dot_product": {"vendor_fp32": CUBLAS, "vendor_bf16": CUB_COUNTING},
-    "spmv_csr": {"vendor_fp32": vendor("cusparse")},
+    "spmv_csr": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
     "fft": {"vendor_fp32": vendor("cufft")},
     "prefix_sum": {"vendor_fp32": CUB},
-    "sorting": {"vendor_fp32": CUB},
+    "sorting": {"vendor_fp32": CUB, "vendor_bf16": CUB},
     # Issue 17: cuBLAS geam (out-of-place C = alpha op(A) + beta op(B)) covers these exactly, FP32 only.
     "vector_add": {"vendor_fp32": CUBLAS},
     "matrix_scalar_mul": {"vendor_fp32": CUBLAS},
@@ -49,12 +50,12 @@ VENDORS = {
     # cuBLAS GEMMs: p - 1 products (the baseline's algorithm); one strided-batched GEMM per j.
     "matrix_power": {"vendor_fp32": CUBLAS, "vendor_bf16": CUBLAS},
     "high_order_contraction": {"vendor_fp32": CUBLAS},
-    # cuSPARSE's generic API in every format it has (FP32).
-    "spmv_coo": {"vendor_fp32": vendor("cusparse")},
-    "spmv_csc": {"vendor_fp32": vendor("cusparse")},
-    "spmm_csr": {"vendor_fp32": vendor("cusparse")},
-    "spmm_coo": {"vendor_fp32": vendor("cusparse")},
-    "spmm_csc": {"vendor_fp32": vendor("cusparse")},
+    # cuSPARSE's generic API in every format it has (BF16: BF16 values, FP32 compute).
+    "spmv_coo": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
+    "spmv_csc": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
+    "spmm_csr": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
+    "spmm_coo": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
+    "spmm_csc": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
     # cuDNN's legacy API (cudnn.h, -lcudnn), FP32: handles and descriptors made in setup.
     "relu": {"vendor_fp32": CUDNN},
     "sigmoid": {"vendor_fp32": CUDNN},
@@ -70,7 +71,6 @@ VENDORS = {
 GEAM_BF16 = "BF16: cuBLAS's geam has no BF16 variant (S, D, C and Z only)."
 NO_ROUTINE = "No vendor library has this operation as a routine: the bench compares it with PyTorch only."
 CUDNN_BF16 = "BF16: not implemented yet (the same cuDNN routine with CUDNN_DATA_BFLOAT16 tensors)."
-SPARSE_BF16 = "BF16: not implemented yet (cuSPARSE's generic API takes CUDA_R_16BF values with CUDA_R_32F compute)."
 NO_VENDOR = {
     # -- elementwise ---------------------------------------------------------------------------------------
     "vector_add": GEAM_BF16,
@@ -92,18 +92,12 @@ NO_VENDOR = {
     "silu_and_mul": "No library routine (vLLM's fused kernel; cuDNN's legacy SWISH activation is silu alone).",
     "reverse_array": NO_ROUTINE,
     # -- reduction -----------------------------------------------------------------------------------------
-    "dot_product": "",
     "cross_entropy_loss": "No single routine: cuDNN's log-softmax (cudnnSoftmaxForward, CUDNN_SOFTMAX_LOG) "
                           "gives the row log-probabilities, but picking each row's label and the mean need "
                           "kernels of ours, and CUB has no segmented log-sum-exp.",
-    "top_k": "",
     "prefix_sum": "BF16: CUB's scan would accumulate in BF16 (its accumulator is the input type); the "
                   "baseline accumulates in FP32.",
-    "sorting": "BF16: not implemented yet (CUB's radix sort takes __nv_bfloat16 keys).",
     # -- dense ---------------------------------------------------------------------------------------------
-    "square_matrix_mul": "BF16: not implemented yet (cublasGemmEx with CUDA_R_16BF, as matrix_mul's).",
-    "matrix_vector_mul": "BF16: not implemented yet (cublasGemmEx with n = 1, as no BF16 gemv exists).",
-    "matrix_power": "",
     "high_order_contraction": "BF16: accumulating the J strided-batched GEMMs through a BF16 C would round J "
                               "times; the baseline accumulates in FP32 (a BF16 vendor would need an FP32 "
                               "scratch the task does not have).",
@@ -120,13 +114,7 @@ NO_VENDOR = {
     "merge_attn_states": NO_ROUTINE + " (It is vLLM's own kernel.)",
     "triangle_attention": NO_ROUTINE + " (AlphaFold's; cuDNN's attention has no per-row bias layout like it.)",
     # -- sparse --------------------------------------------------------------------------------------------
-    "spmv_csr": SPARSE_BF16,
-    "spmv_coo": SPARSE_BF16,
-    "spmv_csc": SPARSE_BF16,
     "spmv_ell": "cuSPARSE's SpMV has no ELL format (its Blocked-ELL is for SpMM only), so no vendor routine.",
-    "spmm_csr": SPARSE_BF16,
-    "spmm_coo": SPARSE_BF16,
-    "spmm_csc": SPARSE_BF16,
     "spmm_ell": "cuSPARSE has Blocked-ELL, not ELL: converting this ELL (column-major, -1 padding) to "
                 "Blocked-ELL with block size 1 needs the data, which bench_setup does not get, so every call "
                 "would convert first; not implemented.",
@@ -134,8 +122,6 @@ NO_VENDOR = {
     "stencil_2d": NO_ROUTINE,
     "stencil_3d": NO_ROUTINE,
     "fft": "BF16 does not apply (see bf16_reason).",
-    "monte_carlo_int": "",
-    "simpson_int": "",
     "conv_1d": CUDNN_BF16,
     "conv_2d": CUDNN_BF16,
     "max_pooling_2d": CUDNN_BF16,

@@ -1,7 +1,8 @@
-// spmm_csc (fp32, vendor): cuSPARSE generic SpMM with a CSC descriptor and row-major dense B and
-// C (CUSPARSE_SPMM_ALG_DEFAULT) on the default stream. setup() creates the handle and the external
-// buffer for this size (queried with placeholder pointers, never dereferenced); the timed launcher
-// only builds descriptors (host objects around this call's pointers) and calls cusparseSpMM. The `acc` scratch is unused.
+// spmm_csc (fp32, vendor): cuSPARSE generic SpMM with a CSC descriptor and row-major dense B and C (CUSPARSE_SPMM_ALG_DEFAULT) on the default
+// stream. setup() creates the handle and the external buffer for this size (queried with
+// placeholder pointers, never dereferenced; a format or type cuSPARSE refuses fails setup there); the
+// timed launcher only builds descriptors (host objects around this call's pointers) and calls the
+// library. The `acc` scratch is unused.
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -17,26 +18,25 @@ extern "C" void bench_teardown(void) {
   g_buffer_bytes = 0;
 }
 
-// The product C = A B through cuSPARSE; with `buffer` null it only returns the buffer size it needs.
-static size_t spmm(const int* colptr, const int* rowind, const float* vals, const float* B, float* C, int M, int Nc, int64_t nnz, void* buffer) {
+// C = A B through cuSPARSE; with `buffer` null it only asks for the buffer size it needs.
+static cusparseStatus_t product(const int* colptr, const int* rowind, const float* vals, const float* B, float* C, int M, int Nc, int64_t nnz,
+                                void* buffer, size_t* bytes) {
   cusparseSpMatDescr_t A;
-  cusparseDnMatDescr_t mb, mc;
   const float one = 1.f, zero = 0.f;
-  size_t bytes = 0;
   cusparseCreateCsc(&A, M, M, nnz, (void*)colptr, (void*)rowind, (void*)vals, CUSPARSE_INDEX_32I,
                     CUSPARSE_INDEX_32I, CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+  cusparseDnMatDescr_t mb, mc;
   cusparseCreateDnMat(&mb, M, Nc, Nc, (void*)B, CUDA_R_32F, CUSPARSE_ORDER_ROW);
   cusparseCreateDnMat(&mc, M, Nc, Nc, C, CUDA_R_32F, CUSPARSE_ORDER_ROW);
-  if (buffer == nullptr)
-    cusparseSpMM_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A,
-                            mb, &zero, mc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, &bytes);
-  else
-    cusparseSpMM(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, mb, &zero,
-                 mc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buffer);
-  cusparseDestroySpMat(A);
+  const cusparseStatus_t status = buffer == nullptr
+      ? cusparseSpMM_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one,
+                                A, mb, &zero, mc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, bytes)
+      : cusparseSpMM(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, mb,
+                     &zero, mc, CUDA_R_32F, CUSPARSE_SPMM_ALG_DEFAULT, buffer);
   cusparseDestroyDnMat(mb);
   cusparseDestroyDnMat(mc);
-  return bytes;
+  cusparseDestroySpMat(A);
+  return status;
 }
 
 extern "C" int bench_setup(int M, int R, int Nc) {
@@ -44,8 +44,9 @@ extern "C" int bench_setup(int M, int R, int Nc) {
     if (cusparseCreate(&g_handle) != CUSPARSE_STATUS_SUCCESS) return 1;
     cusparseSetStream(g_handle, 0);
   }
-  size_t bytes = spmm((const int*)16, (const int*)16, (const float*)16, (const float*)16, (float*)16, M, Nc, (int64_t)M * R, nullptr);
-  if (bytes == 0) bytes = 16;          // a non-null buffer tells spmm() to compute
+  size_t bytes = 0;
+  if (product((const int*)16, (const int*)16, (const float*)16, (const float*)16, (float*)16, M, Nc, (int64_t)M * R, nullptr, &bytes) != CUSPARSE_STATUS_SUCCESS) return 3;
+  if (bytes == 0) bytes = 16;          // a non-null buffer tells product() to compute
   if (bytes > g_buffer_bytes) {
     if (g_buffer) cudaFree(g_buffer);
     g_buffer = nullptr;
@@ -57,5 +58,5 @@ extern "C" int bench_setup(int M, int R, int Nc) {
 
 extern "C" void spmm_csc(const int* colptr, const int* rowind, const float* vals, const float* B, float* C, float* acc, int M, int R, int Nc) {
   (void)acc;
-  spmm(colptr, rowind, vals, B, C, M, Nc, (int64_t)M * R, g_buffer);
+  product(colptr, rowind, vals, B, C, M, Nc, (int64_t)M * R, g_buffer, nullptr);
 }

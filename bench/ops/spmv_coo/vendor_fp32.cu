@@ -1,7 +1,8 @@
-// spmv_coo (fp32, vendor): cuSPARSE generic SpMV with a COO descriptor (CUSPARSE_SPMV_COO_ALG1) on the
-// default stream. setup() creates the handle and the external buffer for this size (queried with
-// placeholder pointers, never dereferenced); the timed launcher only builds descriptors (host
-// objects around this call's pointers) and calls cusparseSpMV. 
+// spmv_coo (fp32, vendor): cuSPARSE generic SpMV with a COO descriptor (CUSPARSE_SPMV_COO_ALG1) on the default
+// stream. setup() creates the handle and the external buffer for this size (queried with
+// placeholder pointers, never dereferenced; a format or type cuSPARSE refuses fails setup there); the
+// timed launcher only builds descriptors (host objects around this call's pointers) and calls the
+// library.
 #include <cuda_runtime.h>
 #include <cusparse.h>
 
@@ -17,26 +18,24 @@ extern "C" void bench_teardown(void) {
   g_buffer_bytes = 0;
 }
 
-// The product y = A x through cuSPARSE; with `buffer` null it only returns the buffer size it needs.
-static size_t spmv(const int* rows, const int* cols, const float* vals, const float* x, float* y, int M, int64_t nnz, void* buffer) {
+// y = A x through cuSPARSE; with `buffer` null it only asks for the buffer size it needs.
+static cusparseStatus_t product(const int* rows, const int* cols, const float* vals, const float* x, float* y, int M, int64_t nnz,
+                                void* buffer, size_t* bytes) {
   cusparseSpMatDescr_t A;
-  cusparseDnVecDescr_t vx, vy;
   const float one = 1.f, zero = 0.f;
-  size_t bytes = 0;
   cusparseCreateCoo(&A, M, M, nnz, (void*)rows, (void*)cols, (void*)vals, CUSPARSE_INDEX_32I,
                     CUSPARSE_INDEX_BASE_ZERO, CUDA_R_32F);
+  cusparseDnVecDescr_t vx, vy;
   cusparseCreateDnVec(&vx, M, (void*)x, CUDA_R_32F);
   cusparseCreateDnVec(&vy, M, y, CUDA_R_32F);
-  if (buffer == nullptr)
-    cusparseSpMV_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, vx, &zero, vy, CUDA_R_32F,
-                            CUSPARSE_SPMV_COO_ALG1, &bytes);
-  else
-    cusparseSpMV(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, vx, &zero, vy, CUDA_R_32F,
-                 CUSPARSE_SPMV_COO_ALG1, buffer);
-  cusparseDestroySpMat(A);
+  const cusparseStatus_t status = buffer == nullptr
+      ? cusparseSpMV_bufferSize(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, vx, &zero, vy, CUDA_R_32F,
+                                CUSPARSE_SPMV_COO_ALG1, bytes)
+      : cusparseSpMV(g_handle, CUSPARSE_OPERATION_NON_TRANSPOSE, &one, A, vx, &zero, vy, CUDA_R_32F, CUSPARSE_SPMV_COO_ALG1, buffer);
   cusparseDestroyDnVec(vx);
   cusparseDestroyDnVec(vy);
-  return bytes;
+  cusparseDestroySpMat(A);
+  return status;
 }
 
 extern "C" int bench_setup(int M, int R) {
@@ -44,8 +43,9 @@ extern "C" int bench_setup(int M, int R) {
     if (cusparseCreate(&g_handle) != CUSPARSE_STATUS_SUCCESS) return 1;
     cusparseSetStream(g_handle, 0);
   }
-  size_t bytes = spmv((const int*)16, (const int*)16, (const float*)16, (const float*)16, (float*)16, M, (int64_t)M * R, nullptr);
-  if (bytes == 0) bytes = 16;          // a non-null buffer tells spmv() to compute
+  size_t bytes = 0;
+  if (product((const int*)16, (const int*)16, (const float*)16, (const float*)16, (float*)16, M, (int64_t)M * R, nullptr, &bytes) != CUSPARSE_STATUS_SUCCESS) return 3;
+  if (bytes == 0) bytes = 16;          // a non-null buffer tells product() to compute
   if (bytes > g_buffer_bytes) {
     if (g_buffer) cudaFree(g_buffer);
     g_buffer = nullptr;
@@ -56,5 +56,5 @@ extern "C" int bench_setup(int M, int R) {
 }
 
 extern "C" void spmv_coo(const int* rows, const int* cols, const float* vals, const float* x, float* y, int M, int R) {
-  spmv(rows, cols, vals, x, y, M, (int64_t)M * R, g_buffer);
+  product(rows, cols, vals, x, y, M, (int64_t)M * R, g_buffer, nullptr);
 }
