@@ -198,6 +198,40 @@ def test_a_real_cpu_loop_run_reports_every_value_or_says_why_not(task, tmp_path)
     assert advice[3].startswith("OPT ")
 
 
+@pytest.mark.gpu
+@pytest.mark.nvcc
+def test_a_gpu_run_puts_each_rounds_profiled_kernel_under_the_h200s_roofs(task, tmp_path, monkeypatch):
+    """The loop on the GPU (ncu profiles each round's kernel): round 0's naive kernel and round 1's
+    tiled kernel (the scripted coder's answer, accepted) are both on the roofline, under the roofs
+    ncu measured on this device."""
+    from llm_server import ScriptedLLM, Step
+    from loop_kit import TILED, fenced
+
+    from skillbase.run.session import start_run
+    from skillbase.run.types import Settings
+
+    monkeypatch.setenv("SKILLBASE_LLM_TIMEOUT", "0.5")
+    monkeypatch.setenv("SKILLBASE_LLM_RETRIES", "1")
+    late = Step(content="late", delay_s=2.0)                  # round 1: the endpoint times out
+    with ScriptedLLM([Step(content=fenced(TILED)), late, late]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        summary = start_run(task, Settings(rounds=2, repairs=0, agent="openai", model="scripted"),
+                            store_path=tmp_path / "store", gpu=True, progress=lambda line: None)
+    store = RunStore.open(tmp_path / "store")
+    report = run_report(store, summary["run"])
+    kernels = [e["focus_kernel"] for e in report["evidence"]]
+    assert kernels[:2] == ["sgemm_naive", "sgemm_tiled"], kernels
+    for entry in report["evidence"][:2]:
+        peaks = {**entry["device"], **entry["roofline"]}
+        assert peaks["peak_dram_bytes_per_s"] > 1e12 and peaks["peak_fp32_flops_per_s"] > 1e13, peaks
+        assert entry["roofline"]["achieved_flops_per_s"] > 0 and entry["roofline"]["arithmetic_intensity_flop_per_byte"]
+    page = render_html(report)
+    speedup, roofline = _svg_texts(page)
+    assert {"r0 sgemm_naive", "r1 sgemm_tiled"} <= set(roofline) and any(t.startswith("ridge ") for t in roofline)
+    assert any(t.startswith("FP32 peak ") for t in roofline) and {"0", "1"} <= set(speedup)
+    assert not re.search(r"\bNone\b", " ".join(_parse(page).text))
+
+
 def test_write_report_keeps_existing_files_and_the_command_writes_both(gpu_run, tmp_path):
     from click.testing import CliRunner
 
