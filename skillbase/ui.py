@@ -86,6 +86,8 @@ class Progress:
             if line:
                 self.live.console.print(line, markup=False, highlight=False)
             return
+        if done == 0 and not line:
+            return                          # a log line says what was done; nothing yet
         eta = self.eta(done, total)
         self.console.print(f"[{done}/{total}{', ~' + eta + ' left' if eta else ''}] {line}".rstrip(),
                            markup=False, highlight=False)

@@ -18,6 +18,7 @@ def _console(terminal: bool) -> tuple[Console, io.StringIO]:
 def test_piped_output_is_one_line_per_step_with_counts():
     output, out = _console(terminal=False)
     with ui.progress("verifying examples", output) as bar:
+        bar.step(0, 3)                                 # the total, known before the first item: no line
         bar.note("building 3 examples")
         for done in (1, 2, 3):
             bar.step(done, 3, f"ex{done}: faster")
