@@ -1,4 +1,4 @@
-"""Call a PyTorch implementation of a task (a `kernel: torch.py` spec) exactly like a native launcher.
+"""Call a PyTorch implementation of a task (a `kernel: torch_impl.py` spec) exactly like a native launcher.
 
 A torch implementation is a Python file defining `def <launcher>(<the launcher's arguments>)`: it
 receives a torch tensor for each pointer argument (shaped as the spec says, in the argument's dtype;
