@@ -296,11 +296,16 @@ def _quiet(message: str) -> None:
 
 # -- candidates -----------------------------------------------------------------------------------
 
+MAX_CANDIDATE_BYTES = 4 << 20
+
+
 def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher: str | None,
                    judged: dict[str, str]) -> tuple[str, CoderReply | None] | str:
     """The candidate for `prompt` and what its meta file says, or the one-line reason it cannot be judged."""
     if not path.is_file():
         return f"missing: no {path.name} in {path.parent}"
+    if path.stat().st_size > MAX_CANDIDATE_BYTES:
+        return f"too large: {path.name} is over {MAX_CANDIDATE_BYTES >> 20} MiB (a kernel's source is not)"
     data = path.read_bytes()
     if not data.strip():
         return f"empty: {path.name} holds nothing"

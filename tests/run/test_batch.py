@@ -253,6 +253,8 @@ def test_a_candidate_is_judged_only_when_it_is_this_prompts_cuda(tmp_path):
 
     cu.write_bytes(b"\x7fELF\x02\x01\x00\x00")
     assert read().startswith("binary:")
+    cu.write_text(kernel + "// padding\n" * 500_000)
+    assert read().startswith("too large: run_3.cu is over 4 MiB")
     cu.write_text(kernel.replace("relu(", "gelu("))
     assert read().startswith("for another task:") and "relu()" in read()
     cu.write_text(f"Here it is.\n```cuda\n{kernel}```\nVectorised.")      # a chat reply: the fenced file is used
