@@ -5,9 +5,10 @@ irregular one) and time it at some presets, interleaved with a baseline kernel w
 It names files only, so any executor can ship it to any GPU; `measure(job)` runs it where it
 lands and returns the results as JSON dicts (one `SizeResult` per preset); `BenchJob.as_job()` is
 the same work as a `skillbase.harness.jobs.Job`. An `Executor` runs a list of jobs and reports each
-result as it arrives: `LocalExecutor` runs them on this host's GPUs through the harness's job
-executor (in-process on one GPU, else one spawned worker process per GPU taking jobs from a shared
-queue). A cluster executor (Ray) is another implementation of the same protocol.
+result as it arrives: `HarnessExecutor` runs them through any of the harness's job executors, and
+`LocalExecutor` is it on this host's GPUs (in-process on one GPU, else one spawned worker process per
+GPU taking jobs from a shared queue); `run_bench(executor_kind="ray")` uses a Ray cluster
+(`skillbase.harness.ray_executor`: each job carries its task folder, the driver writes the results).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from __future__ import annotations
 import os
 import shutil
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -23,13 +24,13 @@ from skillbase import __version__
 from skillbase.bench.report import save_results
 from skillbase.bench.results import VERIFIED, SizeResult, gpu_slug, results_dir, scores
 from skillbase.bench.suite import Implementation, discover, select
-from skillbase.errors import InputError
+from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.harness import env
 from skillbase.harness import jobs as gpu_jobs
 from skillbase.harness.jobs import JobResult
 
-__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "LocalExecutor", "jobs_for", "measure", "measure_payload",
-           "run_bench", "visible_devices"]
+__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "HarnessExecutor", "LocalExecutor", "jobs_for", "measure",
+           "measure_payload", "run_bench", "visible_devices"]
 
 # Harness CheckResult status -> bench result status (everything but ok is a failure; unknown ones are errors).
 STATUS = {"ok": VERIFIED, "incorrect": "incorrect", "spec-error": "incorrect", "build-failed": "build-failed",
@@ -85,9 +86,14 @@ class BenchJob:
                    torch_compile=bool(data.get("torch_compile")), library=data.get("library"))
 
     def as_job(self) -> gpu_jobs.Job:
-        """This measurement as a GPU job any executor can run (`measure_payload` where it lands)."""
-        return gpu_jobs.Job("bench-measure", "skillbase.bench.runner:measure_payload", self.to_json(),
-                            label=f"{self.op} {self.impl}")
+        """This measurement as a GPU job any executor can run (`measure_payload` where it lands). Its
+        paths are absolute and its `folders` are the task folders they are in (shipped to a Ray node)."""
+        paths = {key: Path(value).resolve() if value else None
+                 for key, value in (("spec", self.spec), ("baseline", self.baseline), ("task", self.task),
+                                    ("candidate", self.candidate))}
+        absolute = replace(self, **{key: path for key, path in paths.items() if path is not None})
+        return gpu_jobs.Job("bench-measure", "skillbase.bench.runner:measure_payload", absolute.to_json(),
+                            label=f"{self.op} {self.impl}", folders=gpu_jobs.folders_of(*paths.values()))
 
     def failure(self, preset: str, reason: str) -> SizeResult:
         """The `error` result of a preset this job could not measure."""
@@ -213,12 +219,12 @@ def visible_devices(gpu_ids: Sequence[str]) -> list[str]:
     return out
 
 
-class LocalExecutor:
-    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values), through `skillbase.harness.jobs`:
-    in-process on one, else one spawned worker process per GPU taking jobs from a shared queue."""
+class HarnessExecutor:
+    """Bench jobs through one of `skillbase.harness.jobs`'s executors (local or Ray): each job's
+    SizeResults, a job that failed as an `error` result at each of its presets."""
 
-    def __init__(self, gpu_ids: Sequence[str]):
-        self.gpu_ids = list(gpu_ids)
+    def __init__(self, jobs_executor: gpu_jobs.Executor):
+        self.jobs_executor = jobs_executor
 
     def run(self, jobs: Sequence[BenchJob], on_result: Callable[[SizeResult], None]) -> list[SizeResult]:
         by_job: dict[int, list[SizeResult]] = {}
@@ -234,8 +240,17 @@ class LocalExecutor:
                 on_result(result)
             by_job[done.index] = measured
 
-        gpu_jobs.LocalExecutor(self.gpu_ids).run([job.as_job() for job in jobs], arrived)
+        self.jobs_executor.run([job.as_job() for job in jobs], arrived)
         return [r for i in sorted(by_job) for r in by_job[i]]
+
+
+class LocalExecutor(HarnessExecutor):
+    """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values), through `skillbase.harness.jobs`:
+    in-process on one, else one spawned worker process per GPU taking jobs from a shared queue."""
+
+    def __init__(self, gpu_ids: Sequence[str]):
+        self.gpu_ids = list(gpu_ids)
+        super().__init__(gpu_jobs.LocalExecutor(self.gpu_ids))
 
 
 # -- the entry point -------------------------------------------------------------------------------
@@ -259,8 +274,8 @@ class BenchRun:
 
 def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "baseline",
               gpus: Sequence[str] = ("0",), presets: Sequence[str] = (), suite: Path | None = None,
-              results: Path | None = None, *, executor: Executor | None = None,
-              progress: Callable[[SizeResult, int, int], None] | None = None) -> BenchRun:
+              results: Path | None = None, *, executor: Executor | None = None, executor_kind: str = "local",
+              address: str | None = None, progress: Callable[[SizeResult, int, int], None] | None = None) -> BenchRun:
     """Verify and time the chosen implementations of the suite on GPUs.
 
     `ops` (default: all), `dtype` (default: both), `impl` baseline | vendor | best, `presets`
@@ -270,14 +285,27 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
     `<results>/<gpu-slug>/bench/results.json` as it arrives (an interrupted run keeps what it
     measured) and the README.md beside it is rewritten; `progress(result, done, total)` sees each.
     The input is checked before the GPU: an unknown operator or preset is an InputError, a machine
-    without a GPU an EnvironmentProblem."""
+    without a GPU an EnvironmentProblem. `executor_kind="ray"` runs the jobs on the Ray cluster at
+    `address` (default: a Ray instance on this host), checked before any job; the results are labelled
+    with its one GPU model and written here, by this process."""
     impls = select(discover(suite), list(ops), dtype, impl)
     if not impls:
         raise InputError("nothing to run for that selection", hint="see `skillbase bench list`")
     jobs = jobs_for(impls, presets)
-    gpu = env.require_gpu_name(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
-                                    "`bench report` work anywhere")
-    executor = executor or LocalExecutor(visible_devices(list(gpus) or ["0"]))
+    cluster = None
+    if executor is None and executor_kind != "local":
+        cluster = gpu_jobs.make_executor(executor_kind, address=address)
+        if cluster.gpu_model is None:
+            cluster.close()
+            raise EnvironmentProblem("no node of the Ray cluster could name its GPU (nvidia-smi found none)",
+                                     hint="the results are filed by GPU model: check the nodes' NVIDIA driver")
+        gpu, executor = cluster.gpu_model, HarnessExecutor(cluster)
+    else:
+        if address:
+            raise InputError("--address names a Ray cluster", hint="add --executor ray")
+        gpu = env.require_gpu_name(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
+                                        "`bench report` work anywhere")
+        executor = executor or LocalExecutor(visible_devices(list(gpus) or ["0"]))
     meta = {"skillbase": __version__, "git": env.git_revision()}
     total = sum(len(job.presets) for job in jobs)
     done: list[SizeResult] = []
@@ -288,5 +316,9 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
         if progress is not None:
             progress(result, len(done), total)
 
-    measured = executor.run(jobs, record)
+    try:
+        measured = executor.run(jobs, record)
+    finally:
+        if cluster is not None:
+            cluster.close()
     return BenchRun(gpu, results_dir(gpu, results) / "results.json", measured)

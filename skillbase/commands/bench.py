@@ -15,7 +15,7 @@ import click
 from skillbase.bench import report as bench_report
 from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
-from skillbase.commands.options import json_option, store_option
+from skillbase.commands.options import executor_options, json_option, refuse_gpus_on_ray, store_option
 from skillbase.documents import versioned
 from skillbase.run.types import AGENTS, Settings
 
@@ -70,18 +70,21 @@ def _result_line(result: bench_results.SizeResult) -> str:
 @click.option("--gpus", default=None, help="Comma-separated GPU indices; one worker process per GPU (default: 0).")
 @click.option("--preset", "presets_csv", default=None,
               help="Comma-separated presets (default: each task's scored presets).")
+@executor_options
 @suite_option
 @results_option
 @json_option
-def run(ops_csv, dtype, impl, gpus, presets_csv, root, results_root, as_json) -> None:
+def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, results_root, as_json) -> None:
     """Verify and time the chosen implementations; results go to <results>/<gpu>/bench/."""
     from skillbase import ui
+
+    refuse_gpus_on_ray(executor_kind, gpus)
 
     # a bar with counts and an ETA on a terminal, one line per result when piped
     with ui.progress(f"bench run ({impl})") as bar:
         done = runner.run_bench(_split(ops_csv), dtype, impl, _split(gpus) or ["0"], _split(presets_csv), root,
-                                results_root, progress=lambda result, count, total: bar.step(count, total,
-                                                                                             _result_line(result)))
+                                results_root, executor_kind=executor_kind, address=address,
+                                progress=lambda result, count, total: bar.step(count, total, _result_line(result)))
     s = done.scores
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=1))

@@ -1,5 +1,5 @@
 """Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`,
-`--extra-rules`, `--skills-dir`."""
+`--extra-rules`, `--skills-dir`, `--executor`/`--address`."""
 
 from __future__ import annotations
 
@@ -19,3 +19,26 @@ extra_rules_option = click.option(
 skills_dir_option = click.option(
     "--skills-dir", "skills_dirs", multiple=True, type=click.Path(file_okay=False),
     help="Extra skill folder (<category>/<id>/skill.yaml inside); repeatable. Also $SKILLBASE_SKILL_PATH.")
+
+
+def executor_options(function):
+    """`--executor local|ray` and `--address`: where a command's GPU jobs run."""
+    from skillbase.harness.jobs import EXECUTORS
+
+    function = click.option(
+        "--address", default=None,
+        help="With --executor ray: the cluster's head as HOST:PORT, or auto (the cluster this machine is a node "
+             "of); default: a Ray instance started on this machine for the command.")(function)
+    return click.option(
+        "--executor", "executor_kind", type=click.Choice(EXECUTORS), default="local", show_default=True,
+        help="Where the GPU jobs run: this machine's GPUs (local) or a Ray cluster, one GPU per job (ray: the "
+             "`ray` extra; docs/ray.md).")(function)
+
+
+def refuse_gpus_on_ray(executor_kind: str, gpus: str | None) -> None:
+    """--gpus picks this machine's GPUs; on a Ray cluster Ray places each job on a free GPU."""
+    if executor_kind != "local" and gpus:
+        from skillbase.errors import InputError
+
+        raise InputError("--gpus picks this machine's GPUs; with --executor ray the cluster places each job",
+                         hint="drop --gpus (start the Ray nodes with --num-gpus N to limit what Ray uses)")

@@ -9,24 +9,36 @@ a JSON-serialisable value. An `Executor` runs a list of jobs and reports each `J
 arrives. `LocalExecutor` runs them on this host: in-process on one GPU (or without any), else one
 spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before anything initialises CUDA) taking
 jobs from a shared queue, so two jobs of one executor never run on one GPU at once (and the
-harness's per-GPU lock keeps other processes' work out of a timed phase). A cluster executor (Ray) is
-another implementation of the same protocol around the same `run_job`.
+harness's per-GPU lock keeps other processes' work out of a timed phase). `RayExecutor`
+(`skillbase.harness.ray_executor`, the `ray` extra) is another implementation of the same protocol
+around the same `run_job`: `make_executor("ray", ...)` picks it. A job names the local `folders` it
+reads (shipped to a node that lacks them) and the `shared` paths it writes (a run store: they must be
+visible where it runs). `python -m skillbase.harness.jobs JOB.json RESULT.json` runs one job in a
+process of its own (what a Ray task starts, so a crash costs that job and not the Ray worker).
 """
 
 from __future__ import annotations
 
 import ctypes
 import importlib
+import json
 import multiprocessing as mp
 import os
 import queue
 import signal
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "run_job"]
+from skillbase.errors import InputError
+
+__all__ = ["EXECUTORS", "NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "folders_of",
+           "make_executor", "run_job"]
+
+EXECUTORS = ("local", "ray")     # --executor
 
 
 @dataclass(frozen=True)
@@ -35,14 +47,21 @@ class Job:
     function: str                      # module:function that runs it, importable in any worker
     payload: dict[str, Any] = field(default_factory=dict)
     label: str = ""                    # who it is about: an operator, a run
+    # Absolute folders the job only reads (a task's folder): an executor on another machine ships them
+    # and rewrites the payload's paths under them.
+    folders: tuple[str, ...] = ()
+    # Absolute paths the job writes (a run store): never shipped, they must be visible where it runs.
+    shared: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
-        return {"kind": self.kind, "function": self.function, "payload": self.payload, "label": self.label}
+        return {"kind": self.kind, "function": self.function, "payload": self.payload, "label": self.label,
+                "folders": list(self.folders), "shared": list(self.shared)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Job:
         return cls(kind=data["kind"], function=data["function"], payload=data.get("payload") or {},
-                   label=data.get("label", ""))
+                   label=data.get("label", ""), folders=tuple(data.get("folders") or ()),
+                   shared=tuple(data.get("shared") or ()))
 
 
 @dataclass
@@ -58,6 +77,11 @@ class JobResult:
                 "error": self.error}
 
 
+def folders_of(*paths: str | Path | None) -> tuple[str, ...]:
+    """The distinct absolute folders holding `paths`: a job's `folders`."""
+    return tuple(dict.fromkeys(str(Path(p).resolve().parent) for p in paths if p))
+
+
 def run_job(job: Job) -> Any:
     """Call the job's function with its payload, in this process."""
     module, _, name = job.function.partition(":")
@@ -68,6 +92,22 @@ class Executor(Protocol):
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         """Run every job, call `on_result` with each result as it arrives, return them all in job order."""
         ...
+
+
+def make_executor(kind: str = "local", gpu_ids: Sequence[str] = (), deadline: float | None = None,
+                  address: str | None = None):
+    """The executor `--executor` names: `local` (this host's `gpu_ids`) or `ray` (the cluster at
+    `address`, default a Ray instance started on this host; connected and its nodes checked now,
+    before any work). Call its `close()` when done."""
+    if kind == "local":
+        if address:
+            raise InputError("--address names a Ray cluster", hint="add --executor ray")
+        return LocalExecutor(gpu_ids, deadline)
+    if kind == "ray":
+        from skillbase.harness.ray_executor import RayExecutor
+
+        return RayExecutor(address, deadline)
+    raise InputError(f"unknown executor {kind!r}", hint=f"one of: {', '.join(EXECUTORS)}")
 
 
 def _attempt(index: int, job: Job, device: str | None) -> JobResult:
@@ -92,6 +132,9 @@ class LocalExecutor:
     def __init__(self, gpu_ids: Sequence[str], deadline: float | None = None):
         self.gpu_ids = list(gpu_ids)
         self.deadline = deadline
+
+    def close(self) -> None:
+        """Nothing to release: the worker processes end with each `run`."""
 
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         if len(self.gpu_ids) <= 1:
@@ -168,3 +211,18 @@ def _worker(gpu: str, tasks, done, parent: int, deadline: float | None = None) -
             continue
         result = _attempt(index, Job.from_json(job), gpu)
         done.put({"index": index, "device": gpu, "value": result.value, "error": result.error})
+
+
+def main(argv: Sequence[str]) -> int:
+    """`python -m skillbase.harness.jobs JOB.json RESULT.json`: run one job in this process and write
+    {"value", "error"} to RESULT.json (a job's failure is its result; exit 0 either way)."""
+    _die_with_parent()
+    job = Job.from_json(json.loads(open(argv[0]).read()))
+    result = _attempt(0, job, os.environ.get("CUDA_VISIBLE_DEVICES"))
+    with open(argv[1], "w") as out:
+        json.dump({"value": result.value, "error": result.error}, out)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
