@@ -32,11 +32,16 @@ from typing import Any
 
 from skillbase.harness.native import HookError, LoadError, NativeLauncher
 
-__all__ = ["TorchLauncher", "launcher_for", "symbol_arguments", "tensor_shapes", "torch_missing"]
+__all__ = ["TorchLauncher", "launcher_for", "symbol_arguments", "tensor_shapes", "torch_missing",
+           "warm_up_tensors"]
 
 # Task dtypes -> torch dtype names (the harness stores bf16 as 16-bit patterns: viewed as bfloat16).
 TORCH_DTYPES = {"f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i32": "int32",
                 "i64": "int64", "i8": "int8", "u8": "uint8"}
+
+
+# The warm-up's inputs: generated like the checks' inputs, from a seed none of them uses.
+WARM_UP_SEED = 987_654_321
 
 
 def torch_missing() -> str | None:
@@ -98,25 +103,19 @@ class TorchLauncher:
         return tuple((a.name, scalars[a.name]) for a in self.args if not a.pointer)
 
     def setup(self, scalars: dict[str, Any]) -> bool:
-        """Warm up at this size (and compile, with compile=True) on scratch tensors: never timed."""
+        """Warm up at this size (and compile, with compile=True) on inputs of the task's own kind: never timed.
+
+        The inputs come from the spec's generators (a seed no check uses), so index arrays are valid
+        sparse structures: arbitrary ones could send a gather out of bounds."""
         key = self.setup_key(scalars)
         if key == self.setup_for:
             return False
         self.setup_for = None
         self.setup_calls += 1
-        torch = self.torch
-        shapes = tensor_shapes(self.spec, scalars)
-        tensors = {}
-        for a in self.args:
-            if a.pointer:
-                dtype = getattr(torch, TORCH_DTYPES[a.dtype])
-                if dtype.is_floating_point:
-                    tensors[a.name] = torch.rand(shapes[a.name], device="cuda", dtype=dtype)
-                else:       # indices of sparse formats and the like: zeros are in range for every argument
-                    tensors[a.name] = torch.zeros(shapes[a.name], device="cuda", dtype=dtype)
+        tensors = warm_up_tensors(self.spec, scalars)
         try:
             self.fn(*[tensors[a.name] if a.pointer else scalars[a.name] for a in self.args])
-            torch.cuda.synchronize()
+            self.torch.cuda.synchronize()
         except Exception as error:  # noqa: BLE001 - the implementation's failure at this size, in one line
             raise HookError(f"{self.label}: the torch implementation failed its warm-up at "
                             f"{dict(key)}: {type(error).__name__}: {str(error).splitlines()[0][:300]}") from None
@@ -159,6 +158,29 @@ class TorchLauncher:
     def close(self) -> None:
         shutil.rmtree(self._dir, ignore_errors=True)
 
+
+
+def warm_up_tensors(spec: Any, scalars: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
+    """Tensors for one warm-up call at the size these launcher scalars describe: the task's generated
+    inputs (seed WARM_UP_SEED), empty outputs and scratch."""
+    import numpy as np
+    import torch
+
+    sizes = {symbol: int(scalars[name]) for symbol, name in symbol_arguments(spec).items()}
+    host = spec.make_inputs(sizes, WARM_UP_SEED)
+    shapes = tensor_shapes(spec, scalars)
+    tensors = {}
+    for a in spec.args:
+        if not a.pointer:
+            continue
+        dtype = getattr(torch, TORCH_DTYPES[a.dtype])
+        if a.name in host:
+            array = np.ascontiguousarray(host[a.name]).reshape(shapes[a.name])
+            tensor = torch.from_numpy(array.view(np.int16) if a.dtype == "bf16" else array)
+            tensors[a.name] = (tensor.view(dtype) if a.dtype == "bf16" else tensor).to(device)
+        else:
+            tensors[a.name] = torch.empty(shapes[a.name], device=device, dtype=dtype)
+    return tensors
 
 
 def symbol_arguments(spec: Any) -> dict[str, str]:

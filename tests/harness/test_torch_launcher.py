@@ -95,6 +95,23 @@ def test_a_size_symbol_that_is_no_scalar_cannot_be_bound(tmp_path):
         torch_launcher.symbol_arguments(other)
 
 
+def test_the_warm_up_runs_on_the_tasks_own_kind_of_inputs():
+    """Valid sparse structures (arbitrary indices could send a gather out of bounds on the GPU), the
+    spec's shapes and dtypes, outputs left empty; the implementation runs on them."""
+    spec = load_task(OPS / "spmm_csc" / "torch_bf16.task.yaml")
+    scalars = spec.resolve("irregular").scalars
+    tensors = torch_launcher.warm_up_tensors(spec, scalars, device="cpu")
+    colptr, rowind = tensors["colptr"], tensors["rowind"]
+    assert colptr[0] == 0 and colptr[-1] == rowind.numel() and bool((colptr.diff() >= 0).all())
+    assert 0 <= int(rowind.min()) and int(rowind.max()) < scalars["M"]
+    assert tensors["vals"].dtype == torch.bfloat16 and tuple(tensors["C"].shape) == (scalars["M"], scalars["Nc"])
+    module_spec = importlib.util.spec_from_file_location("warm_spmm_csc", spec.kernel_path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    module.spmm_csc(*[tensors[a.name] if a.pointer else scalars[a.name] for a in spec.args])
+    assert torch.isfinite(tensors["C"].float()).all()
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the refusal of a CPU-only torch build")
 def test_a_cpu_only_torch_cannot_load_a_gpu_implementation():
     spec = load_task(OPS / "relu" / "torch_fp32.task.yaml")
