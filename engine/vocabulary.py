@@ -341,25 +341,38 @@ def focus_kernel(evidence: Evidence, kernel: str | None = None) -> tuple[Evidenc
     return focused, chosen, focused.focus_reason
 
 
+def _shown(value: Any) -> str:
+    """A value in a message, short whatever it is (repr of a 5000-digit int raises, a long string floods)."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+        return f"an integer of {value.bit_length()} bits"
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
 def coerce(value: Any, type_: str) -> Any:
     """`value` as vocabulary type `type_`, or MISSING when absent; raises TypeError on a mismatch."""
     if value is None or value is MISSING:
         return MISSING
     if type_ == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(f"expected a number, got {value!r}")
-        value = float(value)
+            raise TypeError(f"expected a number, got {_shown(value)}")
+        try:
+            value = float(value)
+        except OverflowError:   # an integer beyond float's range (JSON allows any length)
+            raise TypeError(f"expected a number in float range, got {_shown(value)}") from None
         return MISSING if value != value else value  # NaN means ncu could not compute it
     if type_ == "int":
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or float(value) != int(value):
-            raise TypeError(f"expected an integer, got {value!r}")
-        return int(value)
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"expected an integer, got {_shown(value)}")
+        return value
     if type_ == "bool":
         if not isinstance(value, bool):
-            raise TypeError(f"expected true/false, got {value!r}")
+            raise TypeError(f"expected true/false, got {_shown(value)}")
         return value
     if not isinstance(value, str):
-        raise TypeError(f"expected a string, got {value!r}")
+        raise TypeError(f"expected a string, got {_shown(value)}")
     return value
 
 
