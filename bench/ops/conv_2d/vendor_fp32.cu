@@ -57,8 +57,9 @@ extern "C" int bench_setup(int Nb, int Ci, int H, int W, int Co) {
   if (cudnnGetConvolutionForwardAlgorithm_v7(g_handle, g_x, g_w, g_conv, g_y, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &found,
                                              perf) != CUDNN_STATUS_SUCCESS) return 9;
   int pick = -1;
-  for (int i = 0; i < found && pick < 0; ++i)
-    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType == CUDNN_FMA_MATH) pick = i;
+  for (int i = 0; i < found && pick < 0; ++i)   // the first that runs without tensor cores
+    if (perf[i].status == CUDNN_STATUS_SUCCESS && perf[i].mathType != CUDNN_TENSOR_OP_MATH &&
+        perf[i].mathType != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) pick = i;
   if (pick < 0) return 10;
   g_algo = perf[pick].algo;
   size_t bytes = 0;
