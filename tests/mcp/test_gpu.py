@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -40,7 +41,9 @@ async def call(client, tool: str, arguments: dict) -> dict:
 
 async def test_gpu_tools(root):
     params = mcp.StdioServerParameters(command=sys.executable, args=["-m", "skillbase", "mcp", "--store", "store"],
-                                       cwd=str(root))
+                                       # The SDK passes only a safe subset of the environment; the GPU machine
+                                       # finds skillbase through PYTHONPATH, so hand the whole environment on.
+                                       cwd=str(root), env=dict(os.environ))
     async with mcp.Client(params, read_timeout_seconds=600) as client:
         checked = await call(client, "check", {"kernel": "vector_add/vector_add.cu"})
         assert checked["status"] == "ok" and checked["_progress"], checked.get("reason")
