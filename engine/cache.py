@@ -9,8 +9,9 @@ invalidates it. Set SKILLBASE_NO_CACHE=1 to bypass it; SKILLBASE_CACHE moves it 
 The file name is a digest of public files, so anyone who can write the folder could plant one:
 the cache is data only (JSON decoded into a fixed list of the engine's own dataclasses, never
 pickle), every stored translation is checked against the translator's grammar before it is
-compiled (`expressions.is_translation`), and the folder is made private (0700) and used only while
-it is owned by the user and closed to others. Anything else is ignored and the rules are parsed.
+compiled (`expressions.is_translation`), and the folder is made private (`config.private_dir`: 0700,
+used only while owned by the user and closed to others' writes). Anything else is ignored and the
+rules are parsed.
 """
 
 from __future__ import annotations
@@ -64,7 +65,6 @@ def digest(dirs: list[Path], thresholds: Path) -> str:
 
 
 _FORMAT = 1   # bump when the encoding below changes
-_PRIVATE = 0o700
 
 
 def _folder() -> Path:
@@ -76,22 +76,33 @@ def _path(key: str) -> Path:
 
 
 def _private(path: Path) -> bool:
-    """Owned by this user and neither group- nor world-writable (a folder: closed to others)."""
+    """A cache file owned by this user that others cannot write."""
     try:
         info = path.lstat()
     except OSError:
         return False
-    if stat.S_ISLNK(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
+    if not stat.S_ISREG(info.st_mode) or (hasattr(os, "getuid") and info.st_uid != os.getuid()):
         return False
-    closed = 0o077 if stat.S_ISDIR(info.st_mode) else 0o022
-    return not info.st_mode & closed
+    return not info.st_mode & 0o022
+
+
+def _usable_folder() -> bool:
+    from skillbase.config import private_dir
+    from skillbase.errors import EnvironmentProblem
+
+    try:
+        private_dir(cache_dir())
+        private_dir(_folder())
+    except EnvironmentProblem:   # advise still works, parsing the rules each time
+        return False
+    return True
 
 
 def read(key: str) -> Any:
     if not enabled():
         return None
     path = _path(key)
-    if not (_private(_folder()) and _private(path)):
+    if not (_usable_folder() and _private(path)):
         return None
     try:
         document = json.loads(path.read_bytes())
@@ -108,10 +119,9 @@ def write(key: str, engine: Any) -> None:
         return
     directory = _folder()
     temporary: Path | None = None
+    if not _usable_folder():
+        return   # somebody else's or an open folder: never write where others could swap the file
     try:
-        directory.mkdir(mode=_PRIVATE, parents=True, exist_ok=True)
-        if not _private(directory):
-            return   # somebody else's or an open folder: never write where others could swap the file
         text = json.dumps({"format": _FORMAT, "key": key, "engine": _encode_engine(engine)})
         with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp", encoding="utf-8") as handle:
             temporary = Path(handle.name)

@@ -24,7 +24,7 @@ from typing import Any
 
 import platformdirs
 
-from skillbase.errors import InputError
+from skillbase.errors import EnvironmentProblem, InputError
 
 APP = "skillbase"
 CONFIG_FILES = ("skillbase.toml", ".skillbase.toml", "pyproject.toml")   # looked for in this order per folder
@@ -290,6 +290,27 @@ def cache_root() -> Path:
     """`$SKILLBASE_CACHE`, else the platform's user cache folder: builds, candidates, profiles, indexes."""
     explicit = env("SKILLBASE_CACHE")
     return Path(explicit).expanduser() if explicit else platformdirs.user_cache_path(APP)
+
+
+def private_dir(path: Path) -> Path:
+    """`path`, created private to the user (0700) when absent. Refused (EnvironmentProblem) when it
+    belongs to someone else or others may write into it: the caches hold code that runs (built
+    libraries) and parsed rules, under names anyone can compute from public files."""
+    import stat
+
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        info = path.lstat()
+    except OSError as error:
+        raise EnvironmentProblem(f"cannot create the cache folder {path} ({error.strerror or error})",
+                                 hint="set SKILLBASE_CACHE to a writable folder") from None
+    others_write = stat.S_IMODE(info.st_mode) & 0o022
+    foreign = hasattr(os, "getuid") and info.st_uid != os.getuid()
+    if stat.S_ISLNK(info.st_mode) or not stat.S_ISDIR(info.st_mode) or others_write or foreign:
+        raise EnvironmentProblem(f"the cache folder {path} is not private to you (owner uid {info.st_uid}, mode "
+                                 f"{stat.S_IMODE(info.st_mode):o}); files planted there would run as your code",
+                                 hint=f"chmod 700 {path}, or set SKILLBASE_CACHE to a folder of your own")
+    return path
 
 
 def data_root() -> Path:

@@ -37,7 +37,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from skillbase.config import cache_root, env_paths
+from skillbase.config import cache_root, env_paths, private_dir
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.static_check import banned_identifier
@@ -249,7 +249,11 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
     includes, libs = link_flags(link)
     flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags)) + includes
     key = _cache_key(source, (flags + libs) if compile_only else flags + libs + [PROBE_VERSION], version)
-    root = Path(cache_dir) if cache_dir is not None else default_cache_dir()
+    if cache_dir is not None:
+        root = Path(cache_dir)
+    else:   # built libraries are loaded and run: a cache others can write into could hand us theirs
+        private_dir(cache_root())
+        root = private_dir(default_cache_dir())
     entry = root / key
     artifact_name = f"{source.stem}.o" if compile_only else f"lib{source.stem}.so"
     artifact = entry / artifact_name
