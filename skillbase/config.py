@@ -47,7 +47,8 @@ class Variable:
 VARIABLES: tuple[Variable, ...] = (
     Variable("SKILLBASE_STORE", "the run store folder (`--store` overrides it)",
              "`<data>/` (`~/.local/share/skillbase`)", "path"),
-    Variable("SKILLBASE_CACHE", "the cache folder: builds, candidates, profiles, parsed rules, search index",
+    Variable("SKILLBASE_CACHE", "the cache folder: builds, candidates, profiles, parsed rules, search index; "
+             "created 0700, refused if another user owns it or others may write into it",
              "`~/.cache/skillbase` ($XDG_CACHE_HOME honoured)", "path"),
     Variable("SKILLBASE_NO_CACHE", "`1` bypasses the parsed-rule cache (every `advise` re-parses the rules)", "unset",
              "flag"),
