@@ -7,10 +7,15 @@ Four questions, each with its target:
    (achieved / measured peak in 85-100%: the L2 flush and batching add no overhead
    that a bandwidth-bound kernel would see.)
 2. Does the harness's figure (CUPTI activity records, harness.cupti) agree with ncu's
-   gpu__time_duration for the same launch? (within 2% on three kernels of different lengths:
-   ~33 us, ~131 us, ~3 ms; the timer must be CUPTI, not the events fallback.)
-3. The CUDA events the harness keeps as a cross-check, against ncu on the same kernels (shown:
-   +8.1 % at 33 us on the H200 before CUPTI; no target, the figure the CUPTI clock replaced).
+   gpu__time_duration for the same launch? (issue 16's target: within 2% on three kernels of
+   different lengths, ~33 us, ~131 us, ~3 ms; the timer must be CUPTI, not the events fallback.)
+   The difference is also shown in us: ncu's figure includes the front end's processing of the
+   launch around the grid (0.5-2 us, docs/harness.md "Which figure"), so under 200 us, where the
+   kernel's own noise is smaller than that, CUPTI must read below ncu by at most 2 us.
+3. The CUDA events, against ncu on the same kernels: those of the CUPTI samples (the harness's
+   cross-check) and those of a worker timed with events alone, where CUPTI never started (the
+   clock before CUPTI: +8.1 % at 33 us on the H200). No target: shown so the cross-check's reach
+   is known (docs/harness.md).
 4. Is the timer stable? (IQR / median < 2% for kernels of 100 us or more.)
 
 Everything runs through the public API (`skillbase.harness.runtime.evaluate`, `run_worker` under
@@ -68,11 +73,16 @@ work: {flops: 0, bytes: 8*n}
 SGEMM = REPO / "examples" / "naive_sgemm" / "naive_sgemm.cu"
 
 
-def harness_time(task: Path, preset: str):
+BRACKET_US = 2.0        # ncu's launch processing around the grid: 0.5-2 us (docs/harness.md "Which figure")
+BRACKET_BELOW_US = 200  # ... checked where the kernel's own run-to-run noise is smaller than that
+
+
+def harness_time(task: Path, preset: str, timer: str = "auto"):
     from skillbase.harness.runtime import Options, evaluate
 
     result = evaluate(task, options=Options(verify=False, static=False, preset=preset,
-                                            time_plan={"target_s": 1.0, "min_samples": 30, "max_samples": 300}))
+                                            time_plan={"target_s": 1.0, "min_samples": 30, "max_samples": 300,
+                                                       "timer": timer}))
     if result.status != "ok":
         raise SystemExit(f"harness failed on {task.name} {preset}: {result.status}: {result.reason}")
     timing = result.timings[0]
@@ -136,14 +146,19 @@ def main(argv=None) -> int:
         for label, task, preset in cases:
             print(f"timing {label} ...", flush=True)
             timing, kernel, peaks = harness_time(task, preset)
+            print(f"timing {label} with events alone ...", flush=True)
+            _, alone, _ = harness_time(task, preset, timer="events")
             print(f"profiling {label} with ncu ...", flush=True)
             ncu_us = ncu_time_us(task, preset)
             s = kernel.stats
             events_us = kernel.event_stats.median_us if kernel.event_stats else s.median_us
             rows.append({"kernel": label, "timer": timing.timer, "timer_note": timing.timer_note,
                          "median_us": s.median_us, "iqr_pct": 100 * s.rel_spread, "n": s.n,
-                         "batch": kernel.batch, "ncu_us": ncu_us, "diff_pct": 100 * (s.median_us - ncu_us) / ncu_us,
+                         "batch": kernel.batch, "ncu_us": ncu_us, "diff_us": s.median_us - ncu_us,
+                         "diff_pct": 100 * (s.median_us - ncu_us) / ncu_us,
                          "events_us": events_us, "events_diff_pct": 100 * (events_us - ncu_us) / ncu_us,
+                         "alone_us": alone.stats.median_us, "alone_batch": alone.batch,
+                         "alone_diff_pct": 100 * (alone.stats.median_us - ncu_us) / ncu_us,
                          "gbps": (kernel.achieved_bytes_per_s or 0) / 1e9})
     copy_peak = peaks.get("copy_bytes_per_s", 0)
     big_copy = rows[1]
@@ -153,6 +168,9 @@ def main(argv=None) -> int:
         clock = r["timer"] + (f" ({r['timer_note']})" if r["timer_note"] else "")
         checks.append((f"timer is CUPTI: {r['kernel']}", clock, r["timer"] == "cupti"))
         checks.append((f"CUPTI vs ncu within 2%: {r['kernel']}", f"{r['diff_pct']:+.2f}%", abs(r["diff_pct"]) <= 2))
+        if r["ncu_us"] < BRACKET_BELOW_US:
+            checks.append((f"CUPTI inside ncu's launch bracket (-{BRACKET_US:g} us <= CUPTI - ncu < 0): {r['kernel']}",
+                           f"{r['diff_us']:+.2f} us", -BRACKET_US <= r["diff_us"] < 0))
     for r in rows:
         if r["median_us"] >= 100:
             checks.append((f"IQR/median: {r['kernel']}", f"{r['iqr_pct']:.2f}%", r["iqr_pct"] < 2))
@@ -162,12 +180,14 @@ def main(argv=None) -> int:
              f"measured copy peak {copy_peak / 1e12:.3f} TB/s, FP32 peak {peaks.get('fp32_flops_per_s', 0) / 1e12:.1f} "
              "TFLOP/s.", "",
              "| kernel | timer | harness (CUPTI) median us | IQR | samples x batch | ncu gpu__time_duration us | "
-             "CUPTI vs ncu | events median us | events vs ncu | GB/s |",
-             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "CUPTI - ncu us | CUPTI vs ncu | events, same samples, us | vs ncu | events alone us (batch) | vs ncu | "
+             "GB/s |",
+             "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['timer']} | {r['median_us']:.2f} | {r['iqr_pct']:.2f}% | "
-                     f"{r['n']}x{r['batch']} | {r['ncu_us']:.2f} | {r['diff_pct']:+.2f}% | {r['events_us']:.2f} | "
-                     f"{r['events_diff_pct']:+.2f}% | {r['gbps']:.0f} |")
+                     f"{r['n']}x{r['batch']} | {r['ncu_us']:.2f} | {r['diff_us']:+.2f} | {r['diff_pct']:+.2f}% | "
+                     f"{r['events_us']:.2f} | {r['events_diff_pct']:+.2f}% | "
+                     f"{r['alone_us']:.2f} ({r['alone_batch']}) | {r['alone_diff_pct']:+.2f}% | {r['gbps']:.0f} |")
     lines += ["", "| check | value | target met |", "|---|---:|:---:|"]
     lines += [f"| {name} | {value} | {'yes' if ok else 'NO'} |" for name, value, ok in checks]
     passed = all(ok for _, _, ok in checks)
