@@ -15,7 +15,8 @@ The measurement (runs in the worker, `time_size`, under the GPU's lock: harness.
   a library's `hooks.setup` runs once per size before any of this (in `session.prepare`);
 - the launch stream held by a short spin kernel while the sample's launches are queued, so the
   start event fires with every launch already waiting: the events time the kernels, not the
-  host's launch latency (nvbench's blocking-kernel idea);
+  host's launch latency (nvbench's blocking-kernel idea); the hold follows the queueing time the
+  host was measured to take (CUPTI's callbacks slow every launch), not a fixed allowance alone;
 - warm-up samples first (module load, clocks), then many samples; median, IQR, min, n;
 - baseline and candidate interleaved in one process (A B, B A, ...), so drift hits both;
 - small sizes timed as batches of launches, sized so one sample lasts >= ~100 us with events.
@@ -54,12 +55,25 @@ VALUE_SETS = 3               # distinct input value sets rotated through the slo
 SLOT_MEMORY_CAP = 4 << 30    # bytes of slot buffers per kernel
 HOLD_BASE_US = 30.0          # stream hold before a sample: covers the first launch's submission
 HOLD_PER_LAUNCH_US = 12.0    # ... plus the host's cost of queueing each further launch (ctypes + driver)
+HOLD_QUEUE_MARGIN = 1.5      # ... or this much more than the queueing the host was measured to take
 TIMERS = ("auto", "cupti", "events")
 
 
-def hold_us(batch: int) -> float:
-    """How long to hold the launch stream so a batch of `batch` launches is queued before it starts."""
-    return HOLD_BASE_US + HOLD_PER_LAUNCH_US * max(1, batch)
+def hold_us(batch: int, queue_us_per_launch: float = 0.0) -> float:
+    """How long to hold the launch stream so a batch of `batch` launches is queued before it starts.
+
+    `queue_us_per_launch` is what the host was measured to take to queue one launch of this kernel
+    (events included) in earlier samples: with CUPTI each API call runs CUPTI's callbacks and each
+    launch its activity bookkeeping, and a hold shorter than the queueing lets the start event fire
+    while the host still queues, so the events (and the gaps between the kernels of one call) would
+    time the host."""
+    return HOLD_BASE_US + max(HOLD_PER_LAUNCH_US, HOLD_QUEUE_MARGIN * queue_us_per_launch) * max(1, batch)
+
+
+def queue_estimate_us(per_launch_us: Sequence[float]) -> float:
+    """The host's queueing time per launch from earlier samples: their median (one stalled sample
+    does not lengthen every later hold), 0 before any."""
+    return float(np.median(per_launch_us)) if len(per_launch_us) else 0.0
 
 
 def stats(samples: Sequence[float]) -> Stats:
@@ -309,6 +323,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
 
     launches = {label: 0 for label, _ in kernels}
     samples_done = {label: 0 for label, _ in kernels}
+    queued_per_launch: dict[str, list[float]] = {label: [] for label, _ in kernels}
     failures: dict[str, list[str]] = {label: [] for label, _ in kernels}
 
     def value_set(label, j):
@@ -325,7 +340,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         device.sync()
         if timer is not None:
             timer.discard()     # the device is idle: what came before (copies, the flush) is forgotten
-        hold = hold_us(batch)
+        hold = hold_us(batch, queue_estimate_us(queued_per_launch[label]))
         if timer is not None:
             timer.open()        # window 0: the hold, whose end is when the launch stream frees
         device.spin(hold / 1e3)     # the stream waits here while the launches below are queued
@@ -340,6 +355,9 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
             if timer is not None:
                 timer.close()
         end.record(device.null)
+        queued_us = (time.perf_counter() - t0) * 1e6
+        if samples_done[label]:     # the first call of a kernel loads its module: not a queueing time
+            queued_per_launch[label].append(queued_us / batch)
         device.sync()   # device-wide: everything the launcher started, on any stream, is done
         # The wall clock covers what is left of the hold too; take it off (never below the events).
         event_us = device.elapsed_ms(start, end) * 1e3

@@ -106,3 +106,19 @@ def test_stream_hold_covers_the_queueing_of_a_batch():
     # Each further launch gets its share of host time, so the start event never waits on the host.
     assert hold_us(100) - hold_us(1) == pytest.approx(99 * HOLD_PER_LAUNCH_US)
     assert hold_us(0) == hold_us(1)
+
+
+def test_the_hold_grows_with_the_queueing_the_host_was_measured_to_take():
+    from skillbase.harness.timing import HOLD_BASE_US, HOLD_QUEUE_MARGIN, hold_us, queue_estimate_us
+
+    # No measurement yet, or a host that queues faster than the allowance: the allowance.
+    assert hold_us(4, queue_estimate_us([])) == hold_us(4)
+    assert hold_us(4, 2.0) == hold_us(4)
+    # With CUPTI on the H200 a launch took ~27 us to queue (the events of a 33 us copy read +30 us):
+    # the hold then covers the measured queueing of the whole batch, with a margin.
+    measured = [26.0, 27.5, 27.0]
+    hold = hold_us(4, queue_estimate_us(measured))
+    assert hold - HOLD_BASE_US > 4 * 27.0
+    assert hold == pytest.approx(HOLD_BASE_US + HOLD_QUEUE_MARGIN * 27.0 * 4)
+    # One stalled sample (a host hiccup) does not lengthen every later hold.
+    assert queue_estimate_us([27.0, 26.5, 5000.0]) == 27.0
