@@ -44,6 +44,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "mcp": ("skillbase.commands.mcp:mcp", "Serve skillbase's tools to coding agents over MCP (stdio or HTTP)."),
     "lint": ("skillbase.commands.lint:lint", "Statically check kernel sources (no GPU): text, JSON, SARIF or GitHub."),
     "config": ("skillbase.commands.config:config", "Show every setting, its value and where it came from."),
+    "kernelbench": ("skillbase.commands.kernelbench:kernelbench", "Import KernelBench problems as tasks."),
 }
 
 

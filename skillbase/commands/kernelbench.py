@@ -1,0 +1,52 @@
+"""`skillbase kernelbench`: KernelBench problems as skillbase tasks (docs/kernelbench.md)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from skillbase.commands.options import json_option
+
+
+@click.group("kernelbench")
+def kernelbench() -> None:
+    """KernelBench problems (a Model, get_inputs, get_init_inputs) as skillbase tasks."""
+
+
+@kernelbench.command("import")
+@click.argument("path", type=click.Path(path_type=Path))
+@click.option("--level", type=int, default=None, help="Only the problems of levelN/ (a checkout's folder).")
+@click.option("--problems", "problems", multiple=True,
+              help="Only these problems, by number (1) or file name (1_Square_matrix_multiplication_); repeatable.")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("kernelbench_tasks"),
+              show_default=True, help="Where the task folders are written (one per problem).")
+@click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
+              help="Seconds one problem file may take to probe (it runs in its own process).")
+@click.option("--force", is_flag=True, help="Replace task folders of an earlier import.")
+@json_option
+def import_(path: Path, level: int | None, problems: tuple[str, ...], out: Path, timeout_s: float, force: bool,
+            as_json: bool) -> None:
+    """Write one task per KernelBench problem under PATH (a checkout or a folder; nothing is copied here).
+
+    Each problem is run on the CPU in its own process to read its shapes, dtypes and operators; a
+    problem that does not import, draws random numbers in its forward pass, returns a tuple or has a
+    dynamic shape is listed with its reason, and the others import.
+    """
+    from skillbase import ui
+    from skillbase.kernelbench.importer import import_problems
+
+    with ui.progress("probing KernelBench problems") as bar:
+        report = import_problems(path, out, level=level, problems=problems, force=force, timeout_s=timeout_s,
+                                 progress=bar.note)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=1))
+        return
+    for p in report.problems:
+        if p.imported:
+            work = "" if p.work_model else "  (no flops model: memory-bound floor only)"
+            click.echo(f"imported  {p.problem} -> {p.task_dir}  sizes {', '.join(p.symbols)}{work}")
+        else:
+            click.echo(f"skipped   {p.problem}: {p.reason}")
+    click.echo(f"{len(report.imported)} imported, {len(report.rejected)} skipped; tasks in {report.out}")

@@ -1,0 +1,1 @@
+"""KernelBench problems as skillbase tasks (docs/kernelbench.md): import, spec derivation, scoring."""

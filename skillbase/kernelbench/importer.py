@@ -1,0 +1,194 @@
+"""`skillbase kernelbench import`: KernelBench problems (a checkout or a folder the user names) -> tasks.
+
+Each problem file is run by the probe in its own process with a timeout (it is untrusted code), and
+either becomes a task folder under `out` (task_files.py) or gets a one-line reason in the report.
+The user's problem files are read, never changed; an existing task folder is kept unless `force`.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from skillbase.errors import InputError
+from skillbase.kernelbench.task_files import LAUNCHER, arg_names, kb_task_source, task_yaml
+
+__all__ = ["ImportReport", "ProblemImport", "find_problems", "import_problems", "PROBE_TIMEOUT_S"]
+
+PROBE_TIMEOUT_S = 120.0
+ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
+
+
+@dataclass
+class ProblemImport:
+    """One problem's outcome: its task folder, or the one-line reason it was not imported."""
+    problem: str                  # e.g. level1/1_Square_matrix_multiplication_.py
+    level: int | None
+    task_dir: Path | None = None
+    reason: str | None = None
+    symbols: dict[str, int] = field(default_factory=dict)
+    work_model: bool = False      # flops derived (else the roofline floor is the memory bound alone)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def imported(self) -> bool:
+        return self.task_dir is not None
+
+    def as_dict(self) -> dict:
+        return {"problem": self.problem, "level": self.level, "imported": self.imported,
+                "task_dir": str(self.task_dir) if self.task_dir else None, "reason": self.reason,
+                "symbols": self.symbols, "work_model": self.work_model, "notes": self.notes}
+
+
+@dataclass
+class ImportReport:
+    source: Path
+    out: Path
+    problems: list[ProblemImport]
+
+    @property
+    def imported(self) -> list[ProblemImport]:
+        return [p for p in self.problems if p.imported]
+
+    @property
+    def rejected(self) -> list[ProblemImport]:
+        return [p for p in self.problems if not p.imported]
+
+    def to_json(self) -> dict:
+        return {"kind": "kernelbench-import", "version": 1, "source": str(self.source), "out": str(self.out),
+                "imported": len(self.imported), "rejected": len(self.rejected),
+                "problems": [p.as_dict() for p in self.problems]}
+
+
+def _level_of(path: Path) -> int | None:
+    match = next((re.fullmatch(r"level(\d+)", part) for part in reversed(path.parts[:-1])
+                  if re.fullmatch(r"level(\d+)", part)), None)
+    return int(match.group(1)) if match else None
+
+
+def find_problems(path: Path, level: int | None = None, problems: tuple[str, ...] = ()) -> list[Path]:
+    """The problem files under `path` (a file, a folder of problems, or a checkout with levelN/ folders,
+    at its top or under KernelBench/), of one level when given, filtered by id or name."""
+    path = Path(path)
+    if not path.exists():
+        raise InputError(f"{path}: no such file or folder", hint="give a KernelBench checkout or a folder of problems")
+    if path.is_file():
+        found = [path]
+    else:
+        roots = [path / "KernelBench"] if (path / "KernelBench").is_dir() else [path]
+        if level is not None:
+            folders = [r / f"level{level}" for r in roots if (r / f"level{level}").is_dir()]
+            if not folders and _level_of(path / "x") == level:
+                folders = [path]
+            if not folders:
+                raise InputError(f"{path}: no level{level}/ folder", hint="omit --level to read every .py file here")
+        else:
+            folders = roots
+        found = sorted({p for f in folders for p in f.rglob("*.py") if not p.name.startswith("_")},
+                       key=lambda p: (_level_of(p) or 0, _number(p), p.name))
+    if problems:
+        wanted = set(problems)
+        found = [p for p in found if p.stem in wanted or p.name in wanted or p.stem.split("_")[0] in wanted]
+        missing = wanted - {p.stem for p in found} - {p.name for p in found} - {p.stem.split("_")[0] for p in found}
+        if missing:
+            raise InputError(f"{path}: no problem {', '.join(sorted(missing))}",
+                             hint="name problems by number (1) or file name (1_Square_matrix_multiplication_)")
+    if not found:
+        raise InputError(f"{path}: no KernelBench problem files (*.py)")
+    return found
+
+
+def _number(path: Path) -> int:
+    head = path.stem.split("_")[0]
+    return int(head) if head.isdigit() else 1 << 30
+
+
+def import_problems(path: Path, out: Path, level: int | None = None, problems: tuple[str, ...] = (),
+                    force: bool = False, timeout_s: float = PROBE_TIMEOUT_S,
+                    progress: Callable[[str], None] = lambda message: None) -> ImportReport:
+    """Import every problem found; each rejected one gets its reason, the others a task folder."""
+    path = Path(path)
+    files = find_problems(path, level, problems)
+    out = Path(out)
+    results = []
+    for i, file in enumerate(files, 1):
+        problem_level = _level_of(file.resolve()) if _level_of(file.resolve()) is not None else level
+        label = f"level{problem_level}/{file.name}" if problem_level is not None else file.name
+        progress(f"[{i}/{len(files)}] {label}")
+        result = ProblemImport(label, problem_level)
+        folder = out / (f"level{problem_level}_{file.stem}" if problem_level is not None else file.stem)
+        if folder.exists() and not force:
+            result.reason = f"{folder} exists (use --force to replace it)"
+        else:
+            facts = probe(file, timeout_s)
+            if "reason" in facts:
+                result.reason = facts["reason"]
+            else:
+                write_task(file, folder, facts, result)
+        results.append(result)
+    return ImportReport(path, out, results)
+
+
+def probe(file: Path, timeout_s: float) -> dict:
+    """The probe's description of one problem file, run in its own process (in a scratch folder)."""
+    with tempfile.TemporaryDirectory(prefix="skillbase-kb-") as scratch:
+        result = Path(scratch) / "probe.json"
+        try:
+            done = subprocess.run([sys.executable, "-m", "skillbase.kernelbench.probe", str(file.resolve()),
+                                   str(result)], cwd=scratch, capture_output=True, text=True, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            return {"reason": f"timed out after {timeout_s:.0f} s while probing it (raise --timeout)"}
+        if not result.is_file():
+            tail = (done.stderr.strip().splitlines() or ["no output"])[-1][:300]
+            return {"reason": f"the probe died (exit {done.returncode}): {tail}"}
+        return json.loads(result.read_text())
+
+
+def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> None:
+    """The task folder of one problem (task_files.py says what each file is)."""
+    symbols, dims = facts["symbols"], facts["dims"]
+    n_in = len(facts["inputs"])
+    inputs, params, output = arg_names(facts["input_names"], n_in, [p[0] for p in facts["params"]])
+    dtypes = facts["inputs"] + [p[1] for p in facts["params"]] + [facts["output"]]
+    shapes = [[d if d != "0" else "1" for d in shape] or ["1"] for shape in dims]
+    names = inputs + params + [output]
+    hook = {"hook": "kb_task.py:make_inputs"}
+    args = [{"name": n, "dtype": t, "shape": s, "role": "in", "init": hook}
+            for n, t, s in zip(names[:-1], dtypes[:-1], shapes[:-1], strict=True)]
+    args.append({"name": output, "dtype": dtypes[-1], "shape": shapes[-1], "role": "out"})
+    args += [{"name": s, "dtype": "i32", "value": s} for s in symbols]
+    bytes_expr = " + ".join(f"{ITEMSIZE[t]}*" + "*".join(d if re.fullmatch(r"\w+", d) else f"({d})" for d in s)
+                            for t, s in zip(dtypes, shapes, strict=True))
+    description = f"KernelBench {result.problem}: {_summary(file)}"
+    notes = [n if len(n) <= 200 else n[:197] + "..." for n in facts["notes"]]
+    adapter = {"symbols": list(symbols), "inputs": inputs,
+               "params": [[n, p[0]] for n, p in zip(params, facts["params"], strict=True)],
+               "buffers": facts["buffers"], "output": output, "mutates_buffers": facts["mutates_buffers"],
+               "dtypes": dict(zip(names, dtypes, strict=True))}
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    (folder / "kb_task.py").write_text(kb_task_source(file.read_text(), adapter, args))
+    for name, torch_impl in (("model.task.yaml", False), ("torch.task.yaml", True)):
+        (folder / name).write_text(task_yaml(description, args, symbols, facts["irregular"], facts["flops"],
+                                             bytes_expr, torch_impl, notes))
+    (folder / "problem.json").write_text(json.dumps({
+        "problem": result.problem, "level": result.level, "source": str(file.resolve()), "launcher": LAUNCHER,
+        "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"],
+        "mutates_buffers": facts["mutates_buffers"], "notes": notes}, indent=1) + "\n")
+    result.task_dir, result.symbols, result.notes = folder, symbols, notes
+    result.work_model = facts["flops"] is not None
+
+
+def _summary(file: Path) -> str:
+    """The Model's docstring's first line, else the file name in words."""
+    match = re.search(r'class Model\b[^:]*:\s*(?:"""|\'\'\')\s*(.+)', file.read_text())
+    text = match.group(1).strip() if match else file.stem.split("_", 1)[-1].replace("_", " ")
+    return text.rstrip('"\' ')[:160]

@@ -1,0 +1,299 @@
+"""Run one KernelBench problem file (untrusted code) in its own process and describe it as JSON.
+
+`python -m skillbase.kernelbench.probe PROBLEM.py RESULT.json` imports the problem, reads the module
+constants that `get_inputs()` / `get_init_inputs()` use, and runs the model:
+
+- on torch's `meta` device (shapes and operators only, no memory, no arithmetic) at the default sizes
+  and once per candidate size symbol changed alone, to fit the shapes and the work model (fit.py),
+  then with every kept symbol changed at once (the irregular preset) to check the fit;
+- for real on the CPU at the irregular sizes (when small enough): the forward pass twice on the same
+  inputs must agree (no unseeded randomness), and two input draws must give the same output shape.
+
+The result is either {"reason": one line} (the problem cannot become a task) or the task's facts.
+The parent (importer.py) runs this with a timeout; the standard library and torch only.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import json
+import keyword
+import re
+import sys
+from pathlib import Path
+
+from skillbase.kernelbench.fit import MIN_SYMBOL_VALUE, Monomial, fit_dim, fit_flops, irregular_value
+
+# torch dtype name -> task dtype
+DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
+          "int64": "i64", "int8": "i8", "uint8": "u8"}
+ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
+# The real CPU checks run only when the irregular size holds at most this many elements in all.
+CPU_CHECK_ELEMENTS = 20_000_000
+REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
+              "linalg_vector_norm", "_softmax", "_log_softmax", "logsumexp", "cumsum", "cumprod", "argmax",
+              "argmin", "native_layer_norm", "native_batch_norm", "_native_batch_norm_legit",
+              "_native_batch_norm_legit_functional", "native_group_norm", "_weight_norm_interface"}
+
+
+class Rejected(Exception):
+    """The problem cannot become a task; the message is the one-line reason."""
+
+
+def main(argv: list[str]) -> int:
+    problem, result_path = Path(argv[0]), Path(argv[1])
+    try:
+        result = describe(problem)
+    except Rejected as error:
+        result = {"reason": str(error)}
+    except Exception as error:  # noqa: BLE001 - whatever the untrusted file raises is its reason, in one line
+        result = {"reason": f"{type(error).__name__}: {_line(error)}"}
+    result_path.write_text(json.dumps(result))
+    return 0
+
+
+def _line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return (text[0] if text else type(error).__name__)[:300]
+
+
+def load(problem: Path):
+    spec = importlib.util.spec_from_file_location("kernelbench_problem", problem)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as error:  # noqa: BLE001 - its own failure, reported in one line
+        raise Rejected(f"does not import: {type(error).__name__}: {_line(error)}") from None
+    missing = [name for name in ("Model", "get_inputs", "get_init_inputs") if not hasattr(module, name)]
+    if missing:
+        raise Rejected(f"not a KernelBench problem: no {', '.join(missing)}")
+    return module
+
+
+def candidate_symbols(module) -> dict[str, int]:
+    """Module constants read by get_inputs / get_init_inputs that are large enough to be sizes."""
+    names = set(module.get_inputs.__code__.co_names) | set(module.get_init_inputs.__code__.co_names)
+    found = {}
+    for name in sorted(names):
+        value = getattr(module, name, None)
+        if type(value) is int and value >= MIN_SYMBOL_VALUE and re.fullmatch(r"[A-Za-z_]\w*", name) \
+                and not keyword.iskeyword(name):
+            found[name] = value
+    return found
+
+
+def trace(module, torch, sizes: dict[str, int]) -> dict:
+    """Shapes of the inputs, the parameters and buffers, the output, and flops per operator, on `meta`."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils.flop_counter import flop_registry
+
+    for name, value in sizes.items():
+        setattr(module, name, value)
+    flops: list[int] = []
+
+    class Count(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            out = func(*args, **kwargs)
+            packet = func.overloadpacket
+            if packet in flop_registry:
+                flops.append(int(flop_registry[packet](*args, **kwargs, out_val=out)))
+            elif torch.Tag.pointwise in func.tags:
+                first = out[0] if isinstance(out, (tuple, list)) else out
+                flops.append(int(first.numel()) if isinstance(first, torch.Tensor) else 0)
+            elif packet.__name__ in REDUCTIONS:
+                tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
+                flops.append(int(tensor.numel()) if tensor is not None else 0)
+            return out
+
+    try:
+        with torch.device("meta"):
+            init = module.get_init_inputs()
+            model = module.Model(*init)
+            inputs = module.get_inputs()
+            again = module.get_inputs()
+    except Exception as error:  # noqa: BLE001
+        raise Rejected(f"building the model or its inputs failed at {sizes}: {type(error).__name__}: "
+                       f"{_line(error)}") from None
+    if not isinstance(inputs, (list, tuple)):
+        raise Rejected("get_inputs() does not return a list")
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            raise Rejected(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor "
+                           "(only tensor inputs are supported)")
+    if [tuple(x.shape) for x in inputs] != [tuple(x.shape) for x in again if isinstance(x, torch.Tensor)]:
+        raise Rejected("dynamic shape: get_inputs() returns different shapes on each call")
+    try:
+        with torch.no_grad(), Count():
+            out = model(*inputs)
+    except Exception as error:  # noqa: BLE001
+        text = _line(error)
+        if any(word in text.lower() for word in ("data-dependent", "data dependent", "nonzero", "item()",
+                                                 "meta tensor", "symbolic")):
+            raise Rejected(f"dynamic shape: the output shape depends on the input values ({text[:160]})") from None
+        raise Rejected(f"forward fails at {sizes}: {type(error).__name__}: {text}") from None
+    if isinstance(out, (tuple, list, dict)):
+        kind = "tuple" if isinstance(out, tuple) else type(out).__name__
+        raise Rejected(f"forward returns a {kind}, not one tensor (a single output is supported)")
+    if not isinstance(out, torch.Tensor):
+        raise Rejected(f"forward returns a {type(out).__name__}, not a tensor")
+    state = model.state_dict()
+    return {"inputs": [tensor_fact(x, torch) for x in inputs],
+            "params": [[key, *tensor_fact(t, torch)] for key, t in state.items()],
+            "buffers": [key for key, _ in model.named_buffers()],
+            "output": tensor_fact(out, torch), "flops": flops}
+
+
+def tensor_fact(t, torch) -> list:
+    name = str(t.dtype).removeprefix("torch.")
+    if name not in DTYPES:
+        raise Rejected(f"dtype {name} is not supported (supported: {', '.join(DTYPES)})")
+    return [DTYPES[name], list(t.shape)]
+
+
+def shapes_of(observed: dict) -> list[list[int]]:
+    return [x[1] for x in observed["inputs"]] + [p[2] for p in observed["params"]] + [observed["output"][1]]
+
+
+def fit(module, torch, defaults: dict[str, int]) -> tuple[dict[str, int], dict, list[str]]:
+    """Choose the size symbols and fit every dimension and flop count; returns (symbols with their
+    default values, {"dims": [...], "flops": str | None}, notes)."""
+    base = trace(module, torch, defaults)
+    notes = []
+    perturbed = {}
+    for symbol, value in defaults.items():
+        try:
+            perturbed[symbol] = trace(module, torch, {**defaults, symbol: irregular_value(value)})
+        except Rejected as error:
+            notes.append(f"{symbol} kept at {value}: changing it fails ({error})")
+        finally:
+            setattr(module, symbol, value)
+    kept = [s for s in defaults if s in perturbed and _same_structure(base, perturbed[s])]
+    for s in set(perturbed) - set(kept):
+        notes.append(f"{s} kept at {defaults[s]}: changing it changes the model's structure")
+    while True:
+        dims, bad = _fit_dims(base, perturbed, defaults, kept)
+        if not bad:
+            break
+        kept = [s for s in kept if s not in bad]
+        notes += [f"{s} kept at {defaults[s]}: a dimension moves with it in a way no expression here fits"
+                  for s in sorted(bad)]
+    irregular = {s: irregular_value(defaults[s]) for s in kept}
+    while kept:
+        check = trace(module, torch, {**defaults, **irregular})
+        for s, v in defaults.items():
+            setattr(module, s, v)
+        sizes = {**defaults, **irregular}
+        if [[d.at(sizes) for d in shape] for shape in dims] == shapes_of(check):
+            break
+        dropped = kept.pop()
+        irregular.pop(dropped)
+        notes.append(f"{dropped} kept at {defaults[dropped]}: the shapes with every size changed at once disagree")
+        dims, _ = _fit_dims(base, perturbed, defaults, kept)
+    flops = _fit_work(base, perturbed, defaults, kept)
+    return {s: defaults[s] for s in kept}, {"dims": [[d.text() for d in shape] for shape in dims],
+                                             "flops": flops, "irregular": irregular}, notes
+
+
+def _same_structure(a: dict, b: dict) -> bool:
+    return (len(a["inputs"]), [p[0] for p in a["params"]], len(a["flops"])) == \
+        (len(b["inputs"]), [p[0] for p in b["params"]], len(b["flops"]))
+
+
+def _fit_dims(base, perturbed, defaults, kept):
+    dims, bad = [], set()
+    per_symbol = {s: shapes_of(perturbed[s]) for s in kept}
+    for t, shape in enumerate(shapes_of(base)):
+        fitted = []
+        for k, d in enumerate(shape):
+            moved = {s: (defaults[s], irregular_value(defaults[s]), per_symbol[s][t][k]) for s in kept
+                     if len(per_symbol[s][t]) == len(shape)}
+            if len(moved) != len(kept):
+                bad |= set(kept) - set(moved)
+                fitted.append(None)
+                continue
+            expression = fit_dim(d, moved)
+            if expression is None:
+                bad |= {s for s, obs in moved.items() if obs[2] != d}
+            fitted.append(expression)
+        dims.append(fitted)
+    return dims, bad
+
+
+def _fit_work(base, perturbed, defaults, kept) -> str | None:
+    terms = []
+    for i, f in enumerate(base["flops"]):
+        moved = {s: (defaults[s], irregular_value(defaults[s]), perturbed[s]["flops"][i]) for s in kept}
+        term = fit_flops(f, moved)
+        if term is None:
+            return None
+        if term.coef:
+            terms.append(term)
+    merged: dict[tuple, int] = {}
+    for term in terms:
+        merged[term.powers] = merged.get(term.powers, 0) + term.coef
+    return " + ".join(Monomial(c, p).text() for p, c in sorted(merged.items())) or "0"
+
+
+def cpu_checks(module, torch, sizes: dict[str, int], elements: int) -> str | None:
+    """Real forward passes on the CPU at `sizes`; None when they pass, else the note that they were skipped."""
+    if elements > CPU_CHECK_ELEMENTS:
+        return (f"randomness and output shape not checked on the CPU ({elements:,} elements at the irregular size); "
+                "the harness's determinism check on the GPU still applies")
+    for name, value in sizes.items():
+        setattr(module, name, value)
+    torch.manual_seed(0)
+    model = module.Model(*module.get_init_inputs())
+    inputs = module.get_inputs()
+    state_before = {k: v.clone() for k, v in model.state_dict().items()}
+    with torch.no_grad():
+        first = model(*inputs)
+        torch.manual_seed(12345)
+        second = model(*inputs)
+        other = model(*module.get_inputs())
+    if not torch.equal(torch.nan_to_num(first), torch.nan_to_num(second)):
+        raise Rejected("random ops without a seed: two forward passes on the same inputs differ "
+                       "(dropout in training mode, torch.rand in forward, ...)")
+    if first.shape != other.shape:
+        raise Rejected("dynamic shape: the output shape depends on the input values")
+    changed = [k for k, v in model.state_dict().items() if not torch.equal(v, state_before[k])]
+    return ("forward updates " + ", ".join(changed)) if changed else None
+
+
+def describe(problem: Path) -> dict:
+    import torch
+
+    torch.set_num_threads(1)
+    module = load(problem)
+    defaults = candidate_symbols(module)
+    symbols, fitted, notes = fit(module, torch, defaults)
+    if not symbols:
+        raise Rejected("no module constant of at least 8 read by get_inputs()/get_init_inputs() varies the shapes "
+                       "(a task needs a size it can change for its irregular preset)")
+    base = trace(module, torch, defaults)
+    sizes = {**defaults, **fitted["irregular"]}
+    irregular = trace(module, torch, sizes)
+    elements = sum(_numel(shape) for shape in shapes_of(irregular))
+    updates = None
+    skipped = cpu_checks(module, torch, sizes, elements)
+    if skipped and skipped.startswith("forward updates"):
+        updates, skipped = skipped, None
+    if skipped:
+        notes.append(skipped)
+    forward_params = list(inspect.signature(module.Model.forward).parameters)[1:]
+    return {"symbols": symbols, "irregular": fitted["irregular"], "dims": fitted["dims"], "flops": fitted["flops"],
+            "inputs": [x[0] for x in base["inputs"]], "input_names": forward_params,
+            "params": [[p[0], p[1]] for p in base["params"]], "buffers": base["buffers"],
+            "output": base["output"][0], "mutates_buffers": bool(updates), "notes": notes}
+
+
+def _numel(shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
