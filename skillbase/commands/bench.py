@@ -112,11 +112,12 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
               help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")
+@executor_options
 @suite_option
 @store_option
 @json_option
 def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, time_limit_s,
-             root, store_path, as_json) -> None:
+             executor_kind, address, root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -124,9 +125,11 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
     from skillbase.commands.pending import print_batch_outcome
     from skillbase.run.batch import start_batch
 
+    refuse_gpus_on_ray(executor_kind, gpus)
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
     outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
                           candidates=candidates, suite=root, gpus=_split(gpus), time_limit_s=time_limit_s,
+                          executor_kind=executor_kind, address=address,
                           progress=None if as_json else lambda line: click.echo(line, err=True))
     print_batch_outcome(outcome, as_json)
 

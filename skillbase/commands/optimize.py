@@ -7,7 +7,13 @@ from pathlib import Path
 import click
 
 from skillbase import ui
-from skillbase.commands.options import extra_rules_option, json_option, store_option
+from skillbase.commands.options import (
+    executor_options,
+    extra_rules_option,
+    json_option,
+    refuse_gpus_on_ray,
+    store_option,
+)
 from skillbase.run.types import AGENTS, Settings
 
 
@@ -61,9 +67,11 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @click.option("--gpus", default=None, help="With --all: comma-separated GPU indices, one worker each (default: all).")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
               help="With --all: start no further run after this many seconds (the next --all takes them up).")
+@executor_options
 @json_option
 @store_option
-def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, as_json, store_path):
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, executor_kind, address, as_json,
+           store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
     or with --all every paused run of the store at once."""
     from skillbase.errors import InputError
@@ -75,16 +83,18 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
         from skillbase.commands.pending import print_batch_outcome
         from skillbase.run.batch import resume_all
 
+        refuse_gpus_on_ray(executor_kind, gpus)
         outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
                              gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()], time_limit_s=time_limit_s,
+                             executor_kind=executor_kind, address=address,
                              progress=None if as_json else lambda line: click.echo(line, err=True))
         print_batch_outcome(outcome, as_json)
         return
     if run_ref is None:
         raise InputError("which run? pass RUN_REF, or --all for every paused run",
                          hint="`skillbase pending` lists the paused runs")
-    if candidates or batch or gpus or time_limit_s:
-        raise InputError("--candidates, --batch, --gpus and --time-limit go with --all",
+    if candidates or batch or gpus or time_limit_s or executor_kind != "local" or address:
+        raise InputError("--candidates, --batch, --gpus, --time-limit, --executor and --address go with --all",
                          hint="skillbase resume --all --candidates DIR")
     from skillbase.datafile.yamldoc import read_text
     from skillbase.run.session import resume_run

@@ -8,7 +8,8 @@ judged; a missing, empty, binary, non-CUDA or stale candidate leaves its run wai
 reason (nothing else in the batch is affected); a run killed mid-way continues from its last
 finished step; members a killed `bench optimize` never started are started. Every run's work is
 one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
-GPU: two runs never verify or time on one GPU at once. Everything is in the store, so a batch
+GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: the store must then be at the same path on
+every node): two runs never verify or time on one GPU at once. Everything is in the store, so a batch
 killed at any point is resumed by running `resume --all` again.
 """
 
@@ -33,7 +34,7 @@ from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.harness import env
-from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult, LocalExecutor
+from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult, make_executor
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import resume_run, start_run
@@ -79,12 +80,14 @@ class BatchOutcome:
 def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32", preset: str | None = None,
                 gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
                 gpus: Sequence[str] = (), executor: Executor | None = None,
-                progress: Callable[[str], None] | None = None, time_limit_s: float | None = None) -> BatchOutcome:
+                progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
+                executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
     """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
 
     The selection and the preset are checked before anything is recorded; `candidates` is where
     the batch's candidates are expected (default `<store>/batches/batch_N/candidates`). After
-    `time_limit_s` no further run starts (`resume_all` starts the rest)."""
+    `time_limit_s` no further run starts (`resume_all` starts the rest). `executor_kind="ray"` runs
+    the runs on the Ray cluster at `address` (connected and checked before anything is recorded)."""
     if not settings.engine and settings.agent == "none":
         raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                          hint="use --agent external or --agent openai with --no-engine")
@@ -99,8 +102,14 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
                                  hint="the bench's tasks share xs, s, m, l, xl")
     if settings.agent == "openai":
         ChatClient(load_config(model=settings.model))   # no key, no endpoint: say so once, before any run
-    gpu_ids = _gpu_ids(gpu, gpus)
-    store = RunStore.open(store_path)
+    # The GPUs (or the cluster) are checked before anything is recorded.
+    made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
+    try:
+        store = RunStore.open(store_path)
+    except BaseException:
+        if made is not None:
+            made.close()
+        raise
     try:
         batch_id = store.create_batch({})
         folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
@@ -110,16 +119,17 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
             "settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu, "candidates": str(folder),
             "members": [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]})
         jobs = [_start_job(store, batch_id, i.op, i.dtype, str(i.cu_path)) for i in impls]
-        return _run_jobs(store, batch_name(batch_id), jobs, executor or LocalExecutor(gpu_ids, _deadline(time_limit_s)),
-                         progress)
+        return _run_jobs(store, batch_name(batch_id), jobs, executor or made, progress)
     finally:
+        if made is not None:
+            made.close()
         store.close()
 
 
 def _start_job(store: RunStore, batch_id: int, operator: str, dtype: str, kernel: str) -> Job:
     return Job("start-run", "skillbase.run.batch:start_payload",
                {"store": str(store.location), "batch": batch_id, "operator": operator, "dtype": dtype,
-                "kernel": kernel}, label=f"{operator} {dtype}")
+                "kernel": kernel}, label=f"{operator} {dtype}", shared=(str(store.location), kernel))
 
 
 def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -147,14 +157,17 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
                gpus: Sequence[str] = (), executor: Executor | None = None,
-               progress: Callable[[str], None] | None = None, time_limit_s: float | None = None) -> BatchOutcome:
+               progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
+               executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
     """Judge every paused run's candidate present, continue killed runs, start missing members.
 
     `candidates` overrides where candidates are looked for (default: each run's expected path);
     `batch` limits the work to one batch. Runs without a usable candidate stay paused, each with
     its reason (also shown by `skillbase pending`). After `time_limit_s` no further job starts: the
-    runs not reached stay as they were (`deferred`), and the next call takes them up."""
+    runs not reached stay as they were (`deferred`), and the next call takes them up. `executor_kind`
+    and `address` as for `start_batch` (a batch started with either executor resumes with either)."""
     store = RunStore.open(store_path)
+    made = None
     try:
         wanted = parse_batch_ref(batch) if batch is not None else None
         if wanted is not None:
@@ -187,12 +200,15 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
                     needs_gpu |= bool(batch_row.settings.get("gpu", True))
         if any(job.payload.get("candidate") is not None for job in jobs):
             count_tokens("")   # the tokens extra is needed for the coder protocol: say so before any judging
-        gpu_ids = _gpu_ids(needs_gpu, gpus) if jobs else []
-        outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, jobs,
-                            executor or LocalExecutor(gpu_ids, _deadline(time_limit_s)), progress)
+        if executor is None:
+            executor = made = _executor(executor_kind if jobs else "local", needs_gpu and bool(jobs), gpus,
+                                        time_limit_s, address if jobs else None)
+        outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, jobs, executor, progress)
         outcome.members[:0] = members
         return outcome
     finally:
+        if made is not None:
+            made.close()
         store.close()
 
 
@@ -231,7 +247,8 @@ def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderR
                  key: str | None) -> Job:
     return Job("advance-run", "skillbase.run.batch:advance_payload",
                {"store": str(store.location), "run": run_id, "candidate": source, "key": key,
-                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id))
+                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id),
+               shared=(str(store.location),))
 
 
 def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -284,6 +301,13 @@ def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
         env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     return visible_devices(list(gpus) or [str(i) for i in range(len(visible) or len(found))])
+
+
+def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None):
+    """The executor of `--executor`: this host's GPUs (checked: `_gpu_ids`) or a Ray cluster (checked on
+    connection; it places each run on a free GPU of its own)."""
+    gpu_ids = _gpu_ids(gpu, gpus) if kind == "local" else []
+    return make_executor(kind, gpu_ids, _deadline(time_limit_s), address)
 
 
 def _deadline(time_limit_s: float | None) -> float | None:

@@ -16,6 +16,9 @@ import pytest
 
 from skillbase.errors import EnvironmentProblem
 from skillbase.harness.jobs import NOT_STARTED, Job, LocalExecutor, folders_of
+from skillbase.run.batch import resume_all, start_batch
+from skillbase.run.store import RunStore
+from skillbase.run.types import Settings
 
 ray = pytest.importorskip("ray")
 ray_executor = pytest.importorskip("skillbase.harness.ray_executor")
@@ -158,6 +161,39 @@ def test_a_store_the_nodes_cannot_see_is_refused_before_any_job(cluster, tmp_pat
     with pytest.raises(EnvironmentProblem, match=r"Ray node [\d.]+ cannot see .*no-such-store"):
         cluster.run([job], lambda result: None)
     assert not list(marks.iterdir())
+
+
+def test_a_batch_runs_on_the_cluster_and_resumes_with_either_executor(cluster, tmp_path):
+    """`bench optimize --executor ray` then `resume --all` locally, then on the cluster again: the runs
+    write one store (this host's, which the node sees), so either executor takes up where the other left."""
+    suite, store = tmp_path / "suite", tmp_path / "store"
+    for op in ("relu", "gelu"):
+        shutil.copytree(REPO / "bench" / "ops" / op, suite / "ops" / op)
+    settings = Settings(rounds=2, repairs=1, agent="external", engine=False)
+    started = start_batch(settings, ["relu", "gelu"], "fp32", gpu=False, store_path=store, suite=suite,
+                          executor=cluster)
+    assert started.to_json()["counts"] == {"started": 2}
+    prompts = {p.operator: p for p in started.pending}
+    assert sorted(prompts) == ["gelu", "relu"] and {p.key for p in prompts.values()} == {"r0/v0/a0"}
+
+    def candidate(op: str, note: str) -> str:
+        return f"// {note}\n" + (suite / "ops" / op / "fp32.cu").read_text()
+
+    prompts["relu"].candidate_path.write_text(candidate("relu", "judged here"))
+    local = resume_all(store, executor=LocalExecutor([]))
+    if local.to_json()["counts"] != {"judged": 1, "waiting": 1}:   # say everything the store knows
+        runs = RunStore.open(store).list_runs()
+        pytest.fail(f"{local.to_json()}\n{started.to_json()}\n{[(r.id, r.status, r.stop_reason) for r in runs]}")
+    after = {p.operator: p for p in local.pending}
+    assert after["relu"].key == "r1/v0/a0" and after["gelu"].key == "r0/v0/a0"
+
+    after["relu"].candidate_path.write_text(candidate("relu", "judged on the cluster, round 1"))
+    after["gelu"].candidate_path.write_text(candidate("gelu", "judged on the cluster"))
+    remote = resume_all(store, executor=cluster)
+    assert remote.to_json()["counts"] == {"judged": 2}
+    judged = {m.run: m.reason for m in remote.members}
+    assert judged[after["relu"].run].startswith("r1/v0/a0: unverified")   # --no-gpu: built, never timed
+    assert judged[after["gelu"].run].startswith("r0/v0/a0: unverified")
 
 
 # -- the cluster's checks, on probes as nodes report them (no cluster needed) ---------------------
