@@ -39,16 +39,32 @@ def _agent_default() -> str:
 @click.option("--no-gpu", is_flag=True, help="Compile-only run (no verification or timing; nothing is accepted).")
 @click.option("--report", "saved_report", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A saved .ncu-rep of KERNEL as it is now: used as the first round's evidence instead of profiling.")
+@click.option("--from-reference", is_flag=True,
+              help="KERNEL does not exist yet (an imported KernelBench task's model.cu): the coder writes its first "
+                   "version from the PyTorch reference, verified and repaired, then the rounds start from it.")
 @json_option
 @store_option
 def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu,
-             saved_report, as_json, store_path):
+             saved_report, from_reference, as_json, store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
     from skillbase.run.session import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
                         time_budget_s=time_budget, token_budget=token_budget,
                         extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
+    if from_reference:
+        from skillbase.run.session import generate_from_reference
+
+        generated = generate_from_reference(Path(kernel), settings, gpu=not no_gpu)
+        if not generated.written:
+            import json
+
+            if as_json:
+                click.echo(json.dumps(generated.to_json(), indent=1))
+                return
+            click.echo(f"the generator prompt is in {generated.prompt_path}; write the kernel to {kernel}, then: "
+                       f"skillbase optimize {kernel} --agent external")
+            return
     summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu,
                         saved_report=Path(saved_report) if saved_report else None)
     _print_summary(summary, as_json)

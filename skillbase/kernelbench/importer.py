@@ -181,7 +181,7 @@ def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> 
                                              bytes_expr, torch_impl, notes))
     (folder / "problem.json").write_text(json.dumps({
         "problem": result.problem, "level": result.level, "source": str(file.resolve()), "launcher": LAUNCHER,
-        "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"],
+        "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"], "params": adapter["params"],
         "mutates_buffers": facts["mutates_buffers"], "notes": notes}, indent=1) + "\n")
     result.task_dir, result.symbols, result.notes = folder, symbols, notes
     result.work_model = facts["flops"] is not None

@@ -153,6 +153,33 @@ def summarise(store: RunStore, run_id: int) -> dict:
         "pending": waiting.to_json() if waiting is not None else None, "rounds": rounds})
 
 
+def generate_from_reference(kernel: Path, settings: Settings, gpu: bool = True,
+                            progress: Callable[[str], None] | None = None):
+    """`optimize --from-reference`: the generator step (skillbase.kernelbench.generator) with the
+    run's agent and judge; writes `kernel` (an imported KernelBench task's model.cu) once a try passes."""
+    from skillbase.kernelbench.generator import generate_first_kernel
+
+    spec = load_task(kernel, check_launcher=False)
+    if gpu and settings.agent != "external":
+        _require_gpu()
+    complete = None
+    if settings.agent == "openai":
+        client = ChatClient(load_config(model=settings.model or default_model()))
+
+        def complete(messages: list[dict]) -> tuple[str, int]:
+            reply = client.complete(messages)
+            return reply.text, (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
+
+    def judge_for(task_kernel: Path) -> Judge:
+        if gpu:
+            return HarnessJudge(task_kernel)
+        return CompileOnlyJudge(task_kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+
+    console = ui.console(stderr=True)
+    return generate_first_kernel(kernel, settings.agent, complete, judge_for, repairs=settings.repairs,
+                                 progress=progress or (lambda message: console.print(f"[dim]{message}[/dim]")))
+
+
 # -- wiring ---------------------------------------------------------------------------------------
 
 def _load_task(kernel: Path) -> TaskSpec:
