@@ -1,0 +1,84 @@
+"""`--executor ray` refuses bad input in one line, before any work and without starting Ray: Ray not
+installed, nothing listening at --address, an address that is not HOST:PORT, --address or --gpus
+with the wrong executor. Each through the real entry point in a process of its own."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory):
+    root = tmp_path_factory.mktemp("suite")
+    shutil.copytree(REPO / "bench" / "ops" / "relu", root / "ops" / "relu")
+    return root
+
+
+def skillbase(*args: str, block_ray: bool = False) -> subprocess.CompletedProcess:
+    # None in sys.modules is how Python marks a module as absent: `import ray` raises ImportError.
+    code = ("import sys\n" + ("sys.modules['ray'] = None\n" if block_ray else "") +
+            "from skillbase.cli import main\nmain(sys.argv[1:])\n")
+    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
+                          cwd=REPO)
+
+
+def closed_port() -> int:
+    """A port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def error_of(done: subprocess.CompletedProcess) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith(("error:", "hint:"))]
+    assert "Traceback" not in done.stderr and lines, done.stderr
+    return "\n".join(lines)
+
+
+def test_without_ray_the_line_names_the_extra(suite, tmp_path):
+    for command in (["bench", "run", "--dir", str(suite), "--dtype", "fp32"],
+                    ["bench", "optimize", "--agent", "external", "--no-gpu", "--dir", str(suite),
+                     "--store", str(tmp_path / "store")]):
+        done = skillbase(*command, "--executor", "ray", block_ray=True)
+        assert done.returncode == 3
+        assert error_of(done) == ("error: Ray is not installed (needed by --executor ray)\n"
+                                  "hint: pip install 'skillbase[ray]' here and on every node of the cluster "
+                                  "(docs/ray.md)")
+    assert not (tmp_path / "store").exists() or not list((tmp_path / "store").glob("batches/*"))
+
+
+def test_nothing_at_the_address_is_one_line_within_seconds(suite, tmp_path):
+    port = closed_port()
+    done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", "--executor", "ray",
+                     "--address", f"127.0.0.1:{port}")
+    assert done.returncode == 3
+    assert error_of(done).startswith(f"error: no Ray cluster at 127.0.0.1:{port} (Connection refused)\nhint: ")
+    store = tmp_path / "store"
+    done = skillbase("bench", "optimize", "--agent", "external", "--no-gpu", "--dir", str(suite), "--store",
+                     str(store), "--executor", "ray", "--address", f"127.0.0.1:{port}", "--json")
+    assert done.returncode == 3 and json.loads(done.stdout)["error"]["message"].startswith("no Ray cluster at")
+    assert not list(store.glob("batches/*"))          # refused before a batch was recorded
+
+
+@pytest.mark.parametrize(("args", "line"), [
+    (["--executor", "ray", "--address", "headnode"], "error: --address headnode: expected HOST:PORT"),
+    (["--address", "10.0.0.1:6379"], "error: --address names a Ray cluster\nhint: add --executor ray"),
+    (["--executor", "ray", "--gpus", "0,1"], "error: --gpus picks this machine's GPUs; with --executor ray"),
+])
+def test_options_that_do_not_go_together_are_refused(suite, args, line):
+    done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", *args)
+    assert done.returncode == 2 and error_of(done).startswith(line)
+
+
+def test_resume_of_one_run_takes_no_executor(tmp_path):
+    done = skillbase("resume", "run_1", "--executor", "ray", "--store", str(tmp_path / "store"))
+    assert done.returncode == 2 and "--executor and --address go with --all" in error_of(done)
