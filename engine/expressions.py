@@ -366,7 +366,7 @@ def _translate(node) -> str:
             return f"{_BUILTINS[function.name]}({args})"
         raise Untranslatable("function")
     if kind == "FloatExpression":
-        return repr(float(node.value))
+        return _float_literal(float(node.value))
     if kind == "StringExpression":
         return repr(str(node.value))
     if kind == "BooleanExpression":
@@ -409,6 +409,16 @@ def is_translation(python: str) -> bool:
         if isinstance(node, ast.Call) and (node.keywords or not isinstance(node.func, ast.Name)):
             return False
     return True
+
+
+def _float_literal(value: float) -> str:
+    """Python source for a float: repr() writes `inf` / `nan`, names that do not exist in a translation
+    (a rule's `1e400` overflows to inf; found by the fuzz suite)."""
+    if math.isinf(value):
+        return "1e999" if value > 0 else "(-1e999)"
+    if math.isnan(value):
+        return "(1e999 - 1e999)"
+    return repr(value)
 
 
 _FLIP = {"<": ">", "<=": ">=", ">": "<", ">=": "<=", "==": "==", "!=": "!="}

@@ -41,10 +41,11 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
             "started_from": row["kernel"],
             "decision": None if decision is None else {
                 "skill": decision["chosen_skill"],
-                "params": column_json(decision["params_json"], store.db_path, f"round {row['idx']}'s parameters"),
+                "params": column_json(decision["params_json"], store.db_path, f"round {row['idx']}'s parameters",
+                                      dict),
                 "reason": decision["reason"],
                 "candidates": column_json(decision["candidates_json"], store.db_path,
-                                          f"round {row['idx']}'s candidates"),
+                                          f"round {row['idx']}'s candidates", list, dict),
                 "rules_not_fired": _not_fired(trace) if fails_only else None,
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
@@ -52,7 +53,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
             },
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"],
-                 "params": column_json(a["params_json"], store.db_path, f"attempt {a['id']}'s parameters"),
+                 "params": column_json(a["params_json"], store.db_path, f"attempt {a['id']}'s parameters", dict),
                  "status": a["status"], "reason": a["reason"], "runtime_us": a["runtime_us"],
                  "baseline_us": a["baseline_us"], "speedup": a["speedup"], "spread": a["spread"],
                  "kernel": a["kernel"],

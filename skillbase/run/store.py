@@ -176,13 +176,21 @@ def store_problem(error: Exception, db_path: Path) -> SkillbaseError:
     return StoreDamaged(f"store damaged: {db_path}: {text}", hint=recovery_hint(db_path))
 
 
-def column_json(value: Any, db_path: Path, what: str) -> Any:
-    """A JSON column's value; one that does not parse is a StoreDamaged naming the column."""
+def column_json(value: Any, db_path: Path, what: str, expect: type | None = None, items: type | None = None) -> Any:
+    """A JSON column's value; one that does not parse, or is not an `expect` (of `items`), is a
+    StoreDamaged naming the column (readers index into these documents)."""
     try:
-        return json.loads(value)
+        document = json.loads(value)
     except (TypeError, ValueError, RecursionError):
         raise StoreDamaged(f"store damaged: {db_path}: {what} is not JSON ({str(value)[:40]!r})",
                            hint=recovery_hint(db_path)) from None
+    shaped = expect is None or (isinstance(document, expect) and (
+        items is None or all(isinstance(item, items) for item in document)))
+    if not shaped:
+        kind = (expect.__name__ if expect else "") + (f" of {items.__name__}" if items else "")
+        raise StoreDamaged(f"store damaged: {db_path}: {what} is not a JSON {kind} ({str(value)[:40]!r})",
+                           hint=recovery_hint(db_path))
+    return document
 
 
 class _Result:
@@ -497,7 +505,7 @@ class RunStore:
 
     def step_result(self, run_id: int, key: str) -> dict | None:
         row = self.db.execute("SELECT result_json FROM steps WHERE run_id=? AND key=?", (run_id, key)).fetchone()
-        return column_json(row[0], self.db_path, f"step {key!r} of run_{run_id}") if row else None
+        return column_json(row[0], self.db_path, f"step {key!r} of run_{run_id}", dict) if row else None
 
     # -- rounds, evidence, decisions, attempts, LLM calls ------------------------------------
 
@@ -635,12 +643,14 @@ class RunStore:
             raise InputError(f"no batch {batch_name(batch_id)} in the store at {self.location}",
                              hint="`skillbase pending` names the batches of paused runs; --store picks another store")
         return BatchRow(id=row["id"], created_at=row["created_at"],
-                        settings=column_json(row["settings_json"], self.db_path, f"{batch_name(batch_id)}'s settings"))
+                        settings=column_json(row["settings_json"], self.db_path, f"{batch_name(batch_id)}'s settings",
+                                             dict))
 
     def list_batches(self) -> list[BatchRow]:
         self._ensure_batch_tables()
         return [BatchRow(id=row["id"], created_at=row["created_at"],
-                         settings=column_json(row["settings_json"], self.db_path, f"batch_{row['id']}'s settings"))
+                         settings=column_json(row["settings_json"], self.db_path, f"batch_{row['id']}'s settings",
+                                              dict))
                 for row in self.db.execute("SELECT * FROM batches ORDER BY id")]
 
     def batch_members(self, batch_id: int | None = None) -> list[BatchMember]:
@@ -662,7 +672,7 @@ class RunStore:
     def last_event(self, run_id: int, kind: str) -> dict | None:
         row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id DESC LIMIT 1",
                               (run_id, kind)).fetchone()
-        return column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}") if row else None
+        return column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}", dict) if row else None
 
     def judged_sources(self, run_id: int) -> dict[str, str]:
         """The artifact digest of every candidate judged in the run, by its step key (`r0/v0/a0`)."""
@@ -812,8 +822,8 @@ def _run_row(row: sqlite3.Row, db_path: Path) -> RunRow:
     except ValueError:
         raise StoreDamaged(f"store damaged: {db_path}: {name} has status {row['status']!r}",
                            hint=recovery_hint(db_path)) from None
-    manifest = column_json(row["manifest_json"], db_path, f"{name}'s manifest")
+    manifest = column_json(row["manifest_json"], db_path, f"{name}'s manifest", dict)
     return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
                   task_path=row["task_path"], task_name=row["task_name"], status=status,
-                  stop_reason=row["stop_reason"], manifest=manifest if isinstance(manifest, dict) else {},
+                  stop_reason=row["stop_reason"], manifest=manifest,
                   baseline_us=row["baseline_us"], best_us=row["best_us"], best_kernel=row["best_kernel"])

@@ -55,3 +55,11 @@ def test_the_built_in_rules_stay_inside_the_bounds():
     from skillbase.engine.validate import validate
 
     assert [str(p) for p in validate().problems] == []
+
+
+@pytest.mark.parametrize("text,expected", [("x < 1e400", True), ("x > -1e400", True), ("1e400 < x", False)])
+def test_an_overflowing_literal_evaluates_as_infinity(text, expected):
+    """repr(inf) is `inf`, a name the translation does not have (a NameError found by the fuzz suite)."""
+    expression = expressions.parse(text, TYPES, expect="bool")
+    assert expressions.is_translation(expression.python)
+    assert expression.evaluate({"x": 3.0}) is expected
