@@ -350,3 +350,91 @@ def test_passes_structs_half_inputs_and_histogram_atomics():
     # not detected: built-in vectors are not structs, float pointers are not 16-bit
     g = _kernel("__global__ void v(float4* p) { p[threadIdx.x].x = 1.0f; }", "v")["global_access"]
     assert g["struct_field_accesses"] == 0 and g["half_pointer_inputs"] == 0
+
+
+# -- what the profiled kernel runs: the __device__ helpers it calls, also from its own headers --
+
+MMA_ASM = ('asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, '
+           '{%8,%9}, {%0,%1,%2,%3};\\n" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) '
+           ': "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));')
+MMA_HELPER = ("namespace ptx {\ntemplate <int M, int N>\n__device__ __forceinline__ void "
+              "mma(float* d, const unsigned* a, const unsigned* b) {\n  " + MMA_ASM + "\n}\n}  // namespace ptx\n")
+CALLER = ("__global__ void gemm(float* out) {\n  float d[4] = {0}; unsigned a[4] = {0}, b[2] = {0};\n"
+          "  for (int k = 0; k < 64; ++k) ptx::mma<16, 8>(d, a, b);\n  out[threadIdx.x] = d[0];\n}\n"
+          "__global__ void copy(float* out, const float* in) { out[threadIdx.x] = in[threadIdx.x]; }\n")
+
+
+def test_mma_issued_through_a_qualified_template_helper():
+    feats = static_features(MMA_HELPER + CALLER)["kernels"]
+    assert feats["gemm"]["tensor_cores"]["mma_sync"] is True
+    assert feats["copy"]["tensor_cores"]["mma_sync"] is False      # calls nothing: no tensor cores
+
+
+def test_mma_issued_through_a_method_of_a_helper_struct():
+    source = MMA_HELPER + ("struct Warp { __device__ void step(float* d, const unsigned* a, const unsigned* b) "
+                           "{ ptx::mma<16, 8>(d, a, b); } };\n"
+                           "__global__ void gemm(float* out) { float d[4]; unsigned a[4], b[2]; Warp w; "
+                           "w.step(d, a, b); out[0] = d[0]; }\n")
+    assert static_features(source)["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
+
+
+def test_helpers_from_a_header_beside_the_source(tmp_path):
+    (tmp_path / "mma_ptx.cuh").write_text("#pragma once\n#define TILE 32\n" + MMA_HELPER +
+                                         "__global__ void header_kernel(float* o) { o[0] = 1.f; }\n")
+    source = tmp_path / "gemm.cu"
+    source.write_text('#include <cuda_fp16.h>\n#include "mma_ptx.cuh"\n'
+                      "__global__ void tiled(float* out) { __shared__ float t[TILE][TILE + 1]; "
+                      "t[threadIdx.y][threadIdx.x] = 0; out[0] = t[0][0]; }\n" + CALLER)
+    result = static_features(source)
+    assert result["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
+    assert result["file"]["headers"] == ["mma_ptx.cuh"]
+    assert "header_kernel" not in result["kernels"]                    # a header's kernels are not this source's
+    assert result["kernels"]["tiled"]["shared"]["static_bytes"] == 32 * 33 * 4   # its constants size the tiles
+
+
+def test_headers_in_an_include_folder_need_it_named(tmp_path):
+    (tmp_path / "include").mkdir()
+    (tmp_path / "src").mkdir()
+    (tmp_path / "include" / "mma_ptx.cuh").write_text(MMA_HELPER)
+    source = tmp_path / "src" / "gemm.cu"
+    source.write_text('#include "mma_ptx.cuh"\n' + CALLER)
+    alone = static_features(source)
+    assert alone["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is False and alone["file"]["headers"] == []
+    found = static_features(source, include_dirs=[tmp_path / "include"])
+    assert found["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
+
+
+def test_the_sources_own_helper_wins_over_a_headers(tmp_path):
+    (tmp_path / "ops.cuh").write_text(MMA_HELPER)
+    source = tmp_path / "k.cu"
+    source.write_text('#include "ops.cuh"\nnamespace ptx { template <int M, int N> __device__ void '
+                      "mma(float* d, const unsigned* a, const unsigned* b) { d[0] += a[0] * b[0]; } }\n" + CALLER)
+    assert static_features(source)["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is False
+
+
+def test_call_chains_are_followed_to_a_bounded_depth():
+    args = "float* d, const unsigned* a, const unsigned* b"
+
+    def chain(levels: int) -> str:
+        helpers = MMA_HELPER + f"__device__ void h0({args}) {{ ptx::mma<16, 8>(d, a, b); }}\n"
+        for i in range(1, levels):
+            helpers += f"__device__ void h{i}({args}) {{ h{i - 1}(d, a, b); }}\n"
+        return helpers + (f"__global__ void gemm(float* out) {{ float d[4]; unsigned a[4], b[2]; "
+                          f"h{levels - 1}(d, a, b); out[0] = d[0]; }}\n")
+    # kernel -> h6 ... h0 -> ptx::mma: 8 calls deep, the bound
+    assert static_features(chain(7))["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
+    # one more wrapper than the bound: not followed (a generated chain cannot exhaust the walk)
+    assert static_features(chain(8))["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is False
+    recursive = ("__device__ void ping(int n); __device__ void pong(int n) { ping(n - 1); }\n"
+                 "__device__ void ping(int n) { if (n) pong(n); }\n__global__ void k(int n) { ping(n); }\n")
+    assert static_features(recursive)["kernels"]["k"]["loops"]["count"] == 0     # terminates
+
+
+def test_include_cycles_and_missing_headers_are_harmless(tmp_path):
+    (tmp_path / "a.cuh").write_text('#include "b.cuh"\n' + MMA_HELPER)
+    (tmp_path / "b.cuh").write_text('#include "a.cuh"\n#include "absent.cuh"\n')
+    source = tmp_path / "k.cu"
+    source.write_text('#include "a.cuh"\n' + CALLER)
+    result = static_features(source)
+    assert result["file"]["headers"] == ["a.cuh", "b.cuh"]
+    assert result["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True

@@ -19,6 +19,7 @@ kernel's own pointer parameters.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,11 +33,14 @@ from skillbase.evidence.static.kernel import kernel_features
 
 __all__ = ["static_features"]
 
+MAX_HEADERS = 16                 # project headers read per source (a translation unit's own, not a library's tree)
+MAX_HEADER_BYTES = 1 << 20       # of each
+
 
 class _FileAnalysis:
     """One source file: its constants, functions, kernels and launchers, then the features of each."""
 
-    def __init__(self, source: bytes, path: str):
+    def __init__(self, source: bytes, path: str, folder: Path | None = None, include_dirs: Sequence[Path] = ()):
         self.source = source
         self.path = path
         self.tree = syntax.parse(source)
@@ -45,9 +49,14 @@ class _FileAnalysis:
         self.functions: dict[str, Any] = {}      # __device__ / host helpers by name
         self.kernels: list[tuple[str, Any]] = []
         self.launchers: list[tuple[str, Any]] = []
+        self.folder = folder                     # the source's own folder: where nvcc looks first for "x.cuh"
+        self.include_dirs = [Path(d) for d in include_dirs]
+        self.headers: list[str] = []             # the project headers read, in the order they were found
+        self._header_trees: list[Any] = []       # kept alive: their function nodes are used after parsing
 
     def run(self) -> dict[str, Any]:
         self._collect()
+        self._collect_headers()
         parse_errors = self._parse_errors()
         if not self.kernels:
             if parse_errors:
@@ -72,6 +81,7 @@ class _FileAnalysis:
                                          if (n.type == "identifier" and LIBRARY_CALL.match(syntax.text(n)))
                                          or (n.type == "namespace_identifier"
                                              and syntax.text(n) in LIBRARY_NAMESPACES)}),
+                "headers": self.headers,
                 "kernel_launches": len(launch_nodes),
                 "launches_in_host_loops": sum(1 for n in launch_nodes if syntax.inside(n, LOOPS)),
             },
@@ -82,25 +92,70 @@ class _FileAnalysis:
     # -- collection --
 
     def _collect(self) -> None:
-        for node in syntax.walk(self.root):
+        self._collect_from(self.root, header=False)
+
+    def _collect_from(self, root, header: bool) -> None:
+        """Constants, helpers, kernels and launchers of one parsed file; a header adds helpers and
+        constants only (its kernels and launchers are not this source's)."""
+        for node in syntax.walk(root):
             if node.type == "preproc_def":
                 name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
                 if name is not None and value is not None:
                     folded = self.constants.eval_text(syntax.text(value).strip())
-                    if folded is not None:
+                    if folded is not None and not (header and syntax.text(name) in self.constants.values):
                         self.constants.values[syntax.text(name)] = folded
             elif node.type == "declaration" and not syntax.inside(node, {"function_definition"}):
-                self.constants.add_declaration(node)
+                if not header:
+                    self.constants.add_declaration(node)
             elif node.type == "function_definition":
                 name = syntax.declarator_name(node.child_by_field_name("declarator"))
                 if not name:
                     continue
-                if syntax.is_kernel(node):
+                if header:
+                    if not syntax.is_kernel(node):
+                        self.functions.setdefault(name, node)
+                elif syntax.is_kernel(node):
                     self.kernels.append((name, node))
                 else:
                     self.functions.setdefault(name, node)
                     if is_launcher(node):
                         self.launchers.append((name, node))
+
+    def _collect_headers(self) -> None:
+        """The helpers of the translation unit's own headers: a kernel often issues its mma.sync,
+        cp.async or ldmatrix through `__device__` wrappers in a `"mma_ptx.cuh"` beside it, and
+        what the profiled kernel runs includes what they do. Quoted includes only (system headers
+        are the toolkit's), resolved as nvcc does: the including file's folder, then the include
+        folders; breadth first, at most MAX_HEADERS files of MAX_HEADER_BYTES. The file's own
+        definitions and constants win over a header's of the same name."""
+        pending = [(self.root, self.folder)]
+        visited: set[Path] = set()
+        while pending and len(self.headers) < MAX_HEADERS:
+            root, folder = pending.pop(0)
+            for include in (n for n in syntax.walk(root) if n.type == "preproc_include"):
+                target = include.child_by_field_name("path")
+                if target is None or target.type != "string_literal":
+                    continue
+                found = self._resolve(syntax.text(target).strip('"'), folder)
+                if found is None or found in visited or len(self.headers) >= MAX_HEADERS:
+                    continue
+                visited.add(found)
+                try:
+                    text = found.read_bytes()[:MAX_HEADER_BYTES]
+                except OSError:
+                    continue
+                tree = syntax.parse(text)
+                self._header_trees.append(tree)
+                self.headers.append(found.name)
+                self._collect_from(tree.root_node, header=True)
+                pending.append((tree.root_node, found.parent))
+
+    def _resolve(self, name: str, folder: Path | None) -> Path | None:
+        for base in ([folder] if folder is not None else []) + self.include_dirs:
+            candidate = (base / name).resolve()
+            if candidate.is_file():
+                return candidate
+        return None
 
     def _parse_errors(self) -> list[str]:
         errors = []
@@ -215,11 +270,16 @@ class _FileAnalysis:
         return constants.eval(node)
 
 
-def static_features(path_or_text: str | Path, name: str | None = None) -> dict[str, Any]:
+def static_features(path_or_text: str | Path, name: str | None = None,
+                    include_dirs: Sequence[str | Path] = ()) -> dict[str, Any]:
     """Features of a `.cu` file (a path, or source text when it contains a newline).
 
-    Raises InputError (one line) when the file is unreadable or holds no parseable kernel.
+    The `__device__` helpers of the project headers it includes with quotes (found beside the file
+    or in INCLUDE_DIRS, as nvcc's `-I`) count as part of the kernels that call them; `file.headers`
+    names the headers read. Raises InputError (one line) when the file is unreadable or holds no
+    parseable kernel.
     """
+    folder = None
     if isinstance(path_or_text, Path) or ("\n" not in str(path_or_text) and Path(str(path_or_text)).suffix):
         path = Path(path_or_text)
         try:
@@ -229,9 +289,10 @@ def static_features(path_or_text: str | Path, name: str | None = None) -> dict[s
         except OSError as error:
             raise InputError(f"{path}: cannot read ({error.strerror})") from None
         label = name or str(path)
+        folder = path.parent
     else:
         source = str(path_or_text).encode()
         label = name or "<source>"
     if b"\x00" in source[:4096]:
         raise InputError(f"{label}: binary data, not CUDA source")
-    return _FileAnalysis(source, label).run()
+    return _FileAnalysis(source, label, folder, [Path(d) for d in include_dirs]).run()

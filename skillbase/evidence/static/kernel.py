@@ -53,6 +53,27 @@ from skillbase.evidence.static.indexing import (
     vector_cast,
 )
 
+# How deep a chain of __device__ calls is followed from a kernel (kernel -> helper -> ... -> the asm
+# that issues an mma.sync): deep enough for real wrapper layers, bounded so that a generated chain of
+# thousands of helpers cannot exhaust the analysis.
+MAX_CALL_DEPTH = 8
+
+
+def callee_name(call_text: str) -> str:
+    """The bare name a call expression's function text calls: `ns::mma<16, 8>` -> `mma`,
+    `warp.template load<T>` -> `load`, `p->run` -> `run`. Template arguments are dropped first (they
+    may hold `::` or `.` themselves), then any qualifier, object or `template` keyword."""
+    depth, bare = 0, []
+    for char in call_text:
+        if char == "<":
+            depth += 1
+        elif char == ">" and depth:
+            depth -= 1
+        elif not depth:
+            bare.append(char)
+    name = "".join(bare).split("::")[-1].split(".")[-1].split("->")[-1]
+    return name.split()[-1] if name.split() else name
+
 
 def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) -> dict[str, Any]:
     """The features of kernel definition `node`; `functions` are the file's other functions by name
@@ -738,9 +759,7 @@ class KernelFeatures:
     def _call(self, node, loop_depth: int, seen: set[str], in_callee: bool) -> None:
         function = node.child_by_field_name("function")
         full = syntax.text(function)
-        name = full.split("::")[-1].split(".")[-1].split("->")[-1]
-        if function.type == "template_function":
-            name = syntax.text(function.child_by_field_name("name")).split("::")[-1]
+        name = callee_name(full)
         args = node.child_by_field_name("arguments")
         arg_nodes = args.named_children if args is not None else []
         if ATOMICS.match(name):
@@ -786,7 +805,7 @@ class KernelFeatures:
             self.async_copy["tma"] = True
         elif "wgmma" in name:
             self.tensor["wgmma"] = True
-        elif name in self.functions and name not in seen:
+        elif name in self.functions and name not in seen and len(seen) <= MAX_CALL_DEPTH:
             callee = self.functions[name]
             self.visit(callee.child_by_field_name("body"), loop_depth, seen | {name}, in_callee=True)
 

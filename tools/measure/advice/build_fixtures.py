@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import devset  # noqa: E402
 
-from skillbase.evidence import build_evidence  # noqa: E402
+from skillbase.evidence import build_evidence, static_features  # noqa: E402
 
 
 def ptxas_log(step: devset.Step, root: Path) -> str | None:
@@ -55,6 +55,10 @@ def evidence_for(step: devset.Step, folder: Path) -> str:
     report, source = folder / f"{step.version}.ncu-rep", folder / f"{step.version}.src" / step.path
     log = ptxas_log(step, folder / f"{step.version}.src")
     evidence = build_evidence(report=report, source=source, kernel=step.kernel, ptxas_text=log)
+    includes = (devset.progression(step.prog).get("ptxas") or {}).get("includes", ())
+    if includes and evidence.static:
+        # the helpers in the repository's include folders (its -I) are part of what the kernel runs
+        evidence.static = static_features(source, include_dirs=[folder / f"{step.version}.src" / d for d in includes])
     origin = f"{step.repo}@{step.commit[:12]}:{step.path}"
     evidence.producer["source_path"] = origin
     evidence.producer["report"] = f"{step.key}.ncu-rep (H200, ncu 2025.3.1, --set full, --clock-control none)"
