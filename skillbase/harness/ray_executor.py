@@ -250,6 +250,9 @@ class RayExecutor:
         bundles: dict[tuple[str, ...], Any] = {}
         for job in jobs:
             if job.folders and job.folders not in bundles:
+                absent = [folder for folder in job.folders if not os.path.isdir(folder)]
+                if absent:
+                    raise InputError(f"{job.label or job.kind}: no folder {absent[0]} to ship with the job")
                 packed = _pack(job.folders)
                 if len(packed) > MAX_BUNDLE_BYTES:
                     raise InputError(f"{job.label}: its folders pack to {len(packed) >> 20} MB, more than a job "
@@ -286,6 +289,9 @@ class RayExecutor:
     def _result(self, jobs: Sequence[Job], index: int, ref) -> JobResult:
         try:
             data = self.ray.get(ref)
+        except self.ray.exceptions.RayTaskError as error:   # run_on_node itself failed (its folder, its disk)
+            last = (str(error).strip().splitlines() or [type(error).__name__])[-1][:300]
+            return JobResult(index, jobs[index], None, error=f"the job's Ray task failed on its node: {last}")
         except self.ray.exceptions.RayError as error:   # the worker died on every attempt
             first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
             return JobResult(index, jobs[index], None, error=f"the Ray worker died running this job "
