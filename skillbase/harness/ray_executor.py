@@ -193,8 +193,12 @@ class RayExecutor:
         self.connected = False     # whether this executor called ray.init (and so shuts it down)
         if not self.ray.is_initialized():
             self._connect(address, init_options or {})
-        self.nodes = self.probe()
-        self.gpu_model = check_nodes(self.nodes)
+        try:
+            self.nodes = self.probe()
+            self.gpu_model = check_nodes(self.nodes)
+        except BaseException:    # a cluster refused: stop the instance started for it, then say why
+            self.close()
+            raise
 
     def _connect(self, address: str | None, init_options: dict[str, Any]) -> None:
         options: dict[str, Any] = {"log_to_driver": False, "logging_level": logging.WARNING}

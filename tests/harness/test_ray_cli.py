@@ -5,6 +5,7 @@ with the wrong executor. Each through the real entry point in a process of its o
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import socket
 import subprocess
@@ -23,12 +24,12 @@ def suite(tmp_path_factory):
     return root
 
 
-def skillbase(*args: str, block_ray: bool = False) -> subprocess.CompletedProcess:
+def skillbase(*args: str, block_ray: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
     # None in sys.modules is how Python marks a module as absent: `import ray` raises ImportError.
     code = ("import sys\n" + ("sys.modules['ray'] = None\n" if block_ray else "") +
             "from skillbase.cli import main\nmain(sys.argv[1:])\n")
     return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO)
+                          cwd=REPO, env={**os.environ, **(env or {})})
 
 
 def closed_port() -> int:
@@ -82,3 +83,26 @@ def test_options_that_do_not_go_together_are_refused(suite, args, line):
 def test_resume_of_one_run_takes_no_executor(tmp_path):
     done = skillbase("resume", "run_1", "--executor", "ray", "--store", str(tmp_path / "store"))
     assert done.returncode == 2 and "--executor and --address go with --all" in error_of(done)
+
+
+def _ray_processes() -> set[int]:
+    found = set()
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            name = stat.read_text().split(") ")[0].split(" (", 1)[1]
+        except (OSError, IndexError):
+            continue
+        if name in ("raylet", "gcs_server"):
+            found.add(int(stat.parent.name))
+    return found
+
+
+def test_a_cluster_without_a_gpu_is_refused_and_its_instance_stopped(suite, tmp_path):
+    pytest.importorskip("ray")
+    before = _ray_processes()
+    # Ray counts the GPUs CUDA_VISIBLE_DEVICES shows: none, even on a GPU machine.
+    done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", "--executor", "ray", "--results",
+                     str(tmp_path / "results"), env={"CUDA_VISIBLE_DEVICES": ""})
+    assert done.returncode == 3
+    assert error_of(done).startswith("error: the Ray cluster has no GPU (no node offers the GPU resource)")
+    assert _ray_processes() <= before        # the instance started for the command is gone with it

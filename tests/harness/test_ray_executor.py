@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from skillbase.errors import EnvironmentProblem
+from skillbase.harness import env
 from skillbase.harness.jobs import NOT_STARTED, Job, LocalExecutor, folders_of
 from skillbase.run.batch import resume_all, start_batch
 from skillbase.run.store import RunStore
@@ -80,7 +81,7 @@ def test_the_cluster_is_probed_before_any_job(cluster):
     (node,) = cluster.nodes
     assert node.address == ray.util.get_node_ip_address() and node.gpu_slots == 2
     assert node.nvcc == shutil.which("nvcc") and node.error is None
-    assert cluster.gpu_model is None            # declared GPUs: nvidia-smi has none to name
+    assert cluster.gpu_model == env.gpu_name()  # here: declared GPUs, none for nvidia-smi to name (None)
 
 
 def test_compile_jobs_give_the_local_executors_results(cluster):
