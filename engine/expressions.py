@@ -134,7 +134,10 @@ _GLOBALS = {"__builtins__": {}, "bool": bool, "_max": _max, "_min": _min, "_abs"
 def _rule_engine_evaluator(text: str, types: dict[str, str]) -> Callable[[dict[str, Any]], Any]:
     import rule_engine
 
-    rule = _rule_engine_parse(text, types)
+    try:
+        rule = _rule_engine_parse(text, types)
+    except rule_engine.errors.EngineError as error:   # parsed once at load; a cached copy may differ
+        raise EvaluationFailed(f"{text}: {error.message}") from None
 
     def evaluate(values: dict[str, Any]) -> Any:
         try:
@@ -226,7 +229,9 @@ def _parse_bounded(text: str, types: dict[str, str], expect: str | None) -> Expr
                               _SPLIT_HINT) from None
     expression = Expression(text=text, symbols=tuple(sorted(symbols)), result_type=result_type, python=python,
                             comparison=_comparison(root))
-    expression._types = {name: types[name] for name in expression.symbols if name in types}
+    # rule-engine re-parses a fallback expression at run time, before reducing it: every name the
+    # text mentions needs its type then, not only those left after reduction (`true ? a : b` keeps a)
+    expression._types = {name: type_ for name, type_ in types.items() if name in text}
     return expression
 
 

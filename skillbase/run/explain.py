@@ -14,7 +14,7 @@ from typing import Any
 
 from skillbase.documents import versioned
 from skillbase.errors import InputError
-from skillbase.run.store import RunRow, RunStore, column_json
+from skillbase.run.store import RunRow, RunStore, column_json, column_number
 from skillbase.run.types import Status
 
 # The attempts `--fails-only` lists.
@@ -54,8 +54,9 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"],
                  "params": column_json(a["params_json"], store.db_path, f"attempt {a['id']}'s parameters", dict),
-                 "status": a["status"], "reason": a["reason"], "runtime_us": a["runtime_us"],
-                 "baseline_us": a["baseline_us"], "speedup": a["speedup"], "spread": a["spread"],
+                 "status": a["status"], "reason": a["reason"],
+                 **{key: column_number(a[key], store.db_path, f"attempt {a['id']}'s {key}")
+                    for key in ("runtime_us", "baseline_us", "speedup", "spread")},
                  "kernel": a["kernel"],
                  "llm": None if a["id"] not in calls else {
                      "role": calls[a["id"]]["role"], "model": calls[a["id"]]["model"],

@@ -193,6 +193,15 @@ def column_json(value: Any, db_path: Path, what: str, expect: type | None = None
     return document
 
 
+def column_number(value: Any, db_path: Path, what: str) -> float | None:
+    """A REAL column's value (None when NULL). SQLite stores whatever it is given, so text or bytes
+    there is damage, reported like any other rather than failing in a format string later."""
+    if value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)):
+        return value
+    raise StoreDamaged(f"store damaged: {db_path}: {what} is not a number ({str(value)[:40]!r})",
+                       hint=recovery_hint(db_path))
+
+
 class _Result:
     """The rows of one statement, fetched inside the error boundary (a damaged page fails there)."""
 
@@ -598,7 +607,7 @@ class RunStore:
             entry["tried"] += 1
             if row["outcome"] == Outcome.ACCEPTED:
                 entry["accepted"] += 1
-                entry["speedups"].append(row["speedup"] or 1.0)
+                entry["speedups"].append(column_number(row["speedup"], self.db_path, "an attempt's speedup") or 1.0)
             else:
                 entry["failed"] += 1
         for entry in stats.values():
@@ -826,4 +835,5 @@ def _run_row(row: sqlite3.Row, db_path: Path) -> RunRow:
     return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
                   task_path=row["task_path"], task_name=row["task_name"], status=status,
                   stop_reason=row["stop_reason"], manifest=manifest,
-                  baseline_us=row["baseline_us"], best_us=row["best_us"], best_kernel=row["best_kernel"])
+                  baseline_us=column_number(row["baseline_us"], db_path, f"{name}'s baseline_us"),
+                  best_us=column_number(row["best_us"], db_path, f"{name}'s best_us"), best_kernel=row["best_kernel"])

@@ -63,3 +63,13 @@ def test_an_overflowing_literal_evaluates_as_infinity(text, expected):
     expression = expressions.parse(text, TYPES, expect="bool")
     assert expressions.is_translation(expression.python)
     assert expression.evaluate({"x": 3.0}) is expected
+
+
+def test_a_fallback_expression_keeps_the_types_of_names_its_reduction_dropped():
+    """rule-engine reduces `true ? a : b` to `a` at load, but re-parses the text (with b) when it
+    evaluates a regex expression; b's type must still be known (found by the fuzz suite)."""
+    types = {"device_name": "str", "dram_pct": "float", "sm_pct": "float"}
+    expression = expressions.parse('device_name =~ "^k" ? true : (true ? dram_pct > 1 : sm_pct > 1)', types,
+                                   expect="bool")
+    assert expression.python is None          # the regex keeps it on rule-engine
+    assert expression.evaluate({"device_name": "x", "dram_pct": 2.0}) is True

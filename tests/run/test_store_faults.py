@@ -57,6 +57,8 @@ def read_everything(path) -> None:
     ("UPDATE decisions SET candidates_json = '7'", "candidates is not a JSON list of dict"),
     ("UPDATE attempts SET params_json = '[1]'", "parameters is not a JSON dict"),
     ("UPDATE runs SET manifest_json = '\"text\"'", "manifest is not a JSON dict"),
+    ("UPDATE runs SET best_us = 'fast'", "best_us is not a number"),
+    ("UPDATE attempts SET speedup = x'00'", "speedup is not a number"),
     ("UPDATE meta SET value = 'one' WHERE key = 'schema_version'", "schema_version"),
 ])
 def test_a_damaged_store_that_still_opens_is_one_clear_error(store_path, sql, needle):
