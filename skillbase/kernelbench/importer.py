@@ -115,8 +115,9 @@ def import_problems(path: Path, out: Path, level: int | None = None, problems: t
                     progress: Callable[[str], None] = lambda message: None) -> ImportReport:
     """Import every problem found; each rejected one gets its reason, the others a task folder."""
     path = Path(path)
-    files = find_problems(path, level, problems)
     out = Path(out)
+    # An --out inside PATH holds earlier imports' kb_task.py files: never problems to import.
+    files = [f for f in find_problems(path, level, problems) if not f.resolve().is_relative_to(out.resolve())]
     results = []
     for i, file in enumerate(files, 1):
         problem_level = _level_of(file.resolve()) if _level_of(file.resolve()) is not None else level

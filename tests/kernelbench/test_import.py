@@ -171,3 +171,11 @@ def test_cli_json_report_and_one_line_errors(tmp_path):
     assert done.returncode != 0 and done.stderr.splitlines() == [
         f"error: {tmp_path / 'nothing'}: no such file or folder",
         "hint: give a KernelBench checkout or a folder of problems"]
+
+
+def test_an_out_folder_inside_path_is_not_read_as_problems(tmp_path):
+    (tmp_path / "level1").mkdir()
+    (tmp_path / "level1" / "2_ReLU.py").write_text((FIXTURES / "level1" / "2_ReLU.py").read_text())
+    import_problems(tmp_path, tmp_path / "kb")
+    again = import_problems(tmp_path, tmp_path / "kb", force=True)
+    assert [p.problem for p in again.problems] == ["level1/2_ReLU.py"] and again.problems[0].imported
