@@ -1,6 +1,7 @@
 """`--executor ray` refuses bad input in one line, before any work and without starting Ray: Ray not
 installed, nothing listening at --address, an address that is not HOST:PORT, --address or --gpus
-with the wrong executor. Each through the real entry point in a process of its own."""
+with the wrong executor, a cluster without a GPU. Each through the real entry point (`skillbase.cli.main`);
+the one that starts Ray in a process of its own."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from skillbase.cli import main
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -24,12 +27,15 @@ def suite(tmp_path_factory):
     return root
 
 
-def skillbase(*args: str, block_ray: bool = False, env: dict | None = None) -> subprocess.CompletedProcess:
-    # None in sys.modules is how Python marks a module as absent: `import ray` raises ImportError.
-    code = ("import sys\n" + ("sys.modules['ray'] = None\n" if block_ray else "") +
-            "from skillbase.cli import main\nmain(sys.argv[1:])\n")
-    return subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=120,
-                          cwd=REPO, env={**os.environ, **(env or {})})
+@pytest.fixture
+def skillbase(capsys):
+    """`skillbase ARGS` in this process: its exit code, stdout and stderr."""
+    def run(*args: str) -> subprocess.CompletedProcess:
+        with pytest.raises(SystemExit) as exited:
+            main(list(args))
+        out = capsys.readouterr()
+        return subprocess.CompletedProcess(args, exited.value.code, out.out, out.err)
+    return run
 
 
 def closed_port() -> int:
@@ -45,11 +51,13 @@ def error_of(done: subprocess.CompletedProcess) -> str:
     return "\n".join(lines)
 
 
-def test_without_ray_the_line_names_the_extra(suite, tmp_path):
+def test_without_ray_the_line_names_the_extra(skillbase, suite, tmp_path, monkeypatch):
+    # None in sys.modules is how Python marks a module as absent: `import ray` raises ImportError.
+    monkeypatch.setitem(sys.modules, "ray", None)
     for command in (["bench", "run", "--dir", str(suite), "--dtype", "fp32"],
                     ["bench", "optimize", "--agent", "external", "--no-gpu", "--dir", str(suite),
                      "--store", str(tmp_path / "store")]):
-        done = skillbase(*command, "--executor", "ray", block_ray=True)
+        done = skillbase(*command, "--executor", "ray")
         assert done.returncode == 3
         assert error_of(done) == ("error: Ray is not installed (needed by --executor ray)\n"
                                   "hint: pip install 'skillbase[ray]' here and on every node of the cluster "
@@ -57,7 +65,7 @@ def test_without_ray_the_line_names_the_extra(suite, tmp_path):
     assert not (tmp_path / "store").exists() or not list((tmp_path / "store").glob("batches/*"))
 
 
-def test_nothing_at_the_address_is_one_line_within_seconds(suite, tmp_path):
+def test_nothing_at_the_address_is_one_line_within_seconds(skillbase, suite, tmp_path):
     port = closed_port()
     done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", "--executor", "ray",
                      "--address", f"127.0.0.1:{port}")
@@ -75,12 +83,12 @@ def test_nothing_at_the_address_is_one_line_within_seconds(suite, tmp_path):
     (["--address", "10.0.0.1:6379"], "error: --address names a Ray cluster\nhint: add --executor ray"),
     (["--executor", "ray", "--gpus", "0,1"], "error: --gpus picks this machine's GPUs; with --executor ray"),
 ])
-def test_options_that_do_not_go_together_are_refused(suite, args, line):
+def test_options_that_do_not_go_together_are_refused(skillbase, suite, args, line):
     done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", *args)
     assert done.returncode == 2 and error_of(done).startswith(line)
 
 
-def test_resume_of_one_run_takes_no_executor(tmp_path):
+def test_resume_of_one_run_takes_no_executor(skillbase, tmp_path):
     done = skillbase("resume", "run_1", "--executor", "ray", "--store", str(tmp_path / "store"))
     assert done.returncode == 2 and "--executor and --address go with --all" in error_of(done)
 
@@ -101,8 +109,10 @@ def test_a_cluster_without_a_gpu_is_refused_and_its_instance_stopped(suite, tmp_
     pytest.importorskip("ray")
     before = _ray_processes()
     # Ray counts the GPUs CUDA_VISIBLE_DEVICES shows: none, even on a GPU machine.
-    done = skillbase("bench", "run", "--dir", str(suite), "--dtype", "fp32", "--executor", "ray", "--results",
-                     str(tmp_path / "results"), env={"CUDA_VISIBLE_DEVICES": ""})
+    code = "import sys\nfrom skillbase.cli import main\nmain(sys.argv[1:])\n"
+    done = subprocess.run([sys.executable, "-c", code, "bench", "run", "--dir", str(suite), "--dtype", "fp32",
+                           "--executor", "ray", "--results", str(tmp_path / "results")], capture_output=True,
+                          text=True, timeout=120, cwd=REPO, env={**os.environ, "CUDA_VISIBLE_DEVICES": ""})
     assert done.returncode == 3
     assert error_of(done).startswith("error: the Ray cluster has no GPU (no node offers the GPU resource)")
     assert _ray_processes() <= before        # the instance started for the command is gone with it
