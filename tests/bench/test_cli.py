@@ -104,6 +104,19 @@ def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_
     assert "vector_add" in svg
 
 
+class QueueExecutor:
+    """A jobs executor whose workers are stand-ins: results arrive on `done` as the spawned workers'
+    queue delivers them, and `collect` is the real code that waits for them."""
+
+    def __init__(self, done, workers):
+        self.done, self.workers = done, workers
+
+    def run(self, jobs, on_result):
+        from skillbase.harness import jobs as gpu_jobs
+
+        return gpu_jobs.collect(jobs, self.done, self.workers, on_result, poll_s=0.01)
+
+
 def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
     import queue
 
@@ -111,7 +124,7 @@ def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
     jobs = [runner.BenchJob.of(impl, ("xs", "xl")) for impl in impls]
     done = queue.Queue()
     first = [lib.SizeResult("relu", "fp32", "fp32", p, "verified", 0.0, 1.0, 2.0, 2.0).to_dict() for p in ("xs", "xl")]
-    done.put((0, [dict(d, device="1") for d in first]))
+    done.put({"index": 0, "device": "1", "value": first, "error": None})
 
     class Dead:                       # a worker process that died holding the second job
         exitcode = -11
@@ -120,10 +133,11 @@ def test_a_dead_worker_turns_its_missing_jobs_into_errors_instead_of_a_hang():
             return False
 
     seen = []
-    by_job = runner.collect(jobs, done, [Dead(), Dead()], seen.append, poll_s=0.01)
-    assert [r.status for r in by_job[0]] == ["verified", "verified"] and by_job[0][0].device == "1"
-    assert [(r.op, r.preset, r.status) for r in by_job[1]] == [("gelu", "xs", "error"), ("gelu", "xl", "error")]
-    assert "exit codes -11, -11" in by_job[1][0].reason
+    results = runner.HarnessExecutor(QueueExecutor(done, [Dead(), Dead()])).run(jobs, seen.append)
+    assert [(r.op, r.preset, r.status) for r in results] == [
+        ("relu", "xs", "verified"), ("relu", "xl", "verified"), ("gelu", "xs", "error"), ("gelu", "xl", "error")]
+    assert results[0].device == "1"
+    assert "exit codes -11, -11" in results[2].reason
     assert len(seen) == 4
 
 
@@ -141,6 +155,7 @@ def test_a_live_worker_is_waited_for():
             return True
 
     late = lib.SizeResult("relu", "fp32", "fp32", "xs", "verified", 0.0, 1.0, 2.0, 2.0).to_dict()
-    threading.Timer(0.1, lambda: done.put((0, [late]))).start()
-    by_job = runner.collect([runner.BenchJob.of(impls[0], ("xs",))], done, [Alive()], lambda r: None, poll_s=0.02)
-    assert by_job[0][0].status == "verified"
+    threading.Timer(0.1, lambda: done.put({"index": 0, "device": "0", "value": [late], "error": None})).start()
+    results = runner.HarnessExecutor(QueueExecutor(done, [Alive()])).run([runner.BenchJob.of(impls[0], ("xs",))],
+                                                                         lambda r: None)
+    assert results[0].status == "verified"
