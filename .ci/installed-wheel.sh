@@ -70,13 +70,14 @@ cp naive_sgemm/naive_sgemm.cu mine.cu
 skillbase init mine.cu
 test -f mine.task.yaml
 
-say "a missing optional extra is one line naming it, never a traceback"
+say "word search needs no extra; a missing optional extra is one line naming it, never a traceback"
+skillbase skills search "shared memory tiling" | grep -q "mem.smem_tiling"
 set +e
-skillbase skills search "shared memory tiling" > search.out 2>&1; code=$?
+skillbase skills search --semantic "shared memory tiling" > search.out 2>&1; code=$?
 set -e
 cat search.out
 if [ "$code" -eq 0 ] || grep -q Traceback search.out || ! grep -q "\[search\]" search.out; then
-  echo "skills search without the [search] extra must fail with one line naming it"; exit 1
+  echo "skills search --semantic without the [search] extra must fail with one line naming it"; exit 1
 fi
 set +e
 skillbase mcp < /dev/null > mcp.out 2>&1; code=$?

@@ -43,7 +43,7 @@ def test_a_command_that_needs_an_extra_names_it_in_one_line():
     out = _run("""
         import sys
         from skillbase.cli import main
-        sys.argv = ["skillbase", "skills", "search", "shared memory tiling"]
+        sys.argv = ["skillbase", "skills", "search", "--semantic", "shared memory tiling"]
         main()
     """)
     assert out.returncode != 0
