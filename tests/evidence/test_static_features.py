@@ -438,3 +438,58 @@ def test_include_cycles_and_missing_headers_are_harmless(tmp_path):
     result = static_features(source)
     assert result["file"]["headers"] == ["a.cuh", "b.cuh"]
     assert result["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
+
+
+# -- warp specialization: a producer arm that loops over async copies while the MMAs run elsewhere --
+
+TMA_HELPERS = ('__device__ void tma_load(void* s, int x) { asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global'
+               '.mbarrier::complete_tx::bytes [%0], [%1];" :: "r"(x)); }\n'
+               '__device__ void wgmma_m64n64k16(float* c) { asm volatile("wgmma.mma_async.sync.aligned.m64n64k16.f32'
+               '.bf16.bf16 {%0}, %1;" : "+f"(c[0])); }\n'
+               '__device__ void wgmma_commit() { asm volatile("wgmma.commit_group.sync.aligned;"); }\n')
+
+
+def pipeline_of(body: str) -> dict:
+    source = TMA_HELPERS + "__global__ void kernel(float* C, int nk) {\n  __shared__ float sA[128];\n" + body + "}\n"
+    return static_features(source)["kernels"]["kernel"]["pipeline"]
+
+
+def test_producer_warpgroup_is_seen():
+    specialized = pipeline_of("""
+      int wg = threadIdx.x / 128;
+      if (wg == 0) {
+        if (threadIdx.x == 0) { for (int k = 0; k < nk; k++) tma_load(sA, k); }
+      } else {
+        float acc[32] = {0};
+        for (int k = 0; k < nk; k++) { wgmma_m64n64k16(acc); wgmma_commit(); }
+        C[threadIdx.x] = acc[0];
+      }
+    """)
+    assert specialized == {"producer_branch": True, "setmaxnreg": False}
+
+
+def test_one_thread_issuing_copies_inside_the_shared_k_loop_is_not_a_producer():
+    single_issuer = pipeline_of("""
+      float acc[32] = {0};
+      for (int k = 0; k < nk; k++) {
+        if (threadIdx.x == 0) tma_load(sA, k);
+        __syncthreads();
+        wgmma_m64n64k16(acc);
+      }
+      C[threadIdx.x] = acc[0];
+    """)
+    assert single_issuer["producer_branch"] is False
+
+
+def test_a_copy_loop_without_mmas_anywhere_is_not_a_producer():
+    copy_only = pipeline_of("""
+      if (threadIdx.x < 32) { for (int k = 0; k < nk; k++) tma_load(sA, k); }
+      C[threadIdx.x] = sA[threadIdx.x];
+    """)
+    assert copy_only["producer_branch"] is False
+
+
+def test_setmaxnreg_is_seen():
+    source = TMA_HELPERS + ('__global__ void kernel(float* C) { if (threadIdx.x >= 128) '
+                            'asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n"); C[0] = 0; }\n')
+    assert static_features(source)["kernels"]["kernel"]["pipeline"]["setmaxnreg"] is True

@@ -92,6 +92,7 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) 
     features = KernelFeatures(functions, scope, params, compile_time=set(template))
     features.visit(node.child_by_field_name("body"), loop_depth=0,
                    seen={syntax.declarator_name(node.child_by_field_name("declarator"))})
+    features.finish_pipeline()
     launch_bounds = None
     for child in node.children:
         if child.type == "launch_bounds":
@@ -210,6 +211,11 @@ class KernelFeatures:
         self.loops = {"count": 0, "max_depth": 0, "unroll_pragmas": 0, "constant_trip": 0}
         self.tensor = {"wmma": False, "mma_sync": False, "wgmma": False}
         self.async_copy = {"cp_async": False, "memcpy_async": False, "tma": False}
+        # where copies and MMAs are issued: (what, loop depth) per call site, to tell a producer
+        # branch (one arm loops over async copies, the MMAs run elsewhere) from a single issuing thread
+        self._issues: list[tuple[str, int]] = []
+        self.pipeline = {"producer_branch": False, "setmaxnreg": False}
+        self._producer_arms: list[int] = []
         self.local: dict[str, dict[str, Any]] = {}
         self.fp64 = {"double_decls": 0, "double_literals": 0, "double_math_calls": 0}
         self.math = {"transcendental_calls": 0, "fast_intrinsics": 0, "float_divisions": 0, "int_div_mod": 0}
@@ -240,7 +246,8 @@ class KernelFeatures:
                      "fragment_arrays": sum(1 for r in self.roles.values() if "from_shared" in r)}
         return {"global_access": g, "atomics": self.atomics, "barriers": self.barriers,
                 "warp_intrinsics": self.warp, "loops": self.loops, "tensor_cores": self.tensor,
-                "async_copy": self.async_copy, "local_arrays": list(self.local.values()), "fp64": self.fp64,
+                "async_copy": self.async_copy, "pipeline": self.pipeline,
+                "local_arrays": list(self.local.values()), "fp64": self.fp64,
                 "math": self.math, "branches": self.branches, "reduction": self.reduction,
                 "registers": registers}
 
@@ -297,6 +304,9 @@ class KernelFeatures:
                 self.tensor["wgmma"] = True
         elif kind in ("if_statement", "conditional_expression", "switch_statement"):
             self._branch(node, loop_depth)
+            if kind == "if_statement":
+                self._arms(node, loop_depth, seen, in_callee)
+                return
         elif kind == "binary_expression":
             self._division(node)
         if kind == "subscript_expression":
@@ -797,15 +807,27 @@ class KernelFeatures:
             self.math["fast_intrinsics"] += 1
         elif name in ("__pipeline_memcpy_async",):
             self.async_copy["cp_async"] = True
+            self._issues.append(("copy", loop_depth))
         elif name == "memcpy_async":
             self.async_copy["memcpy_async"] = True
+            self._issues.append(("copy", loop_depth))
         elif "wmma" in full or name in ("load_matrix_sync", "store_matrix_sync", "fill_fragment"):
             self.tensor["wmma"] = True
+            if name == "mma_sync":
+                self._issues.append(("mma", loop_depth))
         elif name.startswith("cp_async_bulk") or name.startswith("cuTensorMap"):
             self.async_copy["tma"] = True
+            if name.startswith("cp_async_bulk"):
+                self._issues.append(("copy", loop_depth))
         elif "wgmma" in name:
             self.tensor["wgmma"] = True
-        elif name in self.functions and name not in seen and len(seen) <= MAX_CALL_DEPTH:
+            self._follow(name, loop_depth, seen)     # a wrapper: its asm says whether it issues the MMA
+        else:
+            self._follow(name, loop_depth, seen)
+
+    def _follow(self, name: str, loop_depth: int, seen: set[str]) -> None:
+        """Walk the body of a helper the kernel calls, as part of the kernel (depth-bounded)."""
+        if name in self.functions and name not in seen and len(seen) <= MAX_CALL_DEPTH:
             callee = self.functions[name]
             self.visit(callee.child_by_field_name("body"), loop_depth, seen | {name}, in_callee=True)
 
@@ -856,6 +878,8 @@ class KernelFeatures:
     def _asm(self, text: str) -> None:
         # inline PTX is a string: the one place text matching is the right tool
         lowered = text.lower()
+        if "wgmma.mma_async" in lowered or re.search(r"\bmma\.sync", lowered):
+            self._issues.append(("mma", self._depth))
         if "wgmma" in lowered:
             self.tensor["wgmma"] = True
         elif re.search(r"\bmma\.sync", lowered):
@@ -864,8 +888,35 @@ class KernelFeatures:
             self.async_copy["tma"] = True
         elif "cp.async" in lowered:
             self.async_copy["cp_async"] = True
+        if re.search(r"cp\.async\.(bulk\.tensor|ca|cg)", lowered):
+            self._issues.append(("copy", self._depth))
+        if "setmaxnreg" in lowered:
+            self.pipeline["setmaxnreg"] = True
 
     # -- control flow and arithmetic --
+
+    def _arms(self, node, loop_depth: int, seen: set[str], in_callee: bool) -> None:
+        """Visit an if statement's parts; an arm taken by some threads only that loops over async
+        copies and issues no MMA, in a kernel whose MMAs run elsewhere, is a producer branch (warp
+        specialization: `if (warpgroup == 0) { for (k...) tma_load(...); } else { ... wgmma ... }`).
+        A copy issued by `if (tid == 0)` inside the consumers' own k-loop is not: that loop is outside the arm."""
+        consequence = node.child_by_field_name("consequence")
+        condition = node.child_by_field_name("condition")
+        for child in node.children:
+            if consequence is None or child.id != consequence.id:
+                self.visit(child, loop_depth, seen, in_callee)
+                continue
+            start = len(self._issues)
+            self.visit(child, loop_depth, seen, in_callee)
+            arm = self._issues[start:]
+            if (condition is not None and self._thread_dependent(condition)
+                    and any(what == "copy" and depth > loop_depth for what, depth in arm)
+                    and not any(what == "mma" for what, _ in arm)):
+                self._producer_arms.append(len(self._issues))
+
+    def finish_pipeline(self) -> None:
+        """After the walk: a producer arm counts once the kernel issues MMAs outside it."""
+        self.pipeline["producer_branch"] = bool(self._producer_arms) and any(what == "mma" for what, _ in self._issues)
 
     def _branch(self, node, loop_depth: int) -> None:
         condition = node.child_by_field_name("condition")
