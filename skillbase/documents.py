@@ -20,7 +20,7 @@ DOCUMENTS: dict[str, int] = {
     "skills-validate": 1, "skills-new": 1, "skills-verify": 1, "rules-list": 1, "rules-show": 1, "rules-test": 1,
     "rules-validate": 1, "rules-new": 1, "calibrate": 1, "config": 1, "lint": 1, "doctor": 1, "examples-list": 1,
     "examples-copy": 1, "error": ERROR_SCHEMA_VERSION,
-    "pending": 1, "batch": 1, "bench-optimize-report": 1, "store-pack": 1,
+    "pending": 1, "batch": 1, "bench-optimize-report": 1, "store-pack": 1, "kernelbench-import": 1,
 }
 
 

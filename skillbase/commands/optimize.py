@@ -52,19 +52,17 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
                         time_budget_s=time_budget, token_budget=token_budget,
                         extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
+    if from_reference and settings.agent == "external":
+        from skillbase.run.session import start_generator_run
+
+        # A run that waits for its first kernel: the generator prompt is pending like any other.
+        _print_summary(start_generator_run(Path(kernel), settings, store_path=store_path, preset=preset,
+                                           gpu=not no_gpu), as_json)
+        return
     if from_reference:
         from skillbase.run.session import generate_from_reference
 
-        generated = generate_from_reference(Path(kernel), settings, gpu=not no_gpu)
-        if not generated.written:
-            import json
-
-            if as_json:
-                click.echo(json.dumps(generated.to_json(), indent=1))
-                return
-            click.echo(f"the generator prompt is in {generated.prompt_path}; write the kernel to {kernel}, then: "
-                       f"skillbase optimize {kernel} --agent external")
-            return
+        generate_from_reference(Path(kernel), settings, gpu=not no_gpu)
     summary = start_run(Path(kernel), settings, store_path=store_path, preset=preset, gpu=not no_gpu,
                         saved_report=Path(saved_report) if saved_report else None)
     _print_summary(summary, as_json)

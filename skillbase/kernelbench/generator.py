@@ -6,7 +6,8 @@ signature the spec names, every argument's shape and meaning, the sizes and the 
 harness judges its answer like any candidate (on a GPU: verified against the PyTorch reference; with
 --no-gpu: built and statically checked only), the debugger repairs a failure up to `repairs` times,
 and the first kernel that passes is written as the task's `model.cu`; the skill rounds then start
-from it. With `--agent external` the prompt is written beside the task for another coder.
+from it. With `--agent external` a run waits for it: its generator prompt is pending like any other
+(skillbase.run.session.start_generator_run).
 """
 
 from __future__ import annotations
@@ -23,14 +24,24 @@ from skillbase.agents.prompts import load_prompt
 from skillbase.errors import InputError
 from skillbase.task import TaskSpec, load_task
 
-__all__ = ["GENERATOR", "GeneratorOutcome", "C_TYPES", "generate_first_kernel", "generator_prompt",
-           "launcher_signature"]
+__all__ = ["GENERATOR", "GeneratorOutcome", "C_TYPES", "PASSING", "generate_first_kernel", "generator_prompt",
+           "judge_in_scratch", "launcher_signature", "repair_prompt", "require_generator"]
 
 GENERATOR = "generator"
 C_TYPES = {"f32": "float", "f64": "double", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int",
            "i64": "long long", "i8": "signed char", "u8": "unsigned char", "u32": "unsigned"}
 PASSING = {"accepted", "unverified"}
 SYSTEM = "You are a careful CUDA engineer. You answer with code, not questions."
+
+
+def require_generator(kernel: Path, agent: str) -> None:
+    """The generator step needs a coder and must not overwrite a kernel that exists."""
+    if agent == "none":
+        raise InputError("--from-reference needs a coder to write the first kernel; --agent none has none",
+                         hint="use --agent openai (an OpenAI-compatible endpoint) or --agent external")
+    if Path(kernel).exists():
+        raise InputError(f"{kernel} exists; --from-reference writes the first version of the kernel",
+                         hint=f"optimize it as it is: skillbase optimize {kernel} (without --from-reference)")
 
 
 def launcher_signature(spec: TaskSpec) -> str:
@@ -81,15 +92,13 @@ def generator_prompt(kernel: Path, spec: TaskSpec | None = None) -> Prompt:
 
 @dataclass
 class GeneratorOutcome:
-    """The tries of the generator step: the kernel written (or the prompt waiting), each verdict."""
+    """The tries of the generator step: the kernel (written once a try passed) and each try's verdict."""
     kernel: Path
     written: bool
-    prompt_path: Path | None = None
     tries: list[dict] = field(default_factory=list)   # {"attempt", "status", "reason", "tokens"}
 
     def to_json(self) -> dict:
-        return {"kernel": str(self.kernel), "written": self.written,
-                "prompt": str(self.prompt_path) if self.prompt_path else None, "tries": self.tries}
+        return {"kernel": str(self.kernel), "written": self.written, "tries": self.tries}
 
 
 def generate_first_kernel(kernel: Path, agent: str, complete: Callable[[list[dict]], tuple[str, int]] | None,
@@ -102,18 +111,12 @@ def generate_first_kernel(kernel: Path, agent: str, complete: Callable[[list[dic
     each try is judged in a scratch copy of the task folder, since the task's own kernel does not
     exist yet. A kernel that never passes is not written: the error names the last failure."""
     kernel = Path(kernel)
-    if kernel.exists():
-        raise InputError(f"{kernel} exists; --from-reference writes the first version of the kernel",
-                         hint=f"optimize it as it is: skillbase optimize {kernel} (without --from-reference)")
-    if agent == "none":
-        raise InputError("--from-reference needs a coder to write the first kernel; --agent none has none",
-                         hint="use --agent openai (an OpenAI-compatible endpoint) or --agent external")
+    require_generator(kernel, agent)
+    if complete is None:
+        raise InputError(f"--agent {agent} answers the generator prompt through a paused run",
+                         hint="skillbase optimize KERNEL --from-reference --agent external")
     spec = load_task(kernel, check_launcher=False)
     prompt = generator_prompt(kernel, spec)
-    if agent == "external":
-        path = kernel.with_name(f"{kernel.stem}.{GENERATOR}.prompt.md")
-        path.write_text(prompt.text)
-        return GeneratorOutcome(kernel, written=False, prompt_path=path)
     outcome = GeneratorOutcome(kernel, written=False)
     history: list[str] = []
     source = None
@@ -125,7 +128,7 @@ def generate_first_kernel(kernel: Path, agent: str, complete: Callable[[list[dic
         except NoCodeInReply as error:
             verdict_status, verdict_reason, details = "no-code", error.message, error.message
         else:
-            verdict = _judge_in_scratch(kernel, source, judge_for)
+            verdict = judge_in_scratch(kernel, source, judge_for)
             verdict_status, verdict_reason = str(getattr(verdict.status, "value", verdict.status)), verdict.reason
             details = getattr(verdict, "details", "") or verdict_reason
         outcome.tries.append({"attempt": attempt, "status": verdict_status, "reason": verdict_reason,
@@ -134,16 +137,21 @@ def generate_first_kernel(kernel: Path, agent: str, complete: Callable[[list[dic
             kernel.write_text(source)
             outcome.written = True
             return outcome
-        prompt = debugger_prompt(launcher=spec.launcher, skill_id="the first CUDA version of the model",
-                                 failure_kind=verdict_status, error=details, history="\n".join(history),
-                                 kernel=source or "(no code in the reply)")
+        prompt = repair_prompt(spec, verdict_status, details, history, source)
         history.append(f"- try {attempt + 1}: {verdict_status}: {verdict_reason}")
     last = outcome.tries[-1]
     raise InputError(f"the generator's {len(outcome.tries)} tries all failed; the last: {last['status']}: "
                      f"{last['reason']}", hint="more repairs (--repairs) or another model (--model)")
 
 
-def _judge_in_scratch(kernel: Path, source: str, judge_for: Callable[[Path], object]):
+def repair_prompt(spec: TaskSpec, status: str, details: str, history: list[str], source: str | None) -> Prompt:
+    """The debugger's prompt for a generator try that failed (`history`: one line per earlier try)."""
+    return debugger_prompt(launcher=spec.launcher, skill_id="the first CUDA version of the model",
+                           failure_kind=status, error=details, history="\n".join(history),
+                           kernel=source or "(no code in the reply)")
+
+
+def judge_in_scratch(kernel: Path, source: str, judge_for: Callable[[Path], object]):
     """The judge's verdict on `source` as the kernel of a scratch copy of the task (spec, adapter)."""
     with tempfile.TemporaryDirectory(prefix="skillbase-generator-") as scratch:
         for name in (f"{kernel.stem}.task.yaml", "kb_task.py", "problem.json"):

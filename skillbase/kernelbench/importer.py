@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.kernelbench.task_files import LAUNCHER, arg_names, kb_task_source, task_yaml
 
@@ -62,9 +63,9 @@ class ImportReport:
         return [p for p in self.problems if not p.imported]
 
     def to_json(self) -> dict:
-        return {"kind": "kernelbench-import", "version": 1, "source": str(self.source), "out": str(self.out),
-                "imported": len(self.imported), "rejected": len(self.rejected),
-                "problems": [p.as_dict() for p in self.problems]}
+        return versioned("kernelbench-import", {
+            "source": str(self.source), "out": str(self.out), "imported": len(self.imported),
+            "rejected": len(self.rejected), "problems": [p.as_dict() for p in self.problems]})
 
 
 def _level_of(path: Path) -> int | None:

@@ -21,10 +21,12 @@ from skillbase.documents import versioned
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref
 from skillbase.run.types import RunStatus
 
-_KEY = re.compile(r"^r(?P<round>\d+)/v(?P<variant>\d+)/a(?P<attempt>\d+)$")
+# r3/v0/a1: round 3, variant 0, attempt 1; g/a0: the generator's first try (`optimize --from-reference`)
+_KEY = re.compile(r"^(?:r(?P<round>\d+)/v(?P<variant>\d+)|(?P<generator>g))/a(?P<attempt>\d+)$")
 
 CODER = "coder"          # a first try at applying the round's skill
 DEBUGGER = "debugger"    # a repair of the try before it (its error is in the prompt)
+GENERATOR = "generator"  # the first kernel of a task written from its PyTorch reference
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class PendingPrompt:
     operator: str | None         # bench runs: the operator and dtype
     dtype: str | None
     batch: str | None            # batch_N, or None for a run started on its own
-    kind: str                    # coder | debugger
+    kind: str                    # coder | debugger | generator
     round: int
     attempt: int                 # 0 = the first try, 1.. = repairs
     key: str                     # the attempt's step key, r3/v0/a1
@@ -117,7 +119,8 @@ def pending_in(store: RunStore, batch: str | int | None = None) -> list[PendingP
             run=run.name, run_id=run.id, task=run.task_name,
             operator=member.operator if member else None, dtype=member.dtype if member else None,
             batch=batch_name(member.batch_id) if member else None,
-            kind=DEBUGGER if attempt > 0 else CODER, round=int(match["round"]), attempt=attempt, key=key,
+            kind=DEBUGGER if attempt > 0 else GENERATOR if match["generator"] else CODER,
+            round=int(match["round"] or 0), attempt=attempt, key=key,
             skill=waiting.get("skill", ""), prompt_path=prompt if prompt and prompt.exists() else None,
             candidate_path=folder / f"{run.name}.cu", meta_path=folder / f"{run.name}.meta.json",
             waiting=note["reason"] if note and note.get("key") == key else None))

@@ -106,6 +106,8 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     if candidate is not None and run.status != RunStatus.PAUSED:
         raise InputError(f"{run.name} is not waiting for a candidate (status {run.status})",
                          hint="--candidate answers a run paused by --agent external")
+    if run.manifest.get("from_reference") and not run.manifest.get("task_digest"):
+        return _resume_generator(store, run, candidate, reply, progress)   # still waiting for its first kernel
     kernel = Path(run.task_path)
     if not kernel.exists():
         raise InputError(f"{run.name}'s task {kernel} no longer exists", hint="restore it to resume the run")
@@ -155,12 +157,14 @@ def summarise(store: RunStore, run_id: int) -> dict:
 
 def generate_from_reference(kernel: Path, settings: Settings, gpu: bool = True,
                             progress: Callable[[str], None] | None = None):
-    """`optimize --from-reference`: the generator step (skillbase.kernelbench.generator) with the
-    run's agent and judge; writes `kernel` (an imported KernelBench task's model.cu) once a try passes."""
-    from skillbase.kernelbench.generator import generate_first_kernel
+    """`optimize --from-reference --agent openai`: the generator step (skillbase.kernelbench.generator)
+    with the run's judge; writes `kernel` (an imported KernelBench task's model.cu) once a try passes.
+    (`--agent external` starts a run that waits for it instead: `start_generator_run`.)"""
+    from skillbase.kernelbench.generator import generate_first_kernel, require_generator
 
+    require_generator(kernel, settings.agent)
     spec = load_task(kernel, check_launcher=False)
-    if gpu and settings.agent != "external":
+    if gpu:
         _require_gpu()
     complete = None
     if settings.agent == "openai":
@@ -170,14 +174,102 @@ def generate_from_reference(kernel: Path, settings: Settings, gpu: bool = True,
             reply = client.complete(messages)
             return reply.text, (reply.prompt_tokens or 0) + (reply.completion_tokens or 0)
 
+    console = ui.console(stderr=True)
+    return generate_first_kernel(kernel, settings.agent, complete, _generator_judge(spec, gpu),
+                                 repairs=settings.repairs,
+                                 progress=progress or (lambda message: console.print(f"[dim]{message}[/dim]")))
+
+
+def _generator_judge(spec: TaskSpec, gpu: bool) -> Callable[[Path], Judge]:
     def judge_for(task_kernel: Path) -> Judge:
         if gpu:
             return HarnessJudge(task_kernel)
         return CompileOnlyJudge(task_kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+    return judge_for
 
-    console = ui.console(stderr=True)
-    return generate_first_kernel(kernel, settings.agent, complete, judge_for, repairs=settings.repairs,
-                                 progress=progress or (lambda message: console.print(f"[dim]{message}[/dim]")))
+
+GENERATOR_KEY = "g/a{attempt}"     # pending.py reads it: kind generator (a0) or debugger (a1...)
+
+
+def start_generator_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None,
+                        gpu: bool = True) -> dict:
+    """`optimize --from-reference --agent external`: a run that waits for its first kernel. The
+    generator prompt is its first pending prompt (kind `generator`); `resume` / `resume --all` judge
+    the answer, ask the debugger for repairs, and once one passes write `kernel` and start the rounds."""
+    from skillbase.kernelbench.generator import generator_prompt, require_generator
+
+    require_generator(kernel, settings.agent)
+    spec = load_task(kernel, check_launcher=False)
+    prompt = generator_prompt(kernel, spec)        # a task that is not an imported problem fails here
+    store = RunStore.open(store_path)
+    run_id = store.create_run(str(kernel.resolve()), kernel.parent.name, {})
+    store.set_manifest(run_id, {"from_reference": True, "task_path": str(kernel.resolve()), "agent": settings.agent,
+                                "settings": asdict(settings), "preset": preset, "gpu_run": gpu,
+                                "launcher": spec.launcher, "skillbase_version": __version__})
+    _ask_generator(store, run_id, 0, prompt.text, prompt.template.name)
+    return summarise(store, run_id)
+
+
+def _ask_generator(store: RunStore, run_id: int, attempt: int, text: str, role: str) -> None:
+    key = GENERATOR_KEY.format(attempt=attempt)
+    folder = store.location / "runs" / f"run_{run_id}"
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{key.replace('/', '-')}.prompt.md"
+    path.write_text(text)
+    (folder / "waiting.json").write_text(json.dumps({"key": key, "skill": "generator", "kind": role,
+                                                      "prompt": str(path)}))
+    store.update_run(run_id, status=RunStatus.PAUSED,
+                     stop_reason=f"waiting for the first kernel ({key}: the {role} prompt is in {path})")
+
+
+def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderReply | None,
+                      progress: Callable[[str], None] | None) -> dict:
+    """Judge an answer to a run's generator prompt; on a pass write the kernel and start the rounds."""
+    from skillbase.kernelbench.generator import PASSING, judge_in_scratch, repair_prompt
+    from skillbase.run.pending import waiting_key
+
+    kernel = Path(run.task_path)
+    key = waiting_key(store, run.id)
+    if candidate is None or key is None or not key.startswith("g/"):
+        raise InputError(f"{run.name} waits for its first kernel (the generator prompt)",
+                         hint=f"write it to a file, then: skillbase resume {run.name} --candidate FILE")
+    if kernel.exists():
+        raise InputError(f"{kernel} appeared while {run.name} waited for it; the run would overwrite it",
+                         hint="move it away, or optimize it with a new run")
+    settings = Settings(**{k: v for k, v in run.manifest["settings"].items() if k in Settings.__dataclass_fields__})
+    spec = load_task(kernel, check_launcher=False)
+    gpu = run.manifest.get("gpu_run", True)
+    if gpu:
+        _require_gpu()
+    verdict = judge_in_scratch(kernel, candidate, _generator_judge(spec, gpu))
+    status = str(getattr(verdict.status, "value", verdict.status))
+    digest = store.artifacts.put_text(candidate)
+    meta = asdict(reply) if reply is not None else None
+    with store.transaction() as tx:
+        tx.finish_step(run.id, f"{key}/candidate", {"source": digest, "kind": "generator", "reply": meta})
+        tx.finish_step(run.id, f"{key}/verdict", {"status": status, "reason": verdict.reason})
+    attempt = int(key.rsplit("/a", 1)[1])
+    if status in PASSING:
+        kernel.write_text(candidate)
+        (progress or (lambda m: None))(f"{run.name}: the first kernel passed ({status}); written to {kernel}")
+        wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
+                               gpu, None)
+        run_manifest = manifest(kernel, settings, wired, profile=gpu)
+        run_manifest.update(preset=run.manifest.get("preset"), gpu_run=gpu, launcher=spec.launcher,
+                            saved_report=None, from_reference=True)
+        store.set_manifest(run.id, run_manifest)
+        store.update_run(run.id, stop_reason=None)
+        return _execute(store, run.id, kernel, settings, wired, None, progress)
+    history = [f"- try {n + 1}: {store.step_result(run.id, GENERATOR_KEY.format(attempt=n) + '/verdict')['status']}"
+               for n in range(attempt)]
+    if attempt >= settings.repairs:
+        store.update_run(run.id, status=RunStatus.FAILED,
+                         stop_reason=f"the generator's {attempt + 1} tries all failed; the last: {status}: "
+                                     f"{verdict.reason}")
+        return summarise(store, run.id)
+    prompt = repair_prompt(spec, status, getattr(verdict, "details", "") or verdict.reason, history, candidate)
+    _ask_generator(store, run.id, attempt + 1, prompt.text, "debugger")
+    return summarise(store, run.id)
 
 
 # -- wiring ---------------------------------------------------------------------------------------

@@ -90,6 +90,8 @@ def cpu_documents(work) -> dict[str, list[str]]:
         "batch": ["resume", "--all", "--store", str(store), "--json"],       # run_2's candidate is missing
         "bench-optimize-report": ["bench", "optimize-report", "--store", str(store), "--json"],
         "store-pack": ["store", "pack", str(root / "trip.tar.gz"), "--store", str(store), "--force", "--json"],
+        "kernelbench-import": ["kernelbench", "import", str(REPO / "tests" / "fixtures" / "kernelbench" / "bad"),
+                               "--level", "1", "--problems", "3", "--out", str(root / "kb"), "--json"],
     }
 
 
@@ -142,7 +144,8 @@ def test_every_json_option_prints_a_known_document():
                "bench list", "bench run", "bench report", "skills list", "skills show", "skills validate",
                "rules list", "rules show", "rules test", "rules validate", "config", "doctor", "examples list",
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
-               "bench optimize", "bench optimize-report", "store pack", "store unpack"}
+               "bench optimize", "bench optimize-report", "store pack", "store unpack",
+               "kernelbench import"}
     not_yet = {"skills search"}   # not reached by issue 19 part A (its report)
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])
                  if any(p.name == "as_json" for p in command.params)}

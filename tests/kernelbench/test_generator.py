@@ -14,6 +14,7 @@ from llm_server import ScriptedLLM, Step
 from skillbase.errors import InputError
 from skillbase.kernelbench.importer import import_problems
 from skillbase.run.session import generate_from_reference
+from skillbase.run.store import RunStore
 from skillbase.run.types import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
@@ -69,11 +70,37 @@ def test_a_generator_that_never_passes_writes_nothing(relu_task, monkeypatch):
     assert not relu_task.exists()
 
 
-def test_external_writes_the_prompt_beside_the_task(relu_task):
-    outcome = generate_from_reference(relu_task, Settings(agent="external"), gpu=False)
-    assert not outcome.written and not relu_task.exists()
-    assert outcome.prompt_path == relu_task.with_name("model.generator.prompt.md")
-    assert "kb_forward" in outcome.prompt_path.read_text()
+def test_external_generator_prompt_is_pending_and_resume_all_judges_repairs_and_continues(relu_task, tmp_path):
+    from skillbase.run.batch import resume_all
+    from skillbase.run.pending import list_pending
+    from skillbase.run.session import start_generator_run
+
+    store = tmp_path / "store"
+    summary = start_generator_run(relu_task, Settings(agent="external", rounds=1, repairs=1), store_path=store,
+                                  gpu=False)
+    assert summary["status"] == "paused" and not relu_task.exists()
+    (first,) = list_pending(store)
+    assert (first.kind, first.key, first.skill) == ("generator", "g/a0", "generator")
+    assert "Write the FIRST CUDA version" in first.prompt_path.read_text()
+    first.candidate_path.parent.mkdir(parents=True, exist_ok=True)
+    first.candidate_path.write_text(fenced(KERNELS / "relu_broken.cu"))
+    outcome = resume_all(store)
+    assert [m.action for m in outcome.members] == ["judged"]
+    (repair,) = list_pending(store)
+    assert (repair.kind, repair.key) == ("debugger", "g/a1") and "undeclared_size" in repair.prompt_path.read_text()
+    assert not relu_task.exists()
+    repair.candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    (member,) = resume_all(store).members
+    assert member.reason.startswith("g/a1: unverified: compiled (no GPU: not timed); then ")
+    assert relu_task.read_text() == (KERNELS / "relu.cu").read_text()       # written once it passed
+    runs = RunStore.open(store)
+    try:                                                                     # and the loop ran from it
+        run = runs.get_run(first.run_id)
+        assert run.manifest["task_digest"] and run.manifest["from_reference"]
+        assert runs.step_result(run.id, "baseline")["status"] == "unverified"
+        assert set(runs.judged_sources(run.id)) >= {"g/a0", "g/a1"}
+    finally:
+        runs.close()
 
 
 def _cli(*args) -> subprocess.CompletedProcess:

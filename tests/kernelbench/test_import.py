@@ -11,12 +11,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pytest
 import torch
 from click.testing import CliRunner
 
 from skillbase.cli import cli
+from skillbase.documents import schema_path
 from skillbase.errors import InputError
 from skillbase.kernelbench.importer import find_problems, import_problems
 from skillbase.task import load_task
@@ -164,7 +166,8 @@ def test_cli_json_report_and_one_line_errors(tmp_path):
                                  "--problems", "3", "--out", str(tmp_path), "--json"])
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["kind"] == "kernelbench-import" and document["imported"] == 0 and document["rejected"] == 1
+    jsonschema.validate(document, json.loads(schema_path("kernelbench-import").read_text()))
+    assert document["imported"] == 0 and document["rejected"] == 1
     assert document["problems"][0]["reason"].startswith("forward returns a tuple")
     done = subprocess.run([sys.executable, "-m", "skillbase", "kernelbench", "import", str(tmp_path / "nothing")],
                           capture_output=True, text=True)
