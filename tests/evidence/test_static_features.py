@@ -142,7 +142,7 @@ def test_fp64_and_math(feats):
     assert act["math"]["float_divisions"] == 1 and act["math"]["int_div_mod"] == 1     # i % 7
     # not detected: integer division by a power of two (a shift) and no transcendental in a copy
     assert k(feats, "coalesced", "copy_scalar")["math"] == {"transcendental_calls": 0, "fast_intrinsics": 0,
-                                                            "float_divisions": 0, "int_div_mod": 0}
+                                                            "float_divisions": 0, "int_div_mod": 0, "exp_calls": 0}
 
 
 def test_launchers_with_constants(feats):
@@ -493,3 +493,15 @@ def test_setmaxnreg_is_seen():
     source = TMA_HELPERS + ('__global__ void kernel(float* C) { if (threadIdx.x >= 128) '
                             'asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n"); C[0] = 0; }\n')
     assert static_features(source)["kernels"]["kernel"]["pipeline"]["setmaxnreg"] is True
+
+
+def test_exponentials_are_counted_apart_from_other_math():
+    source = ("__global__ void softmax(float* y, const float* x, int n) {\n  float m = -1e30f, s = 0.f;\n"
+              "  for (int i = 0; i < n; i++) m = fmaxf(m, x[i]);\n"
+              "  for (int i = 0; i < n; i++) s += expf(x[i] - m);\n"
+              "  for (int i = 0; i < n; i++) y[i] = __expf(x[i] - m) / s;\n}\n"
+              "__global__ void norm(float* y, const float* x, float v) { y[threadIdx.x] = x[threadIdx.x] * rsqrtf(v) "
+              "+ logf(v) + sqrtf(v); }\n")
+    kernels = static_features(source)["kernels"]
+    assert kernels["softmax"]["math"]["exp_calls"] == 2
+    assert kernels["norm"]["math"]["exp_calls"] == 0 and kernels["norm"]["math"]["transcendental_calls"] >= 1

@@ -50,6 +50,9 @@ DOUBLE_MATH = {"sqrt", "exp", "exp2", "exp10", "expm1", "log", "log2", "log10", 
 FAST_INTRINSICS = {"__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__sinf", "__cosf", "__tanf", "__powf",
                    "__sincosf", "__fdividef", "__frcp_rn", "__fsqrt_rn", "__frsqrt_rn", "__fdiv_rn", "hexp", "h2exp",
                    "hsin", "h2sin", "hcos", "h2cos", "hlog", "h2log", "hrsqrt", "h2rsqrt", "rsqrtf", "__saturatef"}
+# exponentials: softmax, attention, GELU/SiLU (a square root or a log is not one)
+EXP_CALLS = {"expf", "exp2f", "exp10f", "expm1f", "exp", "exp2", "exp10", "expm1", "__expf", "__exp10f", "hexp",
+             "h2exp", "hexp2", "h2exp2"}
 LIBRARY_CALL = re.compile(r"^(cublas|cudnn|cufft|curand|cusparse|cusolver|nccl)[A-Z_]|^cuTensorMapEncode")
 LIBRARY_NAMESPACES = {"cub", "thrust", "cutlass", "cute", "cublasLt"}
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}

@@ -21,6 +21,7 @@ from skillbase.evidence.static.cuda_names import (
     CACHE_HINTS,
     DOUBLE_MATH,
     DOUBLE_TYPES,
+    EXP_CALLS,
     FAST_INTRINSICS,
     FENCES,
     FLOAT_TYPES,
@@ -218,7 +219,8 @@ class KernelFeatures:
         self._producer_arms: list[int] = []
         self.local: dict[str, dict[str, Any]] = {}
         self.fp64 = {"double_decls": 0, "double_literals": 0, "double_math_calls": 0}
-        self.math = {"transcendental_calls": 0, "fast_intrinsics": 0, "float_divisions": 0, "int_div_mod": 0}
+        self.math = {"transcendental_calls": 0, "fast_intrinsics": 0, "float_divisions": 0, "int_div_mod": 0,
+                     "exp_calls": 0}
         self.branches = {"thread_dependent": 0, "in_loops": 0}
         self.column_access = 0
         self.done: set[int] = set()   # store targets already counted, not to be counted as loads
@@ -772,6 +774,8 @@ class KernelFeatures:
         name = callee_name(full)
         args = node.child_by_field_name("arguments")
         arg_nodes = args.named_children if args is not None else []
+        if name in EXP_CALLS:
+            self.math["exp_calls"] += 1
         if ATOMICS.match(name):
             self._atomic(arg_nodes[0] if arg_nodes else None, loop_depth)
         elif name in SYNCTHREADS:
