@@ -56,3 +56,30 @@ def test_pytorch_eager_passes_as_the_tasks_torch_implementation(tasks, problem):
     folder = tasks[problem]
     result = _evaluate(folder / "torch.task.yaml", candidate=folder / "kb_task.py", time=True)
     assert result.status == "ok" and result.correct, f"{result.status}: {result.reason}\n{result.log[-2000:]}"
+
+
+@pytest.mark.gpu
+def test_the_generator_prompt_answered_wrong_then_right_starts_the_rounds_on_the_gpu(tmp_path):
+    from skillbase.run.pending import list_pending
+    from skillbase.run.session import resume_run, start_generator_run
+    from skillbase.run.store import RunStore
+    from skillbase.run.types import Settings
+
+    kernel = import_problems(FIXTURES / "level1" / "2_ReLU.py", tmp_path).problems[0].task_dir / "model.cu"
+    store = tmp_path / "store"
+    start_generator_run(kernel, Settings(agent="external", rounds=1, repairs=1), store_path=store, gpu=True)
+    (first,) = list_pending(store)
+    assert (first.kind, first.key) == ("generator", "g/a0")
+    resume_run(first.run, store_path=store, candidate=(KERNELS / "relu_wrong.cu").read_text())
+    (repair,) = list_pending(store)
+    assert (repair.kind, repair.key) == ("debugger", "g/a1") and not kernel.exists()
+    summary = resume_run(first.run, store_path=store, candidate=(KERNELS / "relu.cu").read_text())
+    assert kernel.read_text() == (KERNELS / "relu.cu").read_text()
+    runs = RunStore.open(store)
+    try:
+        assert runs.step_result(first.run_id, "g/a0/verdict")["status"] == "incorrect"
+        baseline = runs.step_result(first.run_id, "baseline")
+        assert baseline["status"] == "accepted" and baseline["runtime_us"] > 0, baseline
+    finally:
+        runs.close()
+    assert summary["baseline_us"] == baseline["runtime_us"]
