@@ -29,12 +29,17 @@ from skillbase.kernelbench.fit import MIN_SYMBOL_VALUE, Monomial, fit_dim, fit_f
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
           "int64": "i64", "int8": "i8", "uint8": "u8"}
 ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
+# Sizes are also checked this many steps below their defaults (every symbol is at least MIN_SYMBOL_VALUE).
+CHECK_STEP = 3
 # The real CPU checks run only when the irregular size holds at most this many elements in all.
 CPU_CHECK_ELEMENTS = 20_000_000
 REDUCTIONS = {"sum", "mean", "amax", "amin", "max", "min", "prod", "var", "std", "var_mean", "std_mean", "norm",
               "linalg_vector_norm", "_softmax", "_log_softmax", "logsumexp", "cumsum", "cumprod", "argmax",
               "argmin", "native_layer_norm", "native_batch_norm", "_native_batch_norm_legit",
-              "_native_batch_norm_legit_functional", "native_group_norm", "_weight_norm_interface"}
+              "_native_batch_norm_legit_functional", "native_group_norm", "_weight_norm_interface",
+              "avg_pool1d", "avg_pool2d", "avg_pool3d", "max_pool1d", "max_pool2d_with_indices",
+              "max_pool3d_with_indices", "adaptive_avg_pool1d", "_adaptive_avg_pool2d", "_adaptive_avg_pool3d",
+              "adaptive_max_pool2d", "adaptive_max_pool3d"}
 
 
 class Rejected(Exception):
@@ -91,12 +96,14 @@ def trace(module, torch, sizes: dict[str, int]) -> dict:
     for name, value in sizes.items():
         setattr(module, name, value)
     flops: list[int] = []
+    op_shapes: list[list[int]] = []     # each counted operator's output shape (a product form of its flops)
 
     class Count(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             kwargs = kwargs or {}
             out = func(*args, **kwargs)
             packet = func.overloadpacket
+            counted = len(flops)
             if packet in flop_registry:
                 flops.append(int(flop_registry[packet](*args, **kwargs, out_val=out)))
             elif torch.Tag.pointwise in func.tags:
@@ -105,6 +112,9 @@ def trace(module, torch, sizes: dict[str, int]) -> dict:
             elif packet.__name__ in REDUCTIONS:
                 tensor = next((a for a in args if isinstance(a, torch.Tensor)), None)
                 flops.append(int(tensor.numel()) if tensor is not None else 0)
+            if len(flops) > counted:
+                first = out[0] if isinstance(out, (tuple, list)) else out
+                op_shapes.append(list(first.shape) if isinstance(first, torch.Tensor) else [])
             return out
 
     try:
@@ -142,7 +152,7 @@ def trace(module, torch, sizes: dict[str, int]) -> dict:
     return {"inputs": [tensor_fact(x, torch) for x in inputs],
             "params": [[key, *tensor_fact(t, torch)] for key, t in state.items()],
             "buffers": [key for key, _ in model.named_buffers()],
-            "output": tensor_fact(out, torch), "flops": flops}
+            "output": tensor_fact(out, torch), "flops": flops, "op_shapes": op_shapes}
 
 
 def tensor_fact(t, torch) -> list:
@@ -180,18 +190,24 @@ def fit(module, torch, defaults: dict[str, int]) -> tuple[dict[str, int], dict, 
         notes += [f"{s} kept at {defaults[s]}: a dimension moves with it in a way no expression here fits"
                   for s in sorted(bad)]
     irregular = {s: irregular_value(defaults[s]) for s in kept}
+    # The fit saw one step per symbol; it must also predict every size changed at once, by one step
+    # (the irregular preset) and by three (which catches H//2 fitted as H - 16 from a single step).
+    checks: list[tuple[dict, dict]] = []
     while kept:
-        check = trace(module, torch, {**defaults, **irregular})
+        checks = [(sizes, trace(module, torch, sizes)) for sizes in
+                  ({**defaults, **irregular}, {**defaults, **{s: defaults[s] - CHECK_STEP for s in kept}})]
         for s, v in defaults.items():
             setattr(module, s, v)
-        sizes = {**defaults, **irregular}
-        if [[d.at(sizes) for d in shape] for shape in dims] == shapes_of(check):
+        if all([[d.at(sizes) for d in shape] for shape in dims] == shapes_of(seen) for sizes, seen in checks):
             break
         dropped = kept.pop()
         irregular.pop(dropped)
         notes.append(f"{dropped} kept at {defaults[dropped]}: the shapes with every size changed at once disagree")
         dims, _ = _fit_dims(base, perturbed, defaults, kept)
     flops = _fit_work(base, perturbed, defaults, kept)
+    if flops is not None and kept and any(flops[1](sizes) != sum(seen["flops"]) for sizes, seen in checks):
+        flops = None
+    flops = flops[0] if flops is not None else None
     return {s: defaults[s] for s in kept}, {"dims": [[d.text() for d in shape] for shape in dims],
                                              "flops": flops, "irregular": irregular}, notes
 
@@ -221,19 +237,64 @@ def _fit_dims(base, perturbed, defaults, kept):
     return dims, bad
 
 
-def _fit_work(base, perturbed, defaults, kept) -> str | None:
-    terms = []
+def _fit_work(base, perturbed, defaults, kept):
+    """(work.flops as text, a function of the sizes giving it), or None when an operator's count fits
+    neither a monomial of the sizes nor its output's element count times one (a convolution)."""
+    merged: dict[tuple, int] = {}
+    products: list[tuple[Monomial, list]] = []
     for i, f in enumerate(base["flops"]):
         moved = {s: (defaults[s], irregular_value(defaults[s]), perturbed[s]["flops"][i]) for s in kept}
         term = fit_flops(f, moved)
-        if term is None:
+        if term is not None:
+            merged[term.powers] = merged.get(term.powers, 0) + term.coef
+            continue
+        product = _fit_product(i, f, base, perturbed, defaults, kept)
+        if product is None:
             return None
-        if term.coef:
-            terms.append(term)
-    merged: dict[tuple, int] = {}
-    for term in terms:
-        merged[term.powers] = merged.get(term.powers, 0) + term.coef
-    return " + ".join(Monomial(c, p).text() for p, c in sorted(merged.items())) or "0"
+        products.append(product)
+    monomials = [Monomial(c, p) for p, c in sorted(merged.items()) if c]
+
+    def at(sizes: dict[str, int]) -> int:
+        total = sum(m.at(sizes) for m in monomials)
+        for ratio, dims in products:
+            value = ratio.at(sizes)
+            for d in dims:
+                value *= d.at(sizes)
+            total += value
+        return total
+
+    texts = [m.text() for m in monomials]
+    for ratio, dims in products:
+        factors = [] if ratio.text() == "1" else [ratio.text()]
+        factors += [d.text() if re.fullmatch(r"\w+", d.text()) else f"({d.text()})" for d in dims if d.text() != "1"]
+        texts.append("*".join(factors) or "1")
+    return " + ".join(texts) or "0", at
+
+
+def _fit_product(i, f, base, perturbed, defaults, kept):
+    """Operator i's flops as (a monomial) x (its output's dimensions, each fitted), or None."""
+    shape = base["op_shapes"][i]
+    dims = []
+    for k, d in enumerate(shape):
+        moved = {s: (defaults[s], irregular_value(defaults[s]), perturbed[s]["op_shapes"][i][k]) for s in kept
+                 if len(perturbed[s]["op_shapes"][i]) == len(shape)}
+        if len(moved) != len(kept):
+            return None
+        fitted = fit_dim(d, moved)
+        if fitted is None:
+            return None
+        dims.append(fitted)
+    numel = _numel(shape)
+    ratios = {}
+    for s in kept:
+        other = _numel(perturbed[s]["op_shapes"][i])
+        if not other or perturbed[s]["flops"][i] % other:
+            return None
+        ratios[s] = (defaults[s], irregular_value(defaults[s]), perturbed[s]["flops"][i] // other)
+    if not numel or f % numel:
+        return None
+    ratio = fit_flops(f // numel, ratios)
+    return (ratio, dims) if ratio is not None else None
 
 
 def cpu_checks(module, torch, sizes: dict[str, int], elements: int) -> str | None:
