@@ -44,6 +44,13 @@ def workspace(root: Path) -> Path:
     return root
 
 
+@functools.cache
+def originals(root: Path) -> dict[str, str]:
+    """The workspace's own files as first written: what no command may change (stores a command
+    creates in a new folder, e.g. `runs --store nowhere`, are its output, not the user's files)."""
+    return snapshot(workspace(root))
+
+
 FILES = ["ev.json", "nan.json", "bin.json", "report.ncu-rep", "cut.ncu-rep", "folder", "missing.json", "page.html"]
 NUMBERS = st.one_of(st.integers(-5, 20).map(str), st.sampled_from(["0", "-1", "9" * 40, "1e3", "nan", "", "x"]))
 WORDS = st.one_of(st.text(max_size=12), st.sampled_from(["(a+)+$", "[", "sgemm", "run_1", "run_" + "9" * 30,
@@ -86,10 +93,11 @@ def run_cli(argv: list[str]) -> int:
 @examples(150)
 @given(data=st.data())
 def test_command_lines_exit_cleanly_and_change_no_file(tmp_path_factory, data):
-    w = workspace(tmp_path_factory.getbasetemp() / "fuzz-cli-workspace")
+    root = tmp_path_factory.getbasetemp() / "fuzz-cli-workspace"
+    w = workspace(root)
     head, target, options = data.draw(commands(w))
     argv = [*head, target, *(part for option in options for part in option)]
-    before = snapshot(w)
+    before = originals(root)
     cwd = os.getcwd()
     out_dir = tmp_path_factory.mktemp("out")
     os.chdir(out_dir)   # `report` writes into the current folder by default
