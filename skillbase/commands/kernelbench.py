@@ -50,3 +50,37 @@ def import_(path: Path, level: int | None, problems: tuple[str, ...], out: Path,
         else:
             click.echo(f"skipped   {p.problem}: {p.reason}")
     click.echo(f"{len(report.imported)} imported, {len(report.rejected)} skipped; tasks in {report.out}")
+
+
+@kernelbench.command("score")
+@click.argument("tasks", nargs=-1, required=True, type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--kernel", "kernel_name", default="model.cu", show_default=True,
+              help="The kernel file to score in each task folder (e.g. a run's best.cu copied there).")
+@click.option("--no-compile", is_flag=True, help="Skip torch.compile (PyTorch eager only).")
+@json_option
+def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: bool) -> None:
+    """Time each imported task's kernel and PyTorch eager / torch.compile with the harness; KernelBench's
+    scores by level (speedup over eager, fast_p, geomean). Needs a GPU."""
+    from skillbase import ui
+    from skillbase.kernelbench.scoring import score_tasks
+
+    with ui.progress("timing KernelBench tasks") as bar:
+        report = score_tasks(list(tasks), kernel_name=kernel_name, compile=not no_compile, progress=bar.note)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=1))
+        return
+    document = report.to_json()
+
+    def us(value):
+        return f"{value:.1f}" if value is not None else "-"
+
+    for p in document["problems"]:
+        speedup = f"{p['speedup_vs_eager']:.2f}x" if p["speedup_vs_eager"] else "-"
+        tail = f"  ({p['reason']})" if p["reason"] else ""
+        click.echo(f"{p['problem']}: kernel {us(p['kernel_us'])} µs, eager {us(p['eager_us'])} µs, "
+                   f"compile {us(p['compile_us'])} µs, {speedup} over eager{tail}")
+    for level in document["levels"]:
+        fast = ", ".join(f"{k} {v:.0%}" for k, v in level["fast_p"].items())
+        geo = level["geomean_speedup_vs_eager"]
+        click.echo(f"level {level['level']}: {level['verified']}/{level['problems']} verified; {fast}; geomean "
+                   f"{f'{geo:.2f}x' if geo else '-'} over eager ({level['geomean_over']} problems)")

@@ -13,8 +13,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
-__all__ = ["ProblemResult", "LevelScore", "fast_p", "geomean", "score_levels", "FAST_P"]
+from skillbase.errors import InputError
+
+__all__ = ["ProblemResult", "LevelScore", "ScoreReport", "fast_p", "geomean", "score_levels", "score_tasks", "FAST_P"]
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -86,3 +89,63 @@ def score_levels(results: Sequence[ProblemResult], ps: Sequence[float] = FAST_P)
             fast={p: fast_p(mine, p) for p in ps}, geomean_speedup=geomean(speedups),
             geomean_vs_compile=geomean(r.speedup_vs_compile for r in mine), geomean_of=len(speedups)))
     return scores
+
+
+@dataclass(frozen=True)
+class ScoreReport:
+    """`skillbase kernelbench score`: each problem's times and the scores by level."""
+    results: list[ProblemResult]
+    reasons: dict[str, str]               # problem -> why its kernel did not verify (or was missing)
+
+    def to_json(self) -> dict:
+        from skillbase.documents import versioned
+
+        return versioned("kernelbench-score", {
+            "problems": [{"problem": r.problem, "level": r.level, "verified": r.verified, "kernel_us": r.kernel_us,
+                          "eager_us": r.eager_us, "compile_us": r.compile_us, "speedup_vs_eager": r.speedup,
+                          "speedup_vs_compile": r.speedup_vs_compile, "reason": self.reasons.get(r.problem)}
+                         for r in self.results],
+            "levels": [s.as_dict() for s in score_levels(self.results)]})
+
+
+def score_tasks(task_dirs: Sequence[Path], kernel_name: str = "model.cu", compile: bool = True,
+                progress=lambda message: None) -> ScoreReport:
+    """Time each imported task's kernel (`kernel_name` in its folder: the generator's model.cu, or a
+    run's best.cu copied there) and its PyTorch eager (and torch.compile) implementation with the
+    harness, each verified against the reference, and score them. Needs a GPU."""
+    import json
+
+    from skillbase.harness.runtime import Options, evaluate, require_gpu
+    from skillbase.harness.scratch import scratch_copy
+
+    require_gpu()
+    results, reasons = [], {}
+    for i, folder in enumerate(task_dirs, 1):
+        folder = Path(folder)
+        facts_path = folder / "problem.json"
+        if not facts_path.is_file():
+            raise InputError(f"{folder}: no problem.json: not an imported KernelBench task",
+                             hint="skillbase kernelbench import PATH --out DIR makes them")
+        facts = json.loads(facts_path.read_text())
+        problem, level = facts["problem"], int(facts.get("level") or 0)
+        progress(f"[{i}/{len(task_dirs)}] {problem}")
+        times = {}
+        for label, use_compile in (("eager", False), ("compile", True)):
+            if label == "compile" and not compile:
+                continue
+            done = evaluate(folder / "torch.task.yaml", candidate=folder / "kb_task.py",
+                            options=Options(torch_compile=use_compile))
+            times[label] = done.summary().candidate_us if done.status == "ok" else None
+        kernel = folder / kernel_name
+        verified, kernel_us = False, None
+        if not kernel.is_file():
+            reasons[problem] = f"no {kernel_name} in {folder}"
+        else:
+            # judged as the task's kernel in a scratch copy of the task: the user's files stay as they are
+            done = evaluate(scratch_copy(folder / "model.cu", kernel.read_text()))
+            verified = done.status == "ok" and bool(done.correct)
+            kernel_us = done.summary().candidate_us if verified else None
+            if not verified:
+                reasons[problem] = f"{done.status}: {done.reason}"
+        results.append(ProblemResult(problem, level, verified, kernel_us, times.get("eager"), times.get("compile")))
+    return ScoreReport(results, reasons)

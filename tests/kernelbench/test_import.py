@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import random
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -184,3 +185,12 @@ def test_an_out_folder_inside_path_is_not_read_as_problems(tmp_path):
     import_problems(tmp_path, tmp_path / "kb")
     again = import_problems(tmp_path, tmp_path / "kb", force=True)
     assert [p.problem for p in again.problems] == ["level1/2_ReLU.py"] and again.problems[0].imported
+
+
+def test_score_needs_a_gpu_and_says_so_in_one_line(tmp_path):
+    if shutil.which("nvidia-smi") and subprocess.run(["nvidia-smi", "-L"], capture_output=True).returncode == 0:
+        pytest.skip("this machine has a GPU: the GPU test scores for real")
+    import_problems(FIXTURES / "level1" / "2_ReLU.py", tmp_path)
+    done = subprocess.run([sys.executable, "-m", "skillbase", "kernelbench", "score", str(tmp_path / "level1_2_ReLU")],
+                          capture_output=True, text=True)
+    assert done.returncode == 3 and done.stderr.splitlines()[0] == "error: no NVIDIA GPU found (nvidia-smi lists none)"

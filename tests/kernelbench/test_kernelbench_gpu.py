@@ -83,3 +83,25 @@ def test_the_generator_prompt_answered_wrong_then_right_starts_the_rounds_on_the
     finally:
         runs.close()
     assert summary["baseline_us"] == baseline["runtime_us"]
+
+
+@pytest.mark.gpu
+def test_score_times_eager_compile_and_the_kernel_and_scores_by_level(tasks, tmp_path):
+    import json as json_module
+
+    import jsonschema
+    from click.testing import CliRunner
+
+    from skillbase.cli import cli
+    from skillbase.documents import schema_path
+
+    relu = tasks["level1/2_ReLU.py"]
+    shutil.copyfile(KERNELS / "relu.cu", relu / "best.cu")
+    result = CliRunner().invoke(cli, ["kernelbench", "score", str(relu), "--kernel", "best.cu", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json_module.loads(result.stdout)
+    jsonschema.validate(document, json_module.loads(schema_path("kernelbench-score").read_text()))
+    (problem,) = document["problems"]
+    assert problem["verified"] and problem["kernel_us"] > 0 and problem["eager_us"] > 0 and problem["compile_us"] > 0
+    assert problem["speedup_vs_eager"] == pytest.approx(problem["eager_us"] / problem["kernel_us"])
+    assert document["levels"][0]["fast_p"]["fast_0"] == 1.0
