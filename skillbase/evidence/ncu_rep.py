@@ -5,8 +5,10 @@ the CLI starts fast. A damaged file usually makes it raise, or load zero actions
 a name or metrics (each a one-line InputError here), but not always: the fuzz suite (issue 22) found
 7 changed bytes in the report's header that fail a CHECK in its protobuf reader, which aborts the
 whole process. So the report is read in a forked child (a few ms; a fresh interpreter would cost
-~0.3 s on every `advise`) that sends the launches back as JSON; a child that dies is a one-line
-InputError too.
+~0.3 s on every `advise`) that sends the launches back as JSON. A fork is only safe while this process
+runs one thread (a lock another thread held at the fork stays held in the child forever: an MCP
+server's worker threads, a notebook), so with more threads, or when a forked child dies, the report is
+read in a fresh interpreter instead; a reader that dies there too is a one-line InputError.
 """
 
 from __future__ import annotations
@@ -17,6 +19,9 @@ import json
 import math
 import os
 import signal
+import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +60,16 @@ def _read_launches(path: Path) -> list[Launch]:
 
 
 def _read_isolated(path: Path) -> list[Launch]:
-    """`_read_launches` in a forked child, so that an abort inside ncu_report ends the child only."""
+    """`_read_launches` where an abort inside ncu_report ends another process, not this one."""
+    if threading.active_count() > 1:
+        return _decode(path, *_read_in_fresh_interpreter(path))
+    data, died = _read_in_forked_child(path)
+    if not data:   # a damaged file, or a child that inherited a broken state: a clean process decides
+        data, died = _read_in_fresh_interpreter(path)
+    return _decode(path, data, died)
+
+
+def _read_in_forked_child(path: Path) -> tuple[bytes, str]:
     import ncu_report  # noqa: F401 - loaded once here, inherited by the child
 
     read_end, write_end = os.pipe()
@@ -66,22 +80,42 @@ def _read_isolated(path: Path) -> list[Launch]:
             null = os.open(os.devnull, os.O_WRONLY)
             os.dup2(null, 2)
             faulthandler.disable()   # an abort is expected here; the parent reports it in one line
-            try:
-                payload = {"launches": [dataclasses.asdict(launch) for launch in _read_launches(path)]}
-            except InputError as error:
-                payload = {"error": error.message, "hint": error.hint}
             with os.fdopen(write_end, "wb") as pipe:
-                pipe.write(json.dumps(payload).encode("utf-8"))
+                pipe.write(_payload(path))
         finally:
             os._exit(0)
     os.close(write_end)
     with os.fdopen(read_end, "rb") as pipe:
         data = pipe.read()
     _, status = os.waitpid(pid, 0)
+    how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
+           else f"exit {os.waitstatus_to_exitcode(status)}")
+    return data, how
+
+
+def _read_in_fresh_interpreter(path: Path) -> tuple[bytes, str]:
+    code = "import sys; from skillbase.evidence.ncu_rep import _payload; sys.stdout.buffer.write(_payload(sys.argv[1]))"
+    try:
+        done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, timeout=300)
+    except subprocess.TimeoutExpired:
+        return b"", "no answer in 300 s"
+    how = (f"signal {signal.Signals(-done.returncode).name}" if done.returncode < 0
+           else f"exit {done.returncode}")
+    return done.stdout, how
+
+
+def _payload(path: str | Path) -> bytes:
+    """The launches of the report at `path` (or the one-line error reading it gave) as JSON bytes."""
+    try:
+        payload = {"launches": [dataclasses.asdict(launch) for launch in _read_launches(Path(path))]}
+    except InputError as error:
+        payload = {"error": error.message, "hint": error.hint}
+    return json.dumps(payload).encode("utf-8")
+
+
+def _decode(path: Path, data: bytes, died: str) -> list[Launch]:
     if not data:
-        how = (f"signal {signal.Signals(os.WTERMSIG(status)).name}" if os.WIFSIGNALED(status)
-               else f"exit {os.waitstatus_to_exitcode(status)}")
-        raise InputError(f"{path}: corrupt Nsight Compute report (its reader died: {how})",
+        raise InputError(f"{path}: corrupt Nsight Compute report (its reader died: {died})",
                          hint="re-capture it with `ncu -o NAME ...`")
     payload = json.loads(data)
     if "error" in payload:
