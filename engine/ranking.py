@@ -1,9 +1,12 @@
 """Ranking proposals into candidates: deterministic, explainable, history-aware.
 
-Order: skills not yet tried on this kernel first, then skills the task constrains (a constrain rule
-fired: its tolerance forbids lower precision, it allows no library; the reason is kept), then skills
-tried before, then skills that failed (history is evidence: re-proposing what already failed wastes
-a round); within a group by the expected time saved, `score x sqrt(time_saved_fraction)` (desc,
+Order: skills not yet tried on this kernel first, together with skills that won before and whose rule
+fires again on the new profile (experts repeat a step that paid: more stages, more elements per thread,
+more warps per row; the easier part of its gain is taken, so its expected saving counts WON_AGAIN of
+itself), then skills the task constrains (a constrain rule fired: its tolerance forbids lower
+precision, it allows no library; the reason is kept), then skills tried before without a win, then
+skills that failed (history is evidence: re-proposing what already failed wastes a round); within a
+group by the expected time saved, `score x sqrt(time_saved_fraction)` (desc,
 `expected_saving`): a rule's `speedup:` estimate (ncu's word for it) is the share of the run a skill
 can save, 0..1, and its `score` is the prior confidence that the evidence means what the rule says,
 so a confident 5 % does not outrank a plausible 55 %. A candidate whose estimate could not be
@@ -20,7 +23,10 @@ from typing import Any
 
 from .trace import FocusRow
 
-DEMOTION = {None: 0, "task": 1, "tried": 2, "failed": 3}
+DEMOTION = {None: 0, "won": 0, "task": 1, "tried": 2, "failed": 3}
+# The share of its expected saving a skill that already won keeps when its rule fires again [P]; on the
+# dev set's tune half, 5 of 68 expert steps repeat a technique of an earlier step.
+WON_AGAIN = 0.8
 # The share of the run assumed for a candidate whose own estimate needs a missing value [P]: a
 # typical single-skill gain, below most computed estimates, so a measured estimate usually wins.
 UNKNOWN_SAVED = 0.1
@@ -42,13 +48,18 @@ class Candidate:
     because: str
     focus: list[FocusRow] = field(default_factory=list)
     rank: int = 0
-    demoted: str | None = None  # None | "task" | "tried" | "failed": what the task or history says here
+    demoted: str | None = None  # None | "won" | "task" | "tried" | "failed": what the task or history says here
     constraint: str | None = None  # why the task constrains it (a constrain rule's because)
     best_rule: str = ""
 
     @property
     def expected(self) -> float:
         return expected_saving(self.score, self.time_saved_fraction)
+
+    @property
+    def priority(self) -> float:
+        """What orders candidates within a group: the expected saving, discounted for a repeat of a win."""
+        return self.expected * (WON_AGAIN if self.demoted == "won" else 1.0)
 
     def to_json(self) -> dict[str, Any]:
         return {"rank": self.rank, "skill": self.skill, "score": self.score,
@@ -68,7 +79,8 @@ def _skill_of(item: Any) -> str | None:
 
 
 def history_status(history: Any) -> dict[str, str]:
-    """skill -> "failed" | "tried" from `evidence.history` (lists of ids or of {skill: …} records)."""
+    """skill -> "failed" | "won" | "tried" from `evidence.history` (lists of ids or of {skill: …}
+    records); a failure outweighs a win, a win outweighs a bare try."""
     if not isinstance(history, dict):
         return {}
     status: dict[str, str] = {}
@@ -76,12 +88,20 @@ def history_status(history: Any) -> dict[str, str]:
         for item in history.get(key) or []:
             skill = _skill_of(item)
             if skill:
-                status[skill] = "tried"
+                status[skill] = key
     for item in history.get("failed") or []:
         skill = _skill_of(item)
         if skill:
             status[skill] = "failed"
     return status
+
+
+def _demotion(history: str | None, constrained: bool) -> str | None:
+    """A skill the task constrains stays constrained even if it won before (the spec has not changed);
+    one tried or failed before ranks lower still."""
+    if constrained and history in (None, "won"):
+        return "task"
+    return history
 
 
 def _order(proposal: dict[str, Any]) -> tuple:
@@ -109,8 +129,8 @@ def rank(proposals: list[dict[str, Any]], history: Any = None,
                                     time_saved_fraction=best["time_saved_fraction"],
                                     rules=sorted({p["rule"] for p in group}), because=best["because"],
                                     focus=focus, best_rule=best["rule"], constraint=constraints.get(skill),
-                                    demoted=status.get(skill) or ("task" if skill in constraints else None)))
-    candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.expected, c.time_saved_fraction is None, -c.score, c.skill))
+                                    demoted=_demotion(status.get(skill), skill in constraints)))
+    candidates.sort(key=lambda c: (DEMOTION[c.demoted], -c.priority, c.time_saved_fraction is None, -c.score, c.skill))
     for index, candidate in enumerate(candidates, 1):
         candidate.rank = index
     return candidates

@@ -269,3 +269,26 @@ def test_evaluation_never_imports_rule_engine_from_cache(tmp_path):
     second = subprocess.run(args, capture_output=True, text=True, env=env, check=True)
     assert first.stdout.strip() == "True" and second.stdout.strip() == "False"
     assert Engine  # imported for the side effect of checking the package imports here too
+
+
+def test_a_skill_that_won_ranks_again_when_its_rule_fires_again():
+    # issue 15: experts repeat a step that paid (more stages, more elements per thread): a win is not
+    # demoted below the untried skills, it keeps WON_AGAIN of its expected saving; a try without a win is
+    from skillbase.engine.ranking import WON_AGAIN, rank
+
+    def proposals():
+        return [dict(skill="a.won", score=0.8, time_saved_fraction=0.36, rule="a", because="", focus=[]),
+                dict(skill="b.new", score=0.8, time_saved_fraction=0.25, rule="b", because="", focus=[]),
+                dict(skill="c.new", score=0.8, time_saved_fraction=0.16, rule="c", because="", focus=[])]
+
+    won = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": []})
+    # 0.8 x 0.6 x 0.8 = 0.384: below b.new's 0.4, above c.new's 0.32
+    assert WON_AGAIN == 0.8 and [c.skill for c in won] == ["b.new", "a.won", "c.new"]
+    assert won[1].demoted == "won" and won[0].demoted is None
+    tried = rank(proposals(), history={"tried": ["a.won"], "won": [], "failed": []})
+    assert [c.skill for c in tried] == ["b.new", "c.new", "a.won"] and tried[-1].demoted == "tried"
+    failed = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": ["a.won"]})
+    assert failed[-1].skill == "a.won" and failed[-1].demoted == "failed"
+    constrained = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": []},
+                       constraints={"a.won": "the task allows no library"})
+    assert constrained[-1].skill == "a.won" and constrained[-1].demoted == "task"
