@@ -7,6 +7,8 @@
 #   PLAN=suite bash tools/gpu_session.sh # the whole bench suite on every GPU (--gpus 0,1 on two), each step timed
 #   PLAN=restructure bash tools/gpu_session.sh  # GPU 0: the examples' saved profiles, the loop test, every gpu test
 #   PLAN=gputests bash tools/gpu_session.sh     # GPU 0: the loop test, then every other gpu test
+#   PLAN=session5 bash tools/gpu_session.sh     # GPU 0: session 5's checks (loop, MCP, alignment, CUPTI timing,
+#                                               #   vendor/torch references, batch round, fidelity), each time-limited
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -114,6 +116,16 @@ case $PLAN in
                  run_step 0 pytest-gpu-all "${PYTEST_LIMIT:-280}" python3 -m pytest -m gpu -q -rA --timeout 90 \
                    -p no:cacheprovider --ignore "$repo/tests/corpus/test_skill_examples.py" \
                    --ignore "$repo/tests/run/test_loop_gpu.py" "$repo/tests"; }
+            b() { :; } ;;
+  session5) a() { local P="python3 -m pytest -m gpu -q -rA -p no:cacheprovider"
+                 run_step 0 pytest-loop-gpu 110 $P --timeout 100 "$repo/tests/run/test_loop_gpu.py"
+                 run_step 0 pytest-mcp-gpu 70 $P --timeout 65 "$repo/tests/mcp/test_gpu.py"
+                 run_step 0 pytest-alignment-gpu 110 $P --timeout 100 "$repo/tests/harness/test_alignment.py"
+                 run_step 0 pytest-timing-gpu 100 $P --timeout 95 "$repo/tests/harness/test_timing_cupti.py" -k "not three_checks"
+                 run_step 0 pytest-references-gpu 100 bash -c "source $repo/bench/tools/cudnn_env.sh; $P --timeout 95 \
+                   $repo/tests/bench/test_references_gpu.py -k 'relu or spmv_csc or conv_2d or top_k or softmax_attention'"
+                 run_step 0 pytest-batch-gpu 170 $P --timeout 165 "$repo/tests/run/test_batch_gpu.py"
+                 run_step 0 fidelity 90 python3 "$repo/tools/measure/fidelity.py" --out /tmp/results/fidelity.md; }
             b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
