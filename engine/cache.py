@@ -98,7 +98,8 @@ def _usable_folder() -> bool:
     return True
 
 
-def read(key: str) -> Any:
+def read(key: str) -> dict[str, Any] | None:
+    """A cached engine's constructor arguments, or None (then the rules are parsed again)."""
     if not enabled():
         return None
     path = _path(key)
@@ -208,8 +209,8 @@ def _encode_engine(engine: Any) -> dict[str, Any]:
             "rules_dirs": _encode(engine.rules_dirs)}
 
 
-def _decode_engine(document: dict[str, Any]) -> Any:
-    from .evaluate import Engine
+def _decode_engine(document: dict[str, Any]) -> dict[str, Any]:
+    """The Engine's constructor arguments (the engine builds itself: this module does not import it)."""
     from .rules import Rule
     from .vocabulary import Entry, Thresholds, Vocabulary
 
@@ -224,5 +225,6 @@ def _decode_engine(document: dict[str, Any]) -> Any:
         raise TypeError("cached engine of the wrong shape")
     by_id = {rule.id: rule for rule in rules}
     vocabulary = Vocabulary(entries, _decode(vocab["derived_order"], types), _decode(vocab["files"], types))
-    return Engine(vocabulary, thresholds, rules, [by_id[i] for i in document["derive_order"]],
-                  document["digest"], _decode(document["rules_dirs"], types))
+    return {"vocabulary": vocabulary, "thresholds": thresholds, "rules": rules,
+            "derive_order": [by_id[i] for i in document["derive_order"]], "digest": document["digest"],
+            "rules_dirs": _decode(document["rules_dirs"], types)}

@@ -130,7 +130,8 @@ class Engine:
         if thresholds is not None and not thresholds_path.is_file():
             raise InputError(f"{thresholds_path}: thresholds file not found", "pass an existing file to --thresholds")
         digest = cache.digest(dirs, thresholds_path)
-        engine = cache.read(digest) if use_cache else None
+        cached = cache.read(digest) if use_cache else None
+        engine = cls(**cached) if cached is not None else None
         if engine is None:
             engine, problems = cls.build(dirs, thresholds_path, digest=digest)
             _refuse_errors(problems)

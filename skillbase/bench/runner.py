@@ -27,6 +27,7 @@ from skillbase.bench.suite import Implementation, discover, select
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.harness import env
 from skillbase.harness import jobs as gpu_jobs
+from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import JobResult
 
 __all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "HarnessExecutor", "LocalExecutor", "jobs_for", "measure",
@@ -294,7 +295,7 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
     jobs = jobs_for(impls, presets)
     cluster = None
     if executor is None and executor_kind != "local":
-        cluster = gpu_jobs.make_executor(executor_kind, address=address)
+        cluster = make_executor(executor_kind, address=address)
         if cluster.gpu_model is None:
             cluster.close()
             raise EnvironmentProblem("no node of the Ray cluster could name its GPU (nvidia-smi found none)",

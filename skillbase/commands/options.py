@@ -23,7 +23,7 @@ skills_dir_option = click.option(
 
 def executor_options(function):
     """`--executor local|ray` and `--address`: where a command's GPU jobs run."""
-    from skillbase.harness.jobs import EXECUTORS
+    from skillbase.harness.executors import EXECUTORS
 
     function = click.option(
         "--address", default=None,

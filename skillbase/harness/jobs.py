@@ -11,7 +11,7 @@ spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before anything initial
 jobs from a shared queue, so two jobs of one executor never run on one GPU at once (and the
 harness's per-GPU lock keeps other processes' work out of a timed phase). `RayExecutor`
 (`skillbase.harness.ray_executor`, the `ray` extra) is another implementation of the same protocol
-around the same `run_job`: `make_executor("ray", ...)` picks it. A job names the local `folders` it
+around the same `run_job`: `skillbase.harness.executors.make_executor` picks one. A job names the local `folders` it
 reads (shipped to a node that lacks them) and the `shared` paths it writes (a run store: they must be
 visible where it runs). `python -m skillbase.harness.jobs JOB.json RESULT.json` runs one job in a
 process of its own (what a Ray task starts, so a crash costs that job and not the Ray worker).
@@ -33,12 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from skillbase.errors import InputError
-
-__all__ = ["EXECUTORS", "NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "folders_of",
-           "make_executor", "run_job"]
-
-EXECUTORS = ("local", "ray")     # --executor
+__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "folders_of", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -92,22 +87,6 @@ class Executor(Protocol):
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         """Run every job, call `on_result` with each result as it arrives, return them all in job order."""
         ...
-
-
-def make_executor(kind: str = "local", gpu_ids: Sequence[str] = (), deadline: float | None = None,
-                  address: str | None = None):
-    """The executor `--executor` names: `local` (this host's `gpu_ids`) or `ray` (the cluster at
-    `address`, default a Ray instance started on this host; connected and its nodes checked now,
-    before any work). Call its `close()` when done."""
-    if kind == "local":
-        if address:
-            raise InputError("--address names a Ray cluster", hint="add --executor ray")
-        return LocalExecutor(gpu_ids, deadline)
-    if kind == "ray":
-        from skillbase.harness.ray_executor import RayExecutor
-
-        return RayExecutor(address, deadline)
-    raise InputError(f"unknown executor {kind!r}", hint=f"one of: {', '.join(EXECUTORS)}")
 
 
 def _attempt(index: int, job: Job, device: str | None) -> JobResult:

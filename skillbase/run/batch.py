@@ -34,7 +34,8 @@ from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.harness import env
-from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult, make_executor
+from skillbase.harness.executors import make_executor
+from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import resume_run, start_run
