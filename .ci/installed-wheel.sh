@@ -71,7 +71,8 @@ skillbase init mine.cu
 test -f mine.task.yaml
 
 say "word search needs no extra; a missing optional extra is one line naming it, never a traceback"
-skillbase skills search "shared memory tiling" | grep -q "mem.smem_tiling"
+skillbase skills search "shared memory tiling" > words.out 2>&1 || { cat words.out; exit 1; }
+grep -q "mem.smem_tiling" words.out || { cat words.out; echo "word search did not find mem.smem_tiling"; exit 1; }
 set +e
 skillbase skills search --semantic "shared memory tiling" > search.out 2>&1; code=$?
 set -e
