@@ -17,7 +17,8 @@ from skillbase.errors import ERROR_SCHEMA_VERSION
 DOCUMENTS: dict[str, int] = {
     "advise": 1, "explain": 1, "runs": 1, "run-summary": 1, "check": 1, "profile": 1, "init": 1, "report": 1,
     "evidence": 1, "bench-list": 1, "bench-run": 1, "bench-report": 1, "skills-list": 1, "skills-show": 1,
-    "skills-validate": 1, "skills-new": 1, "skills-verify": 1, "rules-list": 1, "rules-show": 1, "rules-test": 1,
+    "skills-validate": 1, "skills-new": 1, "skills-search": 1, "skills-verify": 1, "rules-list": 1, "rules-show": 1,
+    "rules-test": 1,
     "rules-validate": 1, "rules-new": 1, "calibrate": 1, "config": 1, "lint": 1, "doctor": 1, "examples-list": 1,
     "examples-copy": 1, "error": ERROR_SCHEMA_VERSION,
     "pending": 1, "batch": 1, "bench-optimize-report": 1, "store-pack": 1, "kernelbench-import": 1,

