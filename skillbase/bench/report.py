@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as _dt
 import html
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from skillbase.bench.plots import roofline_share_svg, speedup_svg
@@ -25,11 +26,12 @@ from skillbase.bench.results import (
     scores,
     speedup_against,
 )
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.ui import html_page, html_table, markdown_table
 
-__all__ = ["DETAIL_HEADER", "REFERENCE_HEADER", "SUMMARY_HEADER", "detail_rows", "number", "reference_rows",
-           "render_html", "render_markdown", "save_results", "summary_rows"]
+__all__ = ["DETAIL_HEADER", "REFERENCE_HEADER", "SUMMARY_HEADER", "StoredScores", "detail_rows", "number",
+           "reference_rows", "render_html", "render_markdown", "save_results", "summary_rows"]
 
 SUMMARY_HEADER = ["impl", "dtype", "tasks", "verified", "weighted speedup", "geomean", "fast_1", "fast_1.5",
                   "launch-bound", "L2-resident", "DRAM-bound", "% of roofline"]
@@ -163,6 +165,20 @@ def render_html(meta: dict, results: list[SizeResult], reference: str = "baselin
                      + (f"<h2>Vendor libraries and PyTorch</h2>{html_table(REFERENCE_HEADER, references)}"
                         if references else "")
                      + f"<h2>Per size</h2>{html_table(DETAIL_HEADER, detail_rows(results, gpu))}")
+
+
+@dataclass(frozen=True)
+class StoredScores:
+    """The scores of each GPU's stored results (`bench report`), their speedups against `reference`."""
+
+    stored: dict[str, tuple[dict, list[SizeResult]]]    # gpu slug -> (metadata, results): `load_stored`
+    reference: str = "baseline"
+
+    def to_json(self) -> dict:
+        """`bench report --json`: the document `bench-report`, the scores of each GPU by its slug."""
+        gpus = {slug: scores(against(results, self.reference)[0], gpu=gpu_slug(meta["gpu"]))
+                for slug, (meta, results) in self.stored.items()}
+        return versioned("bench-report", {"gpus": gpus})
 
 
 def html_targets(html_path: Path, slugs: list[str], force: bool = False) -> dict[str, Path]:

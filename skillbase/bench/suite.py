@@ -16,9 +16,10 @@ from pathlib import Path
 from skillbase import config
 from skillbase.datafile.problems import suggestions
 from skillbase.datafile.yamldoc import load_yaml
+from skillbase.documents import versioned
 from skillbase.errors import InputError
 
-__all__ = ["DTYPES", "KINDS", "REFERENCES", "Implementation", "Operator", "bench_dir", "discover", "select"]
+__all__ = ["DTYPES", "KINDS", "REFERENCES", "Implementation", "Operator", "Suite", "bench_dir", "discover", "select"]
 
 DTYPES = ("fp32", "bf16")
 KINDS = ("baseline", "vendor", "best", "torch", "torch_compile")
@@ -64,6 +65,21 @@ class Operator:
                 "bf16_reason": self.bf16_reason, "no_vendor": self.no_vendor,
                 "implementations": [{"name": i.name, "kind": i.kind, "dtype": i.dtype, "library": i.library,
                                      "path": str(i.cu_path)} for i in self.implementations]}
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The operators of one suite folder (`bench list`)."""
+
+    operators: list[Operator]
+
+    @property
+    def implementation_count(self) -> int:
+        return sum(len(o.implementations) for o in self.operators)
+
+    def to_json(self) -> dict:
+        """`bench list --json`: the document `bench-list`."""
+        return versioned("bench-list", {"operators": [o.to_dict() for o in self.operators]})
 
 
 def _read_yaml(path: Path) -> dict:

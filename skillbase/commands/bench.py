@@ -16,7 +16,6 @@ from skillbase.bench import report as bench_report
 from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
 from skillbase.commands.options import executor_options, json_option, refuse_gpus_on_ray, store_option
-from skillbase.documents import versioned
 from skillbase.run.types import AGENTS, Settings
 
 suite_option = click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -36,17 +35,15 @@ def bench() -> None:
 @suite_option
 def list_(as_json: bool, root: Path | None) -> None:
     """List operators, their category and implementations."""
-    ops = suite.discover(root)
+    listed = suite.Suite(suite.discover(root))
     if as_json:
-        click.echo(json.dumps(versioned("bench-list", {"operators": [o.to_dict() for o in ops]}), indent=1,
-                              default=str))
+        click.echo(json.dumps(listed.to_json(), indent=1))
         return
-    width = max(len(o.name) for o in ops)
-    for o in ops:
+    width = max(len(o.name) for o in listed.operators)
+    for o in listed.operators:
         impls = ", ".join(i.name for i in o.implementations)
         click.echo(f"{o.name:<{width}}  {o.category:<11}  {impls}")
-    n_impl = sum(len(o.implementations) for o in ops)
-    click.echo(f"{len(ops)} operators, {n_impl} implementations")
+    click.echo(f"{len(listed.operators)} operators, {listed.implementation_count} implementations")
 
 
 def _split(value: str | None) -> list[str]:
@@ -172,15 +169,10 @@ def report(gpu, html_path, reference, results_root, as_json, force) -> None:
     """Print the scores of stored results as Markdown (and write HTML)."""
     stored = bench_results.load_stored(results_root, gpu)
     targets = bench_report.html_targets(html_path, list(stored), force) if html_path else {}
-    out = {}
     for slug, (meta, results) in stored.items():
-        if as_json:
-            restated = bench_results.against(results, reference)[0]
-            out[slug] = bench_results.scores(restated, gpu=bench_results.gpu_slug(meta["gpu"]))
-        else:
+        if not as_json:
             click.echo(bench_report.render_markdown(meta, results, reference))
         if html_path:
-            target = targets[slug]
-            target.write_text(bench_report.render_html(meta, results, reference))
+            targets[slug].write_text(bench_report.render_html(meta, results, reference))
     if as_json:
-        click.echo(json.dumps(versioned("bench-report", {"gpus": out}), indent=1))
+        click.echo(json.dumps(bench_report.StoredScores(stored, reference).to_json(), indent=1))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from skillbase.bench import report, runner, suite
@@ -61,6 +62,30 @@ def test_report_markdown_html_and_json(tmp_path):
     assert "how close each size runs to the roofline" in page
     data = json.loads(CliRunner().invoke(command.bench, ["report", "--results", str(tmp_path), "--json"]).output)
     assert data["gpus"]["nvidia-h200"]["fast_p"]["1"] == 0.5
+
+
+def test_stored_scores_restate_the_speedups_against_the_chosen_reference():
+    # At xs the baseline takes 4 us and the vendor 2 us (each timed with the baseline: speedup 2.0);
+    # ours takes 1 us in an evaluation whose baseline took 3 us (speedup 3.0): 1.5x the vendor.
+    results = [lib.SizeResult("relu", "fp32", "vendor_fp32", "xs", "verified", 1.0, 8192.0, 2.0, 4.0),
+               lib.SizeResult("relu", "fp32", "best_fp32", "xs", "verified", 1.0, 8192.0, 1.0, 3.0)]
+    stored = {"nvidia-h200": ({"gpu": "NVIDIA H200"}, results)}
+    by_baseline = report.StoredScores(stored).to_json()
+    by_vendor = report.StoredScores(stored, "vendor").to_json()
+    assert by_baseline["schema_version"] == by_vendor["schema_version"] == 1
+    assert by_baseline["gpus"]["nvidia-h200"]["tasks"] == 2           # the vendor's own result counts
+    assert by_vendor["gpus"]["nvidia-h200"]["tasks"] == 1             # ... but not against itself
+    assert by_vendor["gpus"]["nvidia-h200"]["geomean_speedup"] == pytest.approx(1.5)
+
+
+def test_the_suite_lists_each_operator_with_its_implementations():
+    listed = suite.Suite(suite.discover())
+    document = listed.to_json()
+    assert document["schema_version"] == 1
+    assert len(document["operators"]) == len(listed.operators) and listed.implementation_count == sum(
+        len(o["implementations"]) for o in document["operators"])
+    relu = next(o for o in document["operators"] if o["name"] == "relu")
+    assert {"fp32", "bf16"} <= {i["name"] for i in relu["implementations"]}
 
 
 def test_report_without_results_says_how_to_get_them(tmp_path):
