@@ -23,6 +23,13 @@ toolkit libraries (`LINKABLE`): `-l<name>` for each, after the source. They are 
 key. When a toolkit lacks a library's files (e.g. the headers and libraries come from pip's nvidia-*
 wheels), `$SKILLBASE_VENDOR_INCLUDE` and `$SKILLBASE_VENDOR_LIB` (path lists) add `-I` and `-L` plus
 an rpath for builds that link a library; they are in the key too.
+
+Architecture: `task_arch` is what the task spec's `arch:` asks for (e.g. `sm_90a`, the only target
+that holds wgmma and setmaxnreg); it wins over the device's arch, and an explicit `arch` must have
+its compute capability. An arch-specific target (`sm_XXa`, `sm_XXf`) is built with
+`-gencode=arch=compute_XXa,code=sm_XXa`: nvcc 13's plain `-arch=sm_90a` also emits compute_90 PTX,
+which cannot hold those instructions. A build that will be loaded (not compile-only) is refused,
+before nvcc runs, when the GPU here cannot run its target (`runs_on`).
 """
 
 from __future__ import annotations
@@ -43,7 +50,8 @@ from skillbase.harness import env
 from skillbase.harness.static_check import banned_identifier
 from skillbase.task.spec import LINKABLE
 
-__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags",
+__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags", "runs_on",
+           "target_arch", "require_device_for",
            "ALLOWED_FLAG_PREFIXES", "link_flags", "first_error", "check_extra_flags"]
 
 DEFAULT_ARCH = "sm_90"   # the H200 the project targets; used when no GPU can be asked
@@ -98,6 +106,55 @@ def normalize_arch(arch: str) -> str:
     if match := re.fullmatch(r"(\d+)\.(\d)", text):
         return f"sm_{match.group(1)}{match.group(2)}"
     raise InputError(f"arch '{arch}' is not a CUDA architecture", hint="use e.g. sm_90 (H100/H200), sm_80 (A100)")
+
+
+def compute_capability(arch: str) -> tuple[int, int]:
+    """'sm_90a' -> (9, 0); 'sm_121f' -> (12, 1)."""
+    digits = re.sub(r"\D", "", normalize_arch(arch))
+    return int(digits[:-1]), int(digits[-1])
+
+
+def runs_on(arch: str, compute_cap: str) -> bool:
+    """Whether code built for `arch` runs on a device of `compute_cap` ('9.0'): an arch-specific
+    target (sm_90a) only on exactly its CC, a family target (sm_100f) on its major at the same or a
+    later minor, a plain one (sm_90, which embeds PTX) on its CC and later."""
+    target = compute_capability(arch)
+    device = compute_capability(compute_cap)
+    suffix = normalize_arch(arch)[-1]
+    if suffix == "a":
+        return device == target
+    if suffix == "f":
+        return device[0] == target[0] and device[1] >= target[1]
+    return device >= target
+
+
+def target_arch(arch: str | None = None, task_arch: str | None = None) -> str:
+    """The arch a build targets: the task's (`arch:`), refined by an explicit `arch` of the same compute
+    capability (sm_90 asked, sm_90a needed: sm_90a); else the explicit one; else the GPU's; else sm_90."""
+    requested = normalize_arch(arch) if arch else None
+    if task_arch:
+        required = normalize_arch(task_arch)
+        if requested is None or required.startswith(requested):
+            return required
+        if requested.startswith(required):
+            return requested
+        raise InputError(f"arch {requested} was asked for but the task needs {required}",
+                         hint=f"drop --arch, or pass --arch {required}")
+    return requested or env.gpu_arch() or DEFAULT_ARCH
+
+
+def require_device_for(arch: str) -> None:
+    """Refuse, in one line, to build loadable code for `arch` on a GPU that cannot run it (no GPU: fine)."""
+    here = env.first_gpu()
+    if here is None or not re.fullmatch(r"\d+\.\d", here.compute_cap):
+        return
+    if not runs_on(arch, here.compute_cap):
+        major, minor = compute_capability(arch)
+        needs = {"a": f"exactly compute capability {major}.{minor}",
+                 "f": f"compute capability {major}.{minor} or a later {major}.x"}
+        needs = needs.get(arch[-1], f"compute capability {major}.{minor} or later")
+        raise EnvironmentProblem(f"{arch} code needs a GPU of {needs}; this {here.name} is {here.compute_cap}",
+                                 hint="run it on such a GPU, or build compile-only (no GPU needed)")
 
 
 def check_extra_flags(flags) -> tuple[str, ...]:
@@ -173,7 +230,10 @@ def _env_paths(variable: str) -> list[str]:
 
 def base_flags(arch: str, compile_only: bool) -> list[str]:
     kind = ["-c"] if compile_only else ["-shared", "-Xcompiler", "-fPIC"]
-    return kind + ["-O3", "-lineinfo", "-Xptxas", "-v", f"-arch={arch}"]
+    target = arch[len("sm_"):]
+    # Arch-specific SASS only: `-arch=sm_90a` would add compute_90 PTX, where wgmma/setmaxnreg fail to assemble.
+    code = [f"-gencode=arch=compute_{target},code={arch}"] if arch[-1] in "af" else [f"-arch={arch}"]
+    return kind + ["-O3", "-lineinfo", "-Xptxas", "-v"] + code
 
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
@@ -235,17 +295,21 @@ PROBE_VERSION = "last-error-probe:v1"
 
 
 def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_flags=(),
-          cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S, link=()) -> BuildResult:
-    """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc.
+          cache_dir: str | Path | None = None, timeout_s: int = BUILD_TIMEOUT_S, link=(),
+          task_arch: str | None = None) -> BuildResult:
+    """Compile `cu_path` (cached). Raises BuildError on compile errors, EnvironmentProblem without nvcc
+    or, for a loadable build, on a GPU that cannot run the target.
 
-    `link`: CUDA toolkit libraries to link (the task spec's `link:`), e.g. ("cublas",)."""
+    `link`: CUDA toolkit libraries to link (the task spec's `link:`), e.g. ("cublas",).
+    `task_arch`: the architecture the task spec's `arch:` requires (see `target_arch`)."""
     source = Path(cu_path)
     if not source.is_file():
         raise InputError(f"{source}: no such file")
+    chosen = target_arch(arch, task_arch)
+    if not compile_only:
+        require_device_for(chosen)   # before nvcc: a library this GPU cannot load is refused in one line
     nvcc = env.nvcc_path()
     version = env.nvcc_version_text(nvcc)
-    # Explicit arch wins; else the GPU's; else sm_90, which is what CI (no GPU) compiles for.
-    chosen = normalize_arch(arch) if arch else (env.gpu_arch() or DEFAULT_ARCH)
     includes, libs = link_flags(link)
     flags = base_flags(chosen, compile_only) + list(check_extra_flags(extra_flags)) + includes
     key = _cache_key(source, (flags + libs) if compile_only else flags + libs + [PROBE_VERSION], version)

@@ -107,7 +107,7 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     sizes = spec.sizes_for(preset)
     say(f"building {cu_path.name}")
     try:
-        built = build(cu_path, extra_flags=tuple(extra_flags), link=spec.link)
+        built = build(cu_path, extra_flags=tuple(extra_flags), link=spec.link, task_arch=spec.arch)
     except BuildError as error:
         raise InputError(f"cannot profile {cu_path.name}: it does not build: {error.message}") from None
     folder = Path(out) if out is not None else _default_folder(cu_path, built.key)

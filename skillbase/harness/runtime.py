@@ -351,7 +351,7 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
                                  "compile": options.torch_compile}
     else:
         say(f"building {candidate_path.name}")
-        built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link)
+        built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link, task_arch=spec.arch)
         if built is None:
             return result
         entry = {"library": str(built), "source": str(candidate_path), "hooks": dict(spec.hooks)}
@@ -361,7 +361,8 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
     job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
     if baseline is not None and options.time:
         say(f"building the baseline {Path(baseline).name}")
-        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult(), link=base_spec.link)
+        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult(), link=base_spec.link,
+                          task_arch=base_spec.arch or spec.arch)
         if base_lib is None:
             raise InputError(f"{baseline}: the baseline does not build", hint="run `skillbase check` on it first")
         job["baseline"] = {"library": str(base_lib), "hooks": dict(base_spec.hooks)}
@@ -399,11 +400,11 @@ def same_signature(spec, other) -> None:
                          "a baseline or reference must be called exactly like the task's kernel")
 
 
-def _build(path: Path, flags, arch, result: CheckResult, link=()) -> Path | None:
+def _build(path: Path, flags, arch, result: CheckResult, link=(), task_arch: str | None = None) -> Path | None:
     from skillbase.harness.build import BuildError, build
 
     try:
-        built = build(path, arch=arch, extra_flags=tuple(flags), link=tuple(link))
+        built = build(path, arch=arch, extra_flags=tuple(flags), link=tuple(link), task_arch=task_arch)
     except BuildError as error:
         result.log = error.log
         result.fail("build-failed", error.message)
@@ -426,14 +427,15 @@ def _reference(spec, candidate_path: Path, task_kernel: Path, options: Options, 
             ref_spec = load_task(own)       # its link and hooks apply to it
             same_signature(spec, ref_spec)
         say(f"building the reference {path.name}")
-        library = _build(path, (), options.arch, CheckResult(), link=ref_spec.link if ref_spec else ())
+        library = _build(path, (), options.arch, CheckResult(), link=ref_spec.link if ref_spec else (),
+                         task_arch=(ref_spec.arch if ref_spec else None) or spec.arch)
         if library is None:
             raise InputError(f"{spec.path}: reference.cuda: {ref['cuda']} does not build")
         return {"kind": "cuda", "library": str(library), "hooks": dict(ref_spec.hooks) if ref_spec else {}}
     if candidate_path == task_kernel:
         return {"kind": "self"}
     say(f"building the reference {task_kernel.name}")
-    library = _build(task_kernel, (), options.arch, CheckResult(), link=spec.link)
+    library = _build(task_kernel, (), options.arch, CheckResult(), link=spec.link, task_arch=spec.arch)
     if library is None:
         raise InputError(f"{task_kernel}: the task's own kernel (the reference) does not build",
                          hint=f"fix it first: skillbase check {task_kernel}")

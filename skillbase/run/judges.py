@@ -41,9 +41,10 @@ class CompileOnlyJudge:
     """
 
     def __init__(self, task_path: Path, arch: str = "sm_90", allow: tuple[str, ...] = (),
-                 hooks: tuple[str, ...] = (), link: tuple[str, ...] = ()):
+                 hooks: tuple[str, ...] = (), link: tuple[str, ...] = (), task_arch: str | None = None):
         self.task_path = task_path
         self.arch = arch
+        self.task_arch = task_arch   # the spec's arch: (sm_90a refines the default sm_90)
         self.allow = allow
         self.hooks = hooks      # the spec's setup/teardown functions (the static check exempts their bodies)
         self.link = link
@@ -55,7 +56,7 @@ class CompileOnlyJudge:
             return Verdict(status=Status.REJECTED_STATIC, reason=f"line {first.line}: {first.rule}: {first.rationale}")
         path = scratch_copy(self.task_path, source)
         try:
-            build(path, arch=self.arch, compile_only=True, extra_flags=flags, link=self.link)
+            build(path, arch=self.arch, compile_only=True, extra_flags=flags, link=self.link, task_arch=self.task_arch)
         except BuildError as error:
             return Verdict(status=Status.BUILD_FAILED, reason=error.message, details=error.log or error.message)
         return None

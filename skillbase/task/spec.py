@@ -31,7 +31,7 @@ from skillbase.task.dtypes import DTYPES, c_type_dtypes
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
-           "CUDA_MALLOC_ALIGN", "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE", "LINKABLE", "ROLES"]
+           "ARCHS", "CUDA_MALLOC_ALIGN", "DEFAULT_TOLERANCES", "IRREGULAR_MULTIPLE", "LINKABLE", "ROLES"]
 
 # Default tolerances, per output dtype. An element passes when
 #     |out - ref| <= atol_scale * max|ref| + rtol * |ref|
@@ -77,6 +77,14 @@ ROLES = ("in", "out", "inout", "scratch")
 
 # CUDA toolkit libraries a task may link (`link:`). Calling one still needs `allow:` (static check).
 LINKABLE = ("cublas", "cublasLt", "cusparse", "cufft", "curand", "cusolver", "cudnn")
+
+# Architectures a task may require (`arch:`), as nvcc 13 names them. A plain `sm_XX` runs on compute
+# capability XX and later (the build embeds PTX); `sm_XXa` holds the instructions only that chip has
+# (sm_90a: wgmma, setmaxnreg, TMA multicast) and runs on exactly CC XX; `sm_XXf` on the family (same
+# major, minor at least XX's). The harness builds the task, its candidates and references for it.
+ARCHS = ("sm_75", "sm_80", "sm_86", "sm_87", "sm_88", "sm_89", "sm_90", "sm_90a",
+         "sm_100", "sm_100a", "sm_100f", "sm_103", "sm_103a", "sm_103f", "sm_110", "sm_110a", "sm_110f",
+         "sm_120", "sm_120a", "sm_120f", "sm_121", "sm_121a", "sm_121f")
 
 
 @dataclass(frozen=True)
@@ -174,6 +182,7 @@ class TaskSpec:
     hooks: dict[str, str] = field(default_factory=dict)   # {"setup": name, "teardown": name}
     raw: dict = field(default_factory=dict, repr=False)
     align: int = CUDA_MALLOC_ALIGN                        # bytes every array pointer is aligned to
+    arch: str | None = None                               # the architecture the kernel needs (ARCHS), if any
 
     # -- lookup -----------------------------------------------------------------------------
     def arg(self, name: str) -> ArgSpec:
@@ -583,7 +592,7 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
                     symbols=symbols, presets=presets, scored=scored, irregular=irregular, sweep=sweep,
                     tolerance=tolerance, work_flops=work_flops, work_bytes=work_bytes,
                     allow=allow, reference=reference,
-                    link=tuple(data.get("link") or ()), hooks=hooks, raw=data, align=align)
+                    link=tuple(data.get("link") or ()), hooks=hooks, raw=data, align=align, arch=data.get("arch"))
 
     # Every preset must resolve: positive shapes, integral dimensions, scalars in range.
     for name in list(presets) + ["irregular"]:
@@ -680,6 +689,10 @@ def _schema_check(data: dict, spec_path: Path) -> None:
                    f"(allowed: {', '.join(LINKABLE)})")
         if isinstance(error.instance, str):
             hint = _did_you_mean(error.instance, LINKABLE)
+    elif error.validator == "enum" and tuple(error.absolute_path) == ("arch",):
+        message = f"{error.instance!r} is not a CUDA architecture nvcc builds for (e.g. sm_90, sm_90a, sm_100a)"
+        if isinstance(error.instance, str):
+            hint = _did_you_mean(error.instance.lower(), ARCHS)   # sm_90A means sm_90a, not sm_90
     elif error.validator == "enum":
         message = f"{error.instance!r} is not one of {', '.join(map(str, error.validator_value))}"
         if isinstance(error.instance, str):
