@@ -119,15 +119,17 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
     `skillbase resume --all` judges the candidates written for them."""
+    from skillbase import ui
     from skillbase.commands.pending import print_batch_outcome
     from skillbase.run.batch import start_batch
 
     refuse_gpus_on_ray(executor_kind, gpus)
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
-    outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
-                          candidates=candidates, suite=root, gpus=_split(gpus), time_limit_s=time_limit_s,
-                          executor_kind=executor_kind, address=address,
-                          progress=None if as_json else lambda line: click.echo(line, err=True))
+    # a bar with counts and an ETA on a terminal, one line per run when piped
+    with ui.progress(f"bench optimize ({agent})") as bar:
+        outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
+                              candidates=candidates, suite=root, gpus=_split(gpus), time_limit_s=time_limit_s,
+                              executor_kind=executor_kind, address=address, progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 
 

@@ -98,10 +98,12 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
         from skillbase.run.batch import resume_all
 
         refuse_gpus_on_ray(executor_kind, gpus)
-        outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
-                             gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()], time_limit_s=time_limit_s,
-                             executor_kind=executor_kind, address=address,
-                             progress=None if as_json else lambda line: click.echo(line, err=True))
+        # a bar with counts and an ETA on a terminal, one line per run when piped
+        with ui.progress("resume --all") as bar:
+            outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
+                                 gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+                                 time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
+                                 progress=None if as_json else bar.step)
         print_batch_outcome(outcome, as_json)
         return
     if run_ref is None:

@@ -81,14 +81,16 @@ class BatchOutcome:
 def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32", preset: str | None = None,
                 gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
                 gpus: Sequence[str] = (), executor: Executor | None = None,
-                progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
+                progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
                 executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
     """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
 
     The selection and the preset are checked before anything is recorded; `candidates` is where
     the batch's candidates are expected (default `<store>/batches/batch_N/candidates`). After
     `time_limit_s` no further run starts (`resume_all` starts the rest). `executor_kind="ray"` runs
-    the runs on the Ray cluster at `address` (connected and checked before anything is recorded)."""
+    the runs on the Ray cluster at `address` (connected and checked before anything is recorded).
+    `progress(done, total, line)` hears the number of runs before the first starts (done 0, no line)
+    and each run as it pauses or ends (what it did)."""
     if not settings.engine and settings.agent == "none":
         raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                          hint="use --agent external or --agent openai with --no-engine")
@@ -158,7 +160,7 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
                gpus: Sequence[str] = (), executor: Executor | None = None,
-               progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
+               progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
                executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
     """Judge every paused run's candidate present, continue killed runs, start missing members.
 
@@ -166,7 +168,8 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
     `batch` limits the work to one batch. Runs without a usable candidate stay paused, each with
     its reason (also shown by `skillbase pending`). After `time_limit_s` no further job starts: the
     runs not reached stay as they were (`deferred`), and the next call takes them up. `executor_kind`
-    and `address` as for `start_batch` (a batch started with either executor resumes with either)."""
+    and `address` as for `start_batch` (a batch started with either executor resumes with either);
+    `progress` as for `start_batch`, over the jobs run (runs judged, continued or started)."""
     store = RunStore.open(store_path)
     made = None
     try:
@@ -272,7 +275,7 @@ def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Executor,
-              progress: Callable[[str], None] | None) -> BatchOutcome:
+              progress: Callable[[int, int, str], None] | None) -> BatchOutcome:
     outcome = BatchOutcome(batch)
     total = len(jobs)
 
@@ -286,8 +289,10 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
             member = MemberOutcome(value["run"], value["action"], value["reason"], value["status"], value["run"])
         outcome.members.append(member)
         if progress is not None:
-            progress(f"[{len(outcome.members)}/{total}] {member.label}: {member.action} -- {member.reason}")
+            progress(len(outcome.members), total, f"{member.label}: {member.action} -- {member.reason}")
 
+    if progress is not None and jobs:
+        progress(0, total, "")      # the count before the first run ends (a run takes minutes)
     executor.run(jobs, arrived)
     outcome.pending = pending_in(store, parse_batch_ref(batch) if batch else None)
     return outcome

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
 import re
+from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from skillbase import ui
@@ -46,3 +49,60 @@ def test_the_eta_is_the_mean_pace_times_what_is_left(monkeypatch):
     bar = ui.Progress("x", _console(terminal=False)[0])         # started at t=100
     assert bar.eta(2, 5) == "1m30s"                                # 60 s for 2 -> 90 s for the 3 left
     assert bar.eta(0, 5) is None and bar.eta(5, 5) is None
+
+
+# ---- the long commands that use it: bench optimize and resume --all --------------------------------
+
+def _batch_cli(*argv: str):
+    from click.testing import CliRunner
+
+    from skillbase.cli import cli
+
+    result = CliRunner().invoke(cli, list(argv), catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def _pending(store) -> dict[str, dict]:
+    document = json.loads(_batch_cli("pending", "--store", str(store), "--json").stdout)
+    return {p["operator"]: p for p in document["prompts"]}
+
+
+@pytest.fixture
+def batch_store(tmp_path, monkeypatch):
+    """Where a compile-only batch of two operators of the shipped suite lands."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    return tmp_path / "store"
+
+
+OPTIMIZE = ("bench", "optimize", "--agent", "external", "--no-engine", "--no-gpu", "--ops", "relu,gelu",
+            "--rounds", "1", "--repairs", "0")
+
+
+@pytest.mark.nvcc
+def test_bench_optimize_and_resume_all_log_one_counted_line_per_run_when_piped(batch_store):
+    from skillbase.bench.suite import bench_dir
+
+    started = _batch_cli(*OPTIMIZE, "--store", str(batch_store))
+    runs = re.findall(r"^\[(\d)/2(?:, ~\d+s left)?\] (run_\d+): started -- ", started.stderr, re.MULTILINE)
+    assert [done for done, _ in runs] == ["1", "2"], started.stderr      # counted in the order they paused
+    assert started.stderr.splitlines()[1].startswith("[2/2] ")          # nothing left after the last one
+    assert "━" not in started.stderr and "\x1b" not in started.stderr
+
+    relu = _pending(batch_store)["relu"]
+    Path(relu["candidate"]).write_text("// a candidate\n" + (bench_dir() / "ops" / "relu" / "fp32.cu").read_text())
+    judged = _batch_cli("resume", "--all", "--store", str(batch_store))
+    assert re.search(rf"^\[1/1\] {relu['run']}: judged -- ", judged.stderr, re.MULTILINE), judged.stderr
+    # with --json, stderr stays free of progress: stdout is the batch document
+    again = _batch_cli("resume", "--all", "--store", str(batch_store), "--json")
+    assert again.stderr == "" and json.loads(again.stdout)["schema_version"] == 1
+
+
+@pytest.mark.nvcc
+def test_bench_optimize_on_a_terminal_draws_a_bar_with_the_run_count(batch_store, monkeypatch):
+    terminal, out = _console(terminal=True)
+    monkeypatch.setattr(ui, "console", lambda **options: terminal)
+    _batch_cli(*OPTIMIZE, "--store", str(batch_store))
+    text = out.getvalue()
+    assert "bench optimize (external)" in text and "2/2" in text and "━" in text and "eta" in text
+    assert len(re.findall(r"run_\d+: started -- ", text)) == 2 and "[1/2" not in text

@@ -20,12 +20,16 @@ pytestmark = [pytest.mark.gpu, pytest.mark.nvcc]
 OPS = ("matrix_mul", "softmax")
 
 
+def log(done: int, total: int, line: str) -> None:
+    print(f"[{done}/{total}] {line}")
+
+
 @pytest.mark.timeout(600)   # two baselines timed and profiled (ncu), two candidates verified and timed
 def test_one_round_of_a_batch_is_profiled_judged_and_timed_on_the_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
     store_path = tmp_path / "store"
     started = start_batch(Settings(rounds=2, repairs=0, agent="external"), ops=OPS, preset="m", gpu=True,
-                          store_path=store_path, progress=print)
+                          store_path=store_path, progress=log)
     assert [m.action for m in started.members] == ["started", "started"], started.to_json()
     store = RunStore.open(store_path)
     for member in started.members:
@@ -39,7 +43,7 @@ def test_one_round_of_a_batch_is_profiled_judged_and_timed_on_the_gpu(tmp_path, 
         prompt.candidate_path.write_text(f"// the baseline, resubmitted\n{source}")
         prompt.meta_path.write_text(json.dumps({"model": "gpu test", "wall_s": 1.0, "reply_tokens": 10}))
 
-    outcome = resume_all(store_path, progress=print)
+    outcome = resume_all(store_path, progress=log)
     assert {m.action for m in outcome.members} == {"judged"}, outcome.to_json()
     for prompt in waiting:
         verdict = store.step_result(prompt.run_id, "r0/v0/a0/verdict")
