@@ -86,8 +86,8 @@ def list_pending(store_path=None, batch: str | int | None = None) -> list[Pendin
 
 
 def pending(store_path=None, batch: str | int | None = None) -> Pending:
-    """`list_pending` with the store it read."""
-    store = RunStore.open(store_path)
+    """`list_pending` with the store it read (read-only: nothing is written)."""
+    store = RunStore.open(store_path, read_only=True)
     try:
         return Pending(store.location, pending_in(store, batch))
     finally:

@@ -8,10 +8,13 @@ and `report` read only from here and never re-run anything.
 
 Every SQL statement of skillbase lives here, behind one error boundary (`_Guarded`): a database
 error or a JSON column that does not parse becomes one line (`store damaged: …` with how to recover,
-or the disk being full, or the store read-only), never a traceback. Read commands open an existing
-store read-only (`RunStore.open(..., read_only=True)`). A database that is missing or empty beside
-an artifact folder of earlier runs is refused rather than started over (run ids would restart at
-run_1 and the history would be lost). `claim` is the owner lock `resume` honours.
+or the disk being full, or the store read-only), never a traceback. Read commands (runs, explain,
+report, pending) open the store with `RunStore.open(..., read_only=True)` and never write: an existing
+database is opened read-only; where none exists nothing is created (a path given with --store or
+$SKILLBASE_STORE is "no run store at PATH", the default location not made yet reads as an empty
+store). A database that is missing or empty beside an artifact folder of earlier runs is refused
+rather than started over (run ids would restart at run_1 and the history would be lost).
+`claim` is the owner lock `resume` honours.
 
 Location (`skillbase.config.store_location`), first match wins: an explicit path (`--store`),
 `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store
@@ -34,7 +37,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from skillbase.config import store_location
+from skillbase.config import data_root, store_location
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.run.artifacts import ArtifactStore
 from skillbase.run.types import Outcome, RunStatus
@@ -346,11 +349,56 @@ class RunStore:
 
     @classmethod
     def open(cls, location: Path | str | None = None, read_only: bool = False) -> RunStore:
-        """The store at `location` (see store_location). `read_only` (runs, explain, report) opens an
-        existing database without writing to it; with no database yet it is created as usual."""
+        """The store at `location` (see store_location). `read_only` (runs, explain, report, pending)
+        writes nothing on disk: an existing database is opened read-only; where there is none, a location
+        given explicitly (--store, $SKILLBASE_STORE: likely a typo) is an error, and the default location
+        not made yet reads as an empty store."""
         store = cls(store_location(location))
-        store._connect(read_only=read_only and store.db_path.is_file())
+        if read_only:
+            store._open_for_reading()
+        else:
+            store._connect()
         return store
+
+    def _open_for_reading(self) -> None:
+        self._refuse_lost_database()
+        if self._holds_database():
+            self._connect(read_only=True)
+        elif self.location.resolve() == data_root().resolve():
+            self._connect_empty()
+        else:
+            raise InputError(f"no run store at {self.location.absolute()}",
+                             hint=f"check the path given with --store or $SKILLBASE_STORE; without either the store "
+                                  f"is {data_root()}; `skillbase optimize` creates a store on its first run")
+
+    def _holds_database(self) -> bool:
+        """Whether a database is there (a non-empty file, or a WAL not yet checkpointed into one)."""
+        wal = self.db_path.with_name(self.db_path.name + "-wal")
+        try:
+            return self.db_path.stat().st_size > 0 or (wal.exists() and wal.stat().st_size > 0)
+        except (FileNotFoundError, NotADirectoryError):
+            return False
+        except OSError:
+            return True   # there but unreadable: the connection reports it
+
+    def _connect_empty(self) -> None:
+        # The default store before the first run: an empty schema in memory, so reads answer "no runs
+        # yet" / "no run run_N" through the same code, and nothing is created on disk.
+        raw = sqlite3.connect(":memory:", isolation_level=None)
+        raw.row_factory = sqlite3.Row
+        raw.executescript(_SCHEMA + ";" + _BATCH_SCHEMA)
+        raw.execute("INSERT INTO meta(key, value) VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+        self._db, self.read_only = _Guarded(raw, self.db_path), True
+
+    def _read_only_uri(self) -> str:
+        uri = f"file:{quote(str(self.db_path.resolve()))}?mode=ro"
+        # mode=ro still needs the WAL index (-shm) beside the database, which SQLite creates there: in a
+        # folder we may not write, with no -wal (no writer, nothing pending), the file is read as
+        # immutable instead. Only then: immutable ignores a writer's pending WAL pages and later changes.
+        wal = self.db_path.with_name(self.db_path.name + "-wal")
+        if not os.access(self.location, os.W_OK) and not wal.exists():
+            uri += "&immutable=1"
+        return uri
 
     # -- connection and schema ---------------------------------------------------------------
 
@@ -364,8 +412,7 @@ class RunStore:
         self._refuse_lost_database()
         try:
             if read_only:
-                raw = sqlite3.connect(f"file:{quote(str(self.db_path.resolve()))}?mode=ro", uri=True, timeout=30,
-                                      isolation_level=None)
+                raw = sqlite3.connect(self._read_only_uri(), uri=True, timeout=30, isolation_level=None)
             else:
                 raw = sqlite3.connect(self.db_path, timeout=30, isolation_level=None)
         except sqlite3.DatabaseError as error:
@@ -378,6 +425,10 @@ class RunStore:
                 db.execute("PRAGMA synchronous=NORMAL")
             db.execute("PRAGMA foreign_keys=ON")
             version = self._schema_version(db)
+            if version is None and read_only:
+                raise InputError(f"{self.db_path} is not a skillbase run store (it has no schema version)",
+                                 hint="point --store / SKILLBASE_STORE at a folder written by `skillbase optimize`; "
+                                      "nothing was changed")
         except SkillbaseError:
             raw.close()
             raise
@@ -618,36 +669,42 @@ class RunStore:
 
     # -- batches (`bench optimize`): runs of one suite advanced together ---------------------
 
-    def _ensure_batch_tables(self) -> None:
-        # Made on first use, so a store written before batches existed gains them without a migration.
+    def _batch_tables(self) -> bool:
+        """Whether the batch tables are there. A writer makes them on first use, so a store written
+        before batches existed gains them without a migration; read-only, a store without them has none."""
+        if self.read_only:
+            found = self.db.execute("SELECT COUNT(*) FROM sqlite_master WHERE type='table' "
+                                    "AND name IN ('batches', 'batch_runs')").fetchone()[0]
+            return found == 2
         for statement in _BATCH_SCHEMA.split(";"):
             if statement.strip():
                 self.db.execute(statement)
+        return True
 
     def create_batch(self, settings: dict) -> int:
         """A new batch with its settings (agent, rounds, dtype, engine on/off, the candidates folder)."""
-        self._ensure_batch_tables()
+        self._batch_tables()
         with self.transaction() as tx:
             cursor = tx.execute("INSERT INTO batches(created_at, settings_json) VALUES (?,?)",
                                 (time.time(), _dumps(settings)))
         return int(cursor.lastrowid)
 
     def set_batch_settings(self, batch_id: int, settings: dict) -> None:
-        self._ensure_batch_tables()
+        self._batch_tables()
         with self.transaction() as tx:
             tx.execute("UPDATE batches SET settings_json=? WHERE id=?", (_dumps(settings), batch_id))
 
     def add_batch_run(self, batch_id: int, run_id: int, operator: str, dtype: str) -> None:
-        self._ensure_batch_tables()
+        self._batch_tables()
         with self.transaction() as tx:
             tx.execute("INSERT OR REPLACE INTO batch_runs(run_id, batch_id, operator, dtype) VALUES (?,?,?,?)",
                        (run_id, batch_id, operator, dtype))
             tx.event(run_id, "batch", {"batch": batch_name(batch_id), "operator": operator, "dtype": dtype})
 
     def get_batch(self, ref: str | int) -> BatchRow:
-        self._ensure_batch_tables()
         batch_id = parse_batch_ref(ref)
-        row = self.db.execute("SELECT * FROM batches WHERE id=?", (batch_id,)).fetchone()
+        row = (self.db.execute("SELECT * FROM batches WHERE id=?", (batch_id,)).fetchone()
+               if self._batch_tables() else None)
         if row is None:
             raise InputError(f"no batch {batch_name(batch_id)} in the store at {self.location}",
                              hint="`skillbase pending` names the batches of paused runs; --store picks another store")
@@ -656,7 +713,8 @@ class RunStore:
                                              dict))
 
     def list_batches(self) -> list[BatchRow]:
-        self._ensure_batch_tables()
+        if not self._batch_tables():
+            return []
         return [BatchRow(id=row["id"], created_at=row["created_at"],
                          settings=column_json(row["settings_json"], self.db_path, f"batch_{row['id']}'s settings",
                                               dict))
@@ -664,7 +722,8 @@ class RunStore:
 
     def batch_members(self, batch_id: int | None = None) -> list[BatchMember]:
         """The runs of one batch (every batch when None), in the order they were started."""
-        self._ensure_batch_tables()
+        if not self._batch_tables():
+            return []
         sql = "SELECT * FROM batch_runs"
         args: tuple = ()
         if batch_id is not None:
@@ -697,7 +756,7 @@ class RunStore:
     def relocate(self, moves: list[tuple[str, str]]) -> None:
         """Rewrite absolute paths recorded in the store (task paths, manifests, batch settings) from
         one folder prefix to another: a store unpacked on another machine finds its tasks there."""
-        self._ensure_batch_tables()
+        self._batch_tables()
         with self.transaction() as tx:
             for old, new in moves:
                 if old == new:
