@@ -108,6 +108,26 @@ def test_a_hopper_gpu_builds_the_loadable_library(hopper_only, tmp_path, monkeyp
     assert built.library.is_file() and "-gencode=arch=compute_90a,code=sm_90a" in built.command
 
 
+@pytest.mark.nvcc
+def test_check_refuses_the_sm90a_task_on_another_gpu_in_one_line_before_building(tmp_path, monkeypatch, capsys):
+    """`skillbase check` on a GPU machine (an A100 here, CuPy assumed present): the static check passes,
+    then the first build is refused before nvcc runs; exit 3 (environment), one line, no traceback."""
+    from skillbase.cli import main
+
+    fake_gpu(tmp_path, monkeypatch, "NVIDIA A100-SXM4-80GB", "8.0")
+    monkeypatch.setattr("skillbase.harness.runtime.require_gpu", lambda: None)
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    with pytest.raises(SystemExit) as exit_info:
+        main(["check", str(SM90A_TASK)])
+    err = capsys.readouterr().err
+    assert exit_info.value.code == 3, err
+    assert err.splitlines()[0] == ("error: sm_90a code needs a GPU of exactly compute capability 9.0; "
+                                   "this NVIDIA A100-SXM4-80GB is 8.0")
+    assert "Traceback" not in err
+    builds = tmp_path / "cache" / "build"
+    assert not builds.exists() or not any(builds.iterdir()), "nothing was built"
+
+
 def test_an_explicit_arch_of_another_chip_conflicts_with_the_task():
     with pytest.raises(InputError) as caught:
         target_arch("sm_80", "sm_90a")
