@@ -71,12 +71,14 @@ def work_dir(skill_id: str) -> Path:
 def prebuild(folders: list[tuple[str, Path]], jobs: int, say: Callable[[str], None] = lambda m: None) -> None:
     """Build every staged before/after in parallel first: nvcc dominates, the GPU work is serial."""
     from skillbase.harness.build import build
+    from skillbase.task import load_task
 
     paths = [p for skill_id, folder in folders for p in _stage(folder, work_dir(skill_id))]
 
     def one(path: Path) -> None:
         try:
-            build(path)
+            spec = load_task(path, check_launcher=False)   # the build the harness makes: its link and arch
+            build(path, link=spec.link, task_arch=spec.arch)
         except SkillbaseError:
             pass   # reported with its reason when the example is verified
 

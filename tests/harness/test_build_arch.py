@@ -128,6 +128,24 @@ def test_check_refuses_the_sm90a_task_on_another_gpu_in_one_line_before_building
     assert not builds.exists() or not any(builds.iterdir()), "nothing was built"
 
 
+@pytest.mark.nvcc
+def test_skills_verify_prebuilds_examples_for_their_task_arch(tmp_path, monkeypatch):
+    """`skills verify` warms the build cache in parallel; an sm_90a example must be built as the harness
+    will build it (with -gencode for sm_90a), or the warm-up is a failed sm_90 build."""
+    from skillbase.corpus.verify import prebuild, work_dir
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    example = tmp_path / "examples"
+    example.mkdir()
+    for name in ("before", "after"):
+        (example / f"{name}.cu").write_text(SM90A_TASK.read_text())
+    (example / "task.yaml").write_text(SM90A_TASK.with_name("scale.task.yaml").read_text())
+    prebuild([("hop.test_only", example)], jobs=1)
+    staged = work_dir("hop.test_only") / "after.cu"
+    again = build(staged, task_arch="sm_90a")
+    assert again.cached and "-gencode=arch=compute_90a,code=sm_90a" in again.command
+
+
 def test_an_explicit_arch_of_another_chip_conflicts_with_the_task():
     with pytest.raises(InputError) as caught:
         target_arch("sm_80", "sm_90a")
