@@ -49,8 +49,8 @@ def work(tmp_path_factory):
     report = root / "naive_sgemm" / "naive_sgemm.h200.ncu-rep"
     store = root / "store"
     for agent in ("none", "external"):
-        invoke("optimize", str(kernel), "--no-gpu", "--agent", agent, "--rounds", "1", "--report", str(report),
-               "--store", str(store), "--json")
+        validate("run-summary", invoke("optimize", str(kernel), "--no-gpu", "--agent", agent, "--rounds", "1",
+                                       "--report", str(report), "--store", str(store), "--json"))
     return root, kernel, store
 
 
@@ -147,10 +147,21 @@ def test_every_json_option_prints_a_known_document():
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
                "bench optimize", "bench optimize-report", "store pack", "store unpack",
                "kernelbench import", "kernelbench score", "skills search"}
-    # kernelbench score is validated on the GPU: tests/kernelbench/test_kernelbench_gpu.py
+    # validated elsewhere: kernelbench score on the GPU (tests/kernelbench/test_kernelbench_gpu.py), bench optimize
+    # (the batch document, tests/run/test_batch.py); check, profile, bench run, skills verify: the GPU test below
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])
                  if any(p.name == "as_json" for p in command.params)}
     assert with_json - covered == set()
+
+
+def test_store_unpack_prints_the_store_pack_document_of_what_it_unpacked(work):
+    root, _, store = work
+    trip = root / "unpack-trip.tar.gz"
+    packed = invoke("store", "pack", str(trip), "--store", str(store), "--force", "--json")
+    unpacked = invoke("store", "unpack", str(trip), "--store", str(root / "unpacked"), "--json")
+    validate("store-pack", unpacked)
+    assert (unpacked["runs"], unpacked["files"]) == (packed["runs"], packed["files"]) == (2, packed["files"])
+    assert unpacked["store"] == str(root / "unpacked")
 
 
 @pytest.mark.parametrize("method", ["lexical", "semantic"])
