@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from skillbase.commands.options import json_option
+from skillbase.commands.options import executor_options, json_option, refuse_gpus_on_ray, store_option
 
 
 @click.group("kernelbench")
@@ -84,3 +84,66 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
         geo = level["geomean_speedup_vs_eager"]
         click.echo(f"level {level['level']}: {level['verified']}/{level['problems']} verified; {fast}; geomean "
                    f"{f'{geo:.2f}x' if geo else '-'} over eager ({level['geomean_over']} problems)")
+
+
+@kernelbench.command("optimize")
+@click.argument("tasks_dir", type=click.Path(file_okay=False, exists=True, path_type=Path))
+@click.option("--agent", type=click.Choice(["external", "openai"]), required=True,
+              help="Who writes each first kernel and applies the skills: external (a coder answers each prompt; "
+                   "`pending`, `resume --all`) or openai (the configured endpoint).")
+@click.option("--problems", "problems", multiple=True,
+              help="Only these tasks: folder (level1_2_ReLU), problem (level1/2_ReLU.py) or level1/2; repeatable.")
+@click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True,
+              help="Skill rounds per run after its first kernel.")
+@click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
+              help="At most this many debugger repairs per attempt (the first kernel's included).")
+@click.option("--model", default=None, help="Model name for --agent openai.")
+@click.option("--no-gpu", is_flag=True, help="Compile-only runs (nothing verified or timed, no PyTorch baselines).")
+@click.option("--no-compile", is_flag=True, help="Time PyTorch eager only (no torch.compile baseline).")
+@click.option("--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")
+@click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
+              help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")
+@executor_options
+@store_option
+@json_option
+def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int, repairs: int, model: str | None,
+             no_gpu: bool, no_compile: bool, candidates: Path | None, gpus: str | None, time_limit_s: float | None,
+             executor_kind: str, address: str | None, store_path, as_json: bool) -> None:
+    """One batch of generator runs, one per imported task in TASKS_DIR (`kernelbench import --out`).
+
+    Each run's coder writes the task's first kernel from the PyTorch reference, then the skill rounds
+    optimize it. With --agent external each run waits at a `generator` prompt: `skillbase pending` lists
+    them, `skillbase resume --all` judges the candidates. `skillbase kernelbench report` scores the batch."""
+    from skillbase import ui
+    from skillbase.commands.pending import print_batch_outcome
+    from skillbase.run.batch import start_kernelbench_batch
+    from skillbase.run.types import Settings
+
+    refuse_gpus_on_ray(executor_kind, gpus)
+    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model)
+    with ui.progress(f"kernelbench optimize ({agent})") as bar:
+        outcome = start_kernelbench_batch(
+            settings, tasks_dir, problems, gpu=not no_gpu, compile=not no_compile, store_path=store_path,
+            candidates=candidates, gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+            time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
+            progress=None if as_json else bar.step)
+    print_batch_outcome(outcome, as_json)
+
+
+@kernelbench.command("report")
+@click.argument("batches", nargs=-1)
+@store_option
+@json_option
+def report(batches: tuple[str, ...], store_path, as_json: bool) -> None:
+    """KernelBench's scores of a `kernelbench optimize` batch (default: the latest): per problem the
+    verified speedup over PyTorch eager and torch.compile, per level fast_p and the geomean."""
+    from skillbase.run.kernelbench_report import kernelbench_report
+
+    done = kernelbench_report(store_path, batches)
+    if as_json:
+        click.echo(json.dumps(done.to_json(), indent=1))
+        return
+    for line in done.lines():
+        click.echo(line)

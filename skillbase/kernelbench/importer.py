@@ -21,7 +21,8 @@ from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.kernelbench.task_files import LAUNCHER, arg_names, kb_task_source, task_yaml
 
-__all__ = ["ImportReport", "ProblemImport", "find_problems", "import_problems", "PROBE_TIMEOUT_S"]
+__all__ = ["ImportReport", "ImportedTask", "ProblemImport", "find_problems", "import_problems", "imported_tasks",
+           "PROBE_TIMEOUT_S"]
 
 PROBE_TIMEOUT_S = 120.0
 ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
@@ -194,3 +195,48 @@ def _summary(file: Path) -> str:
     match = re.search(r'class Model\b[^:]*:\s*(?:"""|\'\'\')\s*(.+)', file.read_text())
     text = match.group(1).strip() if match else file.stem.split("_", 1)[-1].replace("_", " ")
     return text.rstrip('"\' ')[:160]
+
+
+@dataclass(frozen=True)
+class ImportedTask:
+    """One task folder an import wrote: its problem (`level1/2_ReLU.py`), level and the kernel it needs."""
+    folder: Path
+    problem: str
+    level: int
+
+    @property
+    def kernel(self) -> Path:
+        return self.folder / "model.cu"
+
+
+def imported_tasks(root: Path, problems: tuple[str, ...] = ()) -> list[ImportedTask]:
+    """The task folders under `root` (what `kernelbench import --out root` wrote), in level and problem
+    order; `problems` picks by folder name (`level1_2_ReLU`), problem (`level1/2_ReLU.py`), file name
+    (`2_ReLU`) or `level1/2` (level and number)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise InputError(f"{root}: no such folder", hint="skillbase kernelbench import PATH --out DIR writes the tasks")
+    found = []
+    for facts_path in sorted(root.glob("*/problem.json")):
+        try:
+            facts = json.loads(facts_path.read_text())
+        except (OSError, ValueError):
+            raise InputError(f"{facts_path}: not JSON", hint="import the problem again with --force") from None
+        if (facts_path.parent / "model.task.yaml").is_file():
+            found.append(ImportedTask(facts_path.parent, facts["problem"], int(facts.get("level") or 0)))
+    if not found:
+        raise InputError(f"{root}: no imported KernelBench task (a folder with problem.json and model.task.yaml)",
+                         hint="skillbase kernelbench import PATH --out DIR writes them")
+    found.sort(key=lambda t: (t.level, _number(Path(t.problem)), t.problem))
+    if not problems:
+        return found
+
+    def names(task: ImportedTask) -> set[str]:
+        stem = Path(task.problem).stem
+        return {task.folder.name, task.problem, stem, f"level{task.level}/{stem.split('_')[0]}"}
+
+    missing = [p for p in problems if not any(p in names(t) for t in found)]
+    if missing:
+        raise InputError(f"{root}: no imported task {', '.join(missing)}",
+                         hint="name a task by folder (level1_2_ReLU), problem (level1/2_ReLU.py) or level1/2")
+    return [t for t in found if names(t) & set(problems)]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from skillbase.errors import InputError
 
-__all__ = ["ProblemResult", "LevelScore", "ScoreReport", "fast_p", "geomean", "score_levels", "score_tasks", "FAST_P"]
+__all__ = ["ProblemResult", "LevelScore", "ScoreReport", "fast_p", "geomean", "score_levels", "score_tasks",
+           "time_pytorch", "FAST_P"]
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
 
@@ -115,7 +116,7 @@ def score_tasks(task_dirs: Sequence[Path], kernel_name: str = "model.cu", compil
     harness, each verified against the reference, and score them. Needs a GPU."""
     import json
 
-    from skillbase.harness.runtime import Options, evaluate, require_gpu
+    from skillbase.harness.runtime import evaluate, require_gpu
     from skillbase.harness.scratch import scratch_copy
 
     require_gpu()
@@ -129,13 +130,7 @@ def score_tasks(task_dirs: Sequence[Path], kernel_name: str = "model.cu", compil
         facts = json.loads(facts_path.read_text())
         problem, level = facts["problem"], int(facts.get("level") or 0)
         progress(f"[{i}/{len(task_dirs)}] {problem}")
-        times = {}
-        for label, use_compile in (("eager", False), ("compile", True)):
-            if label == "compile" and not compile:
-                continue
-            done = evaluate(folder / "torch.task.yaml", candidate=folder / "kb_task.py",
-                            options=Options(torch_compile=use_compile))
-            times[label] = done.summary().candidate_us if done.status == "ok" else None
+        times = time_pytorch(folder, compile=compile)
         kernel = folder / kernel_name
         verified, kernel_us = False, None
         if not kernel.is_file():
@@ -149,3 +144,21 @@ def score_tasks(task_dirs: Sequence[Path], kernel_name: str = "model.cu", compil
                 reasons[problem] = f"{done.status}: {done.reason}"
         results.append(ProblemResult(problem, level, verified, kernel_us, times.get("eager"), times.get("compile")))
     return ScoreReport(results, reasons)
+
+
+def time_pytorch(folder: Path, compile: bool = True) -> dict[str, float | None]:
+    """The task's PyTorch implementation (`torch.task.yaml`) verified and timed by the harness, eager and
+    through torch.compile: {"eager": µs, "compile": µs} (None where it did not verify; no "compile"
+    without `compile`), and "<label>_reason" for each that failed. Needs a GPU."""
+    from skillbase.harness.runtime import Options, evaluate
+
+    times: dict = {}
+    for label, use_compile in (("eager", False), ("compile", True)):
+        if label == "compile" and not compile:
+            continue
+        done = evaluate(Path(folder) / "torch.task.yaml", candidate=Path(folder) / "kb_task.py",
+                        options=Options(torch_compile=use_compile))
+        times[label] = done.summary().candidate_us if done.status == "ok" else None
+        if done.status != "ok":
+            times[f"{label}_reason"] = f"{done.status}: {done.reason}"
+    return times

@@ -38,13 +38,13 @@ from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
-from skillbase.run.session import resume_run, start_run
+from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.types import RunStatus, Settings
 from skillbase.task import load_task
 
-__all__ = ["BatchOutcome", "MemberOutcome", "advance_payload", "read_candidate", "resume_all", "start_batch",
-           "start_payload"]
+__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "advance_payload", "read_candidate",
+           "resume_all", "start_batch", "start_kernelbench_batch", "start_payload"]
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,8 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
         store.set_batch_settings(batch_id, {
             "settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu, "candidates": str(folder),
             "members": [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]})
-        jobs = [_start_job(store, batch_id, i.op, i.dtype, str(i.cu_path)) for i in impls]
+        members = [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]
+        jobs = [_start_job(store, batch_id, member) for member in members]
         return _run_jobs(store, batch_name(batch_id), jobs, executor or made, progress)
     finally:
         if made is not None:
@@ -129,10 +130,69 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
         store.close()
 
 
-def _start_job(store: RunStore, batch_id: int, operator: str, dtype: str, kernel: str) -> Job:
+def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Sequence[str] = (), gpu: bool = True,
+                            compile: bool = True, store_path=None, candidates: Path | None = None,
+                            gpus: Sequence[str] = (), executor: Executor | None = None,
+                            progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
+                            executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
+    """One generator run per imported KernelBench task under `tasks_dir` (`kernelbench import --out`),
+    recorded as a batch: with `--agent external` each run waits for its first kernel (a `generator`
+    prompt in `pending`), and `resume --all` judges, repairs and then optimizes it like any batch run;
+    with `--agent openai` the coder writes it at once. On a GPU each member also times the task's
+    PyTorch eager (and, with `compile`, torch.compile) implementation with the harness when it starts:
+    the baselines of `kernelbench report`. Checked before anything is recorded: a coder, the tasks,
+    and no task whose `model.cu` exists (a batch never overwrites a kernel)."""
+    from skillbase.kernelbench.importer import imported_tasks
+
+    if settings.agent not in ("external", "openai"):
+        raise InputError(f"a KernelBench batch needs a coder to write each first kernel; --agent {settings.agent} "
+                         "has none", hint="use --agent external (answers through pending / resume --all) or openai")
+    tasks = imported_tasks(Path(tasks_dir), tuple(problems))
+    written = [t.folder.name for t in tasks if t.kernel.exists()]
+    if written:
+        raise InputError(f"{len(written)} task(s) already have a model.cu ({', '.join(written[:3])}"
+                         f"{', ...' if len(written) > 3 else ''}); the batch writes each first kernel",
+                         hint="leave them out with --problems, or optimize them: skillbase optimize DIR/model.cu")
+    members = []
+    for task in tasks:
+        spec = load_task(task.kernel, check_launcher=False)
+        members.append({"operator": task.folder.name, "dtype": spec.outputs[0].dtype, "kernel": str(task.kernel),
+                        "generator": True, "problem": task.problem, "level": task.level})
+    if settings.agent == "openai":
+        ChatClient(load_config(model=settings.model))
+    made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
+    try:
+        store = RunStore.open(store_path)
+    except BaseException:
+        if made is not None:
+            made.close()
+        raise
+    try:
+        batch_id = store.create_batch({})
+        folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
+            "candidates"
+        folder.mkdir(parents=True, exist_ok=True)
+        store.set_batch_settings(batch_id, {
+            "kind": KERNELBENCH, "settings": asdict(settings), "dtype": None, "preset": None, "gpu": gpu,
+            "compile": compile, "tasks": str(Path(tasks_dir).resolve()), "candidates": str(folder),
+            "members": members})
+        jobs = [_start_job(store, batch_id, member) for member in members]
+        return _run_jobs(store, batch_name(batch_id), jobs, executor or made, progress)
+    finally:
+        if made is not None:
+            made.close()
+        store.close()
+
+
+KERNELBENCH = "kernelbench"   # a batch's kind: its members are generator runs of imported KernelBench tasks
+PYTORCH_STEP = "kb/pytorch"   # a KernelBench member's PyTorch eager / torch.compile times (µs), when it started
+
+
+def _start_job(store: RunStore, batch_id: int, member: dict[str, Any]) -> Job:
     return Job("start-run", "skillbase.run.batch:start_payload",
-               {"store": str(store.location), "batch": batch_id, "operator": operator, "dtype": dtype,
-                "kernel": kernel}, label=f"{operator} {dtype}", shared=(str(store.location), kernel))
+               {"store": str(store.location), "batch": batch_id, "operator": member["operator"],
+                "dtype": member["dtype"], "kernel": member["kernel"], "generator": bool(member.get("generator"))},
+               label=f"{member['operator']} {member['dtype']}", shared=(str(store.location), member["kernel"]))
 
 
 def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -149,11 +209,40 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
     def join(run_store: RunStore, run_id: int) -> None:
         run_store.add_batch_run(payload["batch"], run_id, payload["operator"], payload["dtype"])
 
-    summary = start_run(Path(payload["kernel"]), settings, store_path=payload["store"], preset=batch.get("preset"),
-                        gpu=batch.get("gpu", True), progress=_quiet, on_created=join,
-                        task_name=f"{payload['operator']}-{payload['dtype']}")
+    if payload.get("generator"):
+        summary = _start_generator_member(Path(payload["kernel"]), settings, payload["store"], batch, join)
+    else:
+        summary = start_run(Path(payload["kernel"]), settings, store_path=payload["store"],
+                            preset=batch.get("preset"), gpu=batch.get("gpu", True), progress=_quiet, on_created=join,
+                            task_name=f"{payload['operator']}-{payload['dtype']}")
     return {"run": summary["run"], "action": "started", "status": summary["status"],
             "reason": summary["stop_reason"] or ""}
+
+
+def _start_generator_member(kernel: Path, settings: Settings, store_path: str, batch: dict[str, Any],
+                            join: Callable[[RunStore, int], None]) -> dict:
+    """A KernelBench member: a run waiting for its first kernel (external), or the coder's first kernel
+    then the rounds (openai: a kernel a killed start already wrote is optimized as it is); on a GPU,
+    the task's PyTorch times recorded in the run (`PYTORCH_STEP`)."""
+    from skillbase.kernelbench.scoring import time_pytorch
+
+    gpu = batch.get("gpu", True)
+    if settings.agent == "external":
+        summary = start_generator_run(kernel, settings, store_path=store_path, gpu=gpu, on_created=join)
+    else:
+        if not kernel.exists():
+            generate_from_reference(kernel, settings, gpu=gpu, progress=_quiet)
+        summary = start_run(kernel, settings, store_path=store_path, gpu=gpu, progress=_quiet, on_created=join,
+                            task_name=kernel.parent.name)
+    if gpu:
+        times = time_pytorch(kernel.parent, compile=batch.get("compile", True))
+        store = RunStore.open(store_path)
+        try:
+            with store.transaction() as tx:
+                tx.finish_step(store.get_run(summary["run"]).id, PYTORCH_STEP, times)
+        finally:
+            store.close()
+    return summary
 
 
 # -- resume --all ---------------------------------------------------------------------------------
@@ -199,8 +288,7 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
             started = {(m.operator, m.dtype) for m in store.batch_members(batch_row.id)}
             for member in batch_row.settings.get("members", []):
                 if (member["operator"], member["dtype"]) not in started:
-                    jobs.append(_start_job(store, batch_row.id, member["operator"], member["dtype"],
-                                           member["kernel"]))
+                    jobs.append(_start_job(store, batch_row.id, member))
                     needs_gpu |= bool(batch_row.settings.get("gpu", True))
         if any(job.payload.get("candidate") is not None for job in jobs):
             count_tokens("")   # the tokens extra is needed for the coder protocol: say so before any judging

@@ -22,6 +22,7 @@ from skillbase import config, ui
 from skillbase.bench.results import SizeResult, gpu_slug, load_stored, roofline_pct
 from skillbase.bench.suite import discover
 from skillbase.documents import versioned
+from skillbase.run.batch import KERNELBENCH
 from skillbase.run.store import RunStore, batch_name
 from skillbase.run.types import Outcome, Status
 from skillbase.task import load_task
@@ -162,7 +163,9 @@ def batch_report(store_path=None, batches: Sequence[str | int] = (), results_roo
     results under `results_root` (default: the configured results folder)."""
     store = RunStore.open(store_path)
     try:
-        rows = [store.get_batch(b) for b in batches] if batches else store.list_batches()
+        # a KernelBench batch has its own report (`kernelbench report`: speedups over PyTorch, by level)
+        rows = [store.get_batch(b) for b in batches] if batches else \
+            [b for b in store.list_batches() if b.settings.get("kind") != KERNELBENCH]
         categories = {op.name: op.category for op in discover()}
         vendor = _vendor_speedups(results_root)
         report = BatchReport(batches=[])

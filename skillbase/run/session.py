@@ -192,10 +192,11 @@ GENERATOR_KEY = "g/a{attempt}"     # pending.py reads it: kind generator (a0) or
 
 
 def start_generator_run(kernel: Path, settings: Settings, store_path=None, preset: str | None = None,
-                        gpu: bool = True) -> dict:
+                        gpu: bool = True, on_created: Callable[[RunStore, int], None] | None = None) -> dict:
     """`optimize --from-reference --agent external`: a run that waits for its first kernel. The
     generator prompt is its first pending prompt (kind `generator`); `resume` / `resume --all` judge
-    the answer, ask the debugger for repairs, and once one passes write `kernel` and start the rounds."""
+    the answer, ask the debugger for repairs, and once one passes write `kernel` and start the rounds.
+    `on_created(store, run_id)` as for `start_run` (a KernelBench batch records its member there)."""
     from skillbase.kernelbench.generator import generator_prompt, require_generator
 
     require_generator(kernel, settings.agent)
@@ -203,6 +204,8 @@ def start_generator_run(kernel: Path, settings: Settings, store_path=None, prese
     prompt = generator_prompt(kernel, spec)        # a task that is not an imported problem fails here
     store = RunStore.open(store_path)
     run_id = store.create_run(str(kernel.resolve()), kernel.parent.name, {})
+    if on_created is not None:
+        on_created(store, run_id)
     store.set_manifest(run_id, {"from_reference": True, "task_path": str(kernel.resolve()), "agent": settings.agent,
                                 "settings": asdict(settings), "preset": preset, "gpu_run": gpu,
                                 "launcher": spec.launcher, "skillbase_version": __version__})
