@@ -50,7 +50,8 @@ from skillbase.harness import env
 from skillbase.harness.static_check import banned_identifier
 from skillbase.task.spec import LINKABLE
 
-__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags", "runs_on",
+__all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags", "arch_flags",
+           "runs_on",
            "target_arch", "require_device_for",
            "ALLOWED_FLAG_PREFIXES", "link_flags", "first_error", "check_extra_flags"]
 
@@ -228,12 +229,19 @@ def _env_paths(variable: str) -> list[str]:
     return [str(Path(p).resolve()) for p in env_paths(variable)]
 
 
+def arch_flags(arch: str) -> list[str]:
+    """nvcc's target flags for `arch`: `-arch=sm_90` (SASS plus PTX the driver can JIT on later GPUs), or for
+    an arch-specific / family target only its SASS, `-gencode=arch=compute_90a,code=sm_90a`: nvcc 13's
+    `-arch=sm_90a` would add compute_90 PTX, where wgmma and setmaxnreg fail to assemble."""
+    arch = normalize_arch(arch)
+    if arch[-1] in "af":
+        return [f"-gencode=arch=compute_{arch[len('sm_'):]},code={arch}"]
+    return [f"-arch={arch}"]
+
+
 def base_flags(arch: str, compile_only: bool) -> list[str]:
     kind = ["-c"] if compile_only else ["-shared", "-Xcompiler", "-fPIC"]
-    target = arch[len("sm_"):]
-    # Arch-specific SASS only: `-arch=sm_90a` would add compute_90 PTX, where wgmma/setmaxnreg fail to assemble.
-    code = [f"-gencode=arch=compute_{target},code={arch}"] if arch[-1] in "af" else [f"-arch={arch}"]
-    return kind + ["-O3", "-lineinfo", "-Xptxas", "-v"] + code
+    return kind + ["-O3", "-lineinfo", "-Xptxas", "-v"] + arch_flags(arch)
 
 
 _INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)

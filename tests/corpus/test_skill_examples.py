@@ -2,7 +2,8 @@
 
 An example shows one transformation at a size that fills an H200. These tests hold it to that:
 
-- both kernels compile for sm_90 (`nvcc -arch=sm_90 -c -Xptxas -v`, compiled once per file, two at a
+- both kernels compile for sm_90 (`nvcc -arch=sm_90 -c -Xptxas -v`), or for the arch task.yaml names
+  (`arch: sm_90a`: `-gencode=arch=compute_90a,code=sm_90a`, as the harness builds it), once per file, two at a
   time, the log cached under ~/.cache/skillbase/example-ptxas by source hash and nvcc version);
 - `task.yaml` is a valid task spec for *both* files (same launcher signature, same arguments), with a
   `default` preset that is scored and an irregular size;
@@ -106,9 +107,18 @@ def _nvcc_version() -> str:
     return subprocess.run(["nvcc", "--version"], capture_output=True, text=True).stdout
 
 
+def _arch_flags(cu: Path) -> list[str]:
+    """The target flags the harness uses for this example: its task.yaml's `arch:` (sm_90a for wgmma,
+    setmaxnreg, TMA multicast) or sm_90."""
+    from skillbase.harness.build import arch_flags
+
+    spec = yaml.safe_load((cu.parent / "task.yaml").read_text()) or {}
+    return arch_flags(spec.get("arch") or "sm_90")
+
+
 def _nvcc_compile(cu: Path, out_dir: Path) -> tuple[int, str]:
-    """(returncode, log) of `nvcc -arch=sm_90 -c -Xptxas -v`, cached by source and nvcc version."""
-    cmd = ["nvcc", "-arch=sm_90", "-c", "-Xptxas", "-v"]
+    """(returncode, log) of `nvcc -arch=sm_90 -c -Xptxas -v` (the example's arch), cached by source and nvcc version."""
+    cmd = ["nvcc", *_arch_flags(cu), "-c", "-Xptxas", "-v"]
     key = hashlib.sha256("\0".join([_nvcc_version(), *cmd, cu.read_text()]).encode()).hexdigest()
     cached = _cache_dir() / f"{key}.json"
     if cached.is_file():
@@ -332,7 +342,7 @@ _CTYPES = {"i32": ctypes.c_int, "u32": ctypes.c_uint, "i64": ctypes.c_longlong, 
 
 def _build_shared(cu: Path, out: Path) -> ctypes.CDLL:
     so = out / f"{cu.parent.parent.name}.{cu.stem}.so"
-    subprocess.run(["nvcc", "-O3", "-arch=sm_90", "-shared", "-Xcompiler", "-fPIC", str(cu), "-o", str(so)],
+    subprocess.run(["nvcc", "-O3", *_arch_flags(cu), "-shared", "-Xcompiler", "-fPIC", str(cu), "-o", str(so)],
                    check=True, capture_output=True, text=True, timeout=300)
     return ctypes.CDLL(str(so))
 
