@@ -51,6 +51,11 @@ def work(tmp_path_factory):
     for agent in ("none", "external"):
         validate("run-summary", invoke("optimize", str(kernel), "--no-gpu", "--agent", agent, "--rounds", "1",
                                        "--report", str(report), "--store", str(store), "--json"))
+    # a KernelBench batch in a store of its own (kernelbench-report), waiting for its first kernel
+    invoke("kernelbench", "import", str(REPO / "tests" / "fixtures" / "kernelbench" / "level1"), "--problems", "2",
+           "--out", str(root / "kb_tasks"), "--json")
+    validate("batch", invoke("kernelbench", "optimize", str(root / "kb_tasks"), "--agent", "external", "--no-gpu",
+                             "--store", str(root / "kb_store"), "--json"))
     return root, kernel, store
 
 
@@ -93,6 +98,7 @@ def cpu_documents(work) -> dict[str, list[str]]:
         "store-pack": ["store", "pack", str(root / "trip.tar.gz"), "--store", str(store), "--force", "--json"],
         "kernelbench-import": ["kernelbench", "import", str(REPO / "tests" / "fixtures" / "kernelbench" / "bad"),
                                "--level", "1", "--problems", "3", "--out", str(root / "kb"), "--json"],
+        "kernelbench-report": ["kernelbench", "report", "--store", str(root / "kb_store"), "--json"],
     }
 
 
@@ -146,7 +152,8 @@ def test_every_json_option_prints_a_known_document():
                "rules list", "rules show", "rules test", "rules validate", "config", "doctor", "examples list",
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
                "bench optimize", "bench optimize-report", "store pack", "store unpack",
-               "kernelbench import", "kernelbench score", "skills search"}
+               "kernelbench import", "kernelbench score", "skills search", "kernelbench optimize",
+               "kernelbench report"}
     # validated elsewhere: kernelbench score on the GPU (tests/kernelbench/test_kernelbench_gpu.py), bench optimize
     # (the batch document, tests/run/test_batch.py); check, profile, bench run, skills verify: the GPU test below
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])
