@@ -146,16 +146,16 @@ def target_arch(arch: str | None = None, task_arch: str | None = None) -> str:
 
 def require_device_for(arch: str) -> None:
     """Refuse, in one line, to build loadable code for `arch` on a GPU that cannot run it (no GPU: fine)."""
-    here = env.first_gpu()
-    if here is None or not re.fullmatch(r"\d+\.\d", here.compute_cap):
+    device = env.gpu_arch()   # cached: every build asks, nvidia-smi runs once per process
+    if device is None or runs_on(arch, device):
         return
-    if not runs_on(arch, here.compute_cap):
-        major, minor = compute_capability(arch)
-        needs = {"a": f"exactly compute capability {major}.{minor}",
-                 "f": f"compute capability {major}.{minor} or a later {major}.x"}
-        needs = needs.get(arch[-1], f"compute capability {major}.{minor} or later")
-        raise EnvironmentProblem(f"{arch} code needs a GPU of {needs}; this {here.name} is {here.compute_cap}",
-                                 hint="run it on such a GPU, or build compile-only (no GPU needed)")
+    major, minor = compute_capability(arch)
+    needs = {"a": f"exactly compute capability {major}.{minor}",
+             "f": f"compute capability {major}.{minor} or a later {major}.x"}
+    needs = needs.get(arch[-1], f"compute capability {major}.{minor} or later")
+    here, cc = env.gpu_name() or "GPU", ".".join(map(str, compute_capability(device)))
+    raise EnvironmentProblem(f"{arch} code needs a GPU of {needs}; this {here} is {cc}",
+                             hint="run it on such a GPU, or build compile-only (no GPU needed)")
 
 
 def check_extra_flags(flags) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.harness import env
 from skillbase.harness.build import BuildError, build, runs_on, target_arch
 from skillbase.task import load_task
 
@@ -49,6 +50,13 @@ def fake_gpu(tmp_path: Path, monkeypatch, name: str, compute_cap: str) -> None:
                       "GPU-12345678-1234-1234-1234-123456789abc'\n")
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     monkeypatch.setenv("PATH", f"{folder}{os.pathsep}{os.environ['PATH']}")
+    env.gpu_arch.cache_clear()   # the build asks once per process; this test's GPU is another one
+
+
+@pytest.fixture(autouse=True)
+def forget_the_fake_gpu():
+    yield
+    env.gpu_arch.cache_clear()
 
 
 @pytest.mark.nvcc
