@@ -11,6 +11,11 @@ one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs
 GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: the store must then be at the same path on
 every node): two runs never verify or time on one GPU at once. Everything is in the store, so a batch
 killed at any point is resumed by running `resume --all` again.
+
+`start_kernelbench_batch()` (`skillbase kernelbench optimize`) is the same batch with another kind of
+member: one generator run per imported KernelBench task (`optimize --from-reference`), which waits for
+its first kernel (a `generator` prompt) and then goes on to the skill rounds; on a GPU each member
+also records the task's PyTorch eager and torch.compile times (`kernelbench report` scores against them).
 """
 
 from __future__ import annotations
