@@ -154,6 +154,18 @@ def test_skills_verify_prebuilds_examples_for_their_task_arch(tmp_path, monkeypa
     assert again.cached and "-gencode=arch=compute_90a,code=sm_90a" in again.command
 
 
+@pytest.mark.nvcc
+def test_the_compile_only_judge_builds_for_the_task_arch(monkeypatch, tmp_path):
+    """A run without a GPU judges candidates by compiling them: for an sm_90a task, for sm_90a."""
+    from skillbase.run.judges import CompileOnlyJudge
+    from skillbase.run.types import Status
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    source = SM90A_TASK.read_text()
+    assert CompileOnlyJudge(SM90A_TASK, task_arch="sm_90a").baseline(source).status == Status.UNVERIFIED
+    assert CompileOnlyJudge(SM90A_TASK).baseline(source).status == Status.BUILD_FAILED, "sm_90 cannot hold wgmma"
+
+
 def test_an_explicit_arch_of_another_chip_conflicts_with_the_task():
     with pytest.raises(InputError) as caught:
         target_arch("sm_80", "sm_90a")
