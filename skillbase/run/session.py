@@ -184,7 +184,8 @@ def _generator_judge(spec: TaskSpec, gpu: bool) -> Callable[[Path], Judge]:
     def judge_for(task_kernel: Path) -> Judge:
         if gpu:
             return HarnessJudge(task_kernel)
-        return CompileOnlyJudge(task_kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+        return CompileOnlyJudge(task_kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link,
+                                task_arch=spec.arch)
     return judge_for
 
 
@@ -300,9 +301,10 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
         _require_gpu()
         judge: Judge = HarnessJudge(kernel, preset=preset)
     else:
-        judge = CompileOnlyJudge(kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link)
+        judge = CompileOnlyJudge(kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link, task_arch=spec.arch)
     # The run's own engine names the metrics to profile: a user's --extra-rules may read more.
-    evidence = EvidenceCollector(kernel, profile=gpu, preset=preset, saved_report=saved_report,
+    evidence = EvidenceCollector(kernel, profile=gpu, arch=spec.arch or "sm_90", preset=preset,
+                                 saved_report=saved_report,
                                  metrics=list(engine.required_ncu_metrics()),
                                  past=lambda: store.skill_outcome_stats(exclude_run=run_id))
     mechanical = MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
