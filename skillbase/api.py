@@ -310,9 +310,10 @@ class Run:
         return cls(summary["run"], store, summary)
 
     def _open(self):
+        """The store for reading (status, attempts, explain, report); submit writes through resume_run."""
         from skillbase.run.store import RunStore
 
-        return RunStore.open(self.store)
+        return RunStore.open(self.store, read_only=True)
 
     @property
     def status(self) -> str:

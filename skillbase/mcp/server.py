@@ -279,7 +279,7 @@ def list_resources(config: ServerConfig) -> list[types.Resource]:
 
     found = [types.Resource(name=skill.id, title=skill.title, uri=SKILL_URI + skill.id, mime_type="text/markdown",
                             description=skill.summary) for skill in api.skills_list()]
-    store = RunStore.open(config.store)
+    store = RunStore.open(config.store, read_only=True)   # listing resources writes nothing
     try:
         runs = store.list_runs(limit=100)
     finally:
