@@ -153,6 +153,25 @@ def test_problems_pick_tasks_and_a_written_kernel_or_no_coder_is_refused_before_
     assert done.returncode != 0 and "batch_9" in done.stderr.splitlines()[0] and "Traceback" not in done.stderr
 
 
+def test_with_openai_each_member_gets_its_first_kernel_from_the_endpoint_then_its_rounds(tasks, tmp_path,
+                                                                                         monkeypatch):
+    from llm_server import ScriptedLLM, Step
+
+    store = tmp_path / "store"
+    reply = f"Here it is.\n```cuda\n{(KERNELS / 'relu.cu').read_text()}```\n"
+    with ScriptedLLM([Step(reply)]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        monkeypatch.setenv("OPENAI_API_KEY", "test-key")
+        started = document("kernelbench", "optimize", tasks, "--agent", "openai", "--model", "m", "--no-gpu",
+                           "--rounds", "1", "--store", store, "--problems", "level1/2")
+        (request,) = server.requests
+    assert "Write the FIRST CUDA version" in request["messages"][-1]["content"]
+    assert started["counts"] == {"started": 1} and started["pending"] == []
+    assert (tasks / "level1_2_ReLU" / "model.cu").read_text() == (KERNELS / "relu.cu").read_text()
+    (problem,) = document("kernelbench", "report", "--store", store)["problems"]
+    assert (problem["task"], problem["status"]) == ("level1_2_ReLU", "finished")
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_the_report_scores_the_verified_kernel_against_pytorch_eager_and_compile(tasks, tmp_path):
     """ReLU answered with a correct kernel, the fused GEMM with ReLU's (it fails; its debugger's repair is
