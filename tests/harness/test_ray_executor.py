@@ -55,6 +55,9 @@ def cluster(tmp_path_factory):
     os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(KIT), saved["PYTHONPATH"]) if p)
     os.environ["SKILLBASE_CACHE"] = str(tmp_path_factory.mktemp("cache"))
     sys.path.insert(0, str(KIT))                 # and here, for the local executor's in-process jobs
+    # Children that were here before the cluster (in a full suite: multiprocessing's resource tracker,
+    # started by earlier tests, lives as long as pytest) are not the cluster's.
+    before = {pid for pid, _ in _descendants(os.getpid())}
     executor = ray_executor.RayExecutor(init_options={"num_cpus": 2, "num_gpus": 2})
     yield executor
     assert "raylet" in {name for _, name in _descendants(os.getpid())}   # what the check below must not find
@@ -67,7 +70,8 @@ def cluster(tmp_path_factory):
             os.environ[key] = value
     assert not ray.is_initialized()
     deadline = time.time() + 20
-    while (left := [name for _, name in _descendants(os.getpid()) if name != "pytest"]) and time.time() < deadline:
+    while (left := [name for pid, name in _descendants(os.getpid()) if name != "pytest" and pid not in before]) \
+            and time.time() < deadline:
         time.sleep(0.5)
     assert not left, f"Ray processes outlived the module: {left}"
 
