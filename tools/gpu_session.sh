@@ -125,7 +125,10 @@ case $PLAN in
                  run_step 0 pytest-references-gpu 100 bash -c "source $repo/bench/tools/cudnn_env.sh; $P --timeout 95 \
                    $repo/tests/bench/test_references_gpu.py -k 'relu or spmv_csc or conv_2d or top_k or softmax_attention'"
                  run_step 0 pytest-batch-gpu 170 $P --timeout 165 "$repo/tests/run/test_batch_gpu.py"
-                 run_step 0 fidelity 90 python3 "$repo/tools/measure/fidelity.py" --out /tmp/results/fidelity.md; }
+                 run_step 0 fidelity 90 python3 "$repo/tools/measure/fidelity.py" --out /tmp/results/fidelity.md
+                 run_step 0 pytest-arch-gpu 60 $P --timeout 55 "$repo/tests/harness/test_build_arch.py"
+                 run_step 0 pytest-schemas-gpu 80 $P --timeout 75 "$repo/tests/cli/test_schemas_json.py"
+                 run_step 0 pytest-report-html-gpu 60 $P --timeout 55 "$repo/tests/run/test_report_html.py"; }
             b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
