@@ -161,7 +161,7 @@ def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[l
 def batch_report(store_path=None, batches: Sequence[str | int] = (), results_root=None) -> BatchReport:
     """The report of `batches` (default: every batch of the store); vendor figures from the bench
     results under `results_root` (default: the configured results folder)."""
-    store = RunStore.open(store_path)
+    store = RunStore.open(store_path, read_only=True)   # a report writes nothing
     try:
         # a KernelBench batch has its own report (`kernelbench report`: speedups over PyTorch, by level)
         rows = [store.get_batch(b) for b in batches] if batches else \

@@ -82,7 +82,7 @@ class KernelBenchReport:
 
 def kernelbench_report(store_path=None, batches: Sequence[str | int] = ()) -> KernelBenchReport:
     """The report of the KernelBench `batches` of the store (default: the latest one)."""
-    store = RunStore.open(store_path)
+    store = RunStore.open(store_path, read_only=True)   # a report writes nothing
     try:
         rows = [store.get_batch(b) for b in batches] if batches else \
             [b for b in store.list_batches() if b.settings.get("kind") == KERNELBENCH][-1:]
