@@ -109,6 +109,16 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
                                  hint="the bench's tasks share xs, s, m, l, xl")
     if settings.agent == "openai":
         ChatClient(load_config(model=settings.model))   # no key, no endpoint: say so once, before any run
+    members = [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]
+    return _record_and_start({"settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu},
+                             members, store_path, candidates, gpu, gpus, executor, progress, time_limit_s,
+                             executor_kind, address)
+
+
+def _record_and_start(recorded: dict, members: list[dict], store_path, candidates, gpu: bool, gpus: Sequence[str],
+                      executor: Executor | None, progress, time_limit_s: float | None, executor_kind: str,
+                      address: str | None) -> BatchOutcome:
+    """Record a batch (its settings `recorded`, its candidates folder, its `members`) and start every member."""
     # The GPUs (or the cluster) are checked before anything is recorded.
     made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
     try:
@@ -122,10 +132,7 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
         folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
             "candidates"
         folder.mkdir(parents=True, exist_ok=True)
-        store.set_batch_settings(batch_id, {
-            "settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu, "candidates": str(folder),
-            "members": [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]})
-        members = [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]
+        store.set_batch_settings(batch_id, {**recorded, "candidates": str(folder), "members": members})
         jobs = [_start_job(store, batch_id, member) for member in members]
         return _run_jobs(store, batch_name(batch_id), jobs, executor or made, progress)
     finally:
@@ -164,28 +171,10 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
                         "generator": True, "problem": task.problem, "level": task.level})
     if settings.agent == "openai":
         ChatClient(load_config(model=settings.model))
-    made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
-    try:
-        store = RunStore.open(store_path)
-    except BaseException:
-        if made is not None:
-            made.close()
-        raise
-    try:
-        batch_id = store.create_batch({})
-        folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
-            "candidates"
-        folder.mkdir(parents=True, exist_ok=True)
-        store.set_batch_settings(batch_id, {
-            "kind": KERNELBENCH, "settings": asdict(settings), "dtype": None, "preset": None, "gpu": gpu,
-            "compile": compile, "tasks": str(Path(tasks_dir).resolve()), "candidates": str(folder),
-            "members": members})
-        jobs = [_start_job(store, batch_id, member) for member in members]
-        return _run_jobs(store, batch_name(batch_id), jobs, executor or made, progress)
-    finally:
-        if made is not None:
-            made.close()
-        store.close()
+    return _record_and_start({"kind": KERNELBENCH, "settings": asdict(settings), "dtype": None, "preset": None,
+                              "gpu": gpu, "compile": compile, "tasks": str(Path(tasks_dir).resolve())},
+                             members, store_path, candidates, gpu, gpus, executor, progress, time_limit_s,
+                             executor_kind, address)
 
 
 KERNELBENCH = "kernelbench"   # a batch's kind: its members are generator runs of imported KernelBench tasks
