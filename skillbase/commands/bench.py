@@ -15,7 +15,13 @@ import click
 from skillbase.bench import report as bench_report
 from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
-from skillbase.commands.options import executor_options, json_option, refuse_gpus_on_ray, store_option
+from skillbase.commands.options import (
+    batch_start_options,
+    executor_options,
+    json_option,
+    refuse_gpus_on_ray,
+    store_option,
+)
 from skillbase.run.types import AGENTS, Settings
 
 suite_option = click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
@@ -104,11 +110,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
               help="The ablation: the coder chooses the optimization itself; everything else is the same.")
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (no verification or timing; nothing is accepted).")
-@click.option("--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")
-@click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
-@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
-              help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")
+@batch_start_options
 @executor_options
 @suite_option
 @store_option

@@ -7,7 +7,13 @@ from pathlib import Path
 
 import click
 
-from skillbase.commands.options import executor_options, json_option, refuse_gpus_on_ray, store_option
+from skillbase.commands.options import (
+    batch_start_options,
+    executor_options,
+    json_option,
+    refuse_gpus_on_ray,
+    store_option,
+)
 
 
 @click.group("kernelbench")
@@ -100,11 +106,7 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (nothing verified or timed, no PyTorch baselines).")
 @click.option("--no-compile", is_flag=True, help="Time PyTorch eager only (no torch.compile baseline).")
-@click.option("--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
-              help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")
-@click.option("--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")
-@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
-              help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")
+@batch_start_options
 @executor_options
 @store_option
 @json_option

@@ -1,7 +1,9 @@
 """Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`,
-`--extra-rules`, `--skills-dir`, `--executor`/`--address`."""
+`--extra-rules`, `--skills-dir`, `--executor`/`--address`, a batch's `--candidates`/`--gpus`/`--time-limit`."""
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import click
 
@@ -33,6 +35,18 @@ def executor_options(function):
         "--executor", "executor_kind", type=click.Choice(EXECUTORS), default="local", show_default=True,
         help="Where the GPU jobs run: this machine's GPUs (local) or a Ray cluster, one GPU per job (ray: the "
              "`ray` extra; docs/ray.md).")(function)
+
+
+def batch_start_options(function):
+    """`--candidates`, `--gpus`, `--time-limit`: where a new batch expects its answers and how it starts its runs."""
+    function = click.option(
+        "--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
+        help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")(function)
+    function = click.option(
+        "--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")(function)
+    return click.option(
+        "--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
+        help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")(function)
 
 
 def refuse_gpus_on_ray(executor_kind: str, gpus: str | None) -> None:
