@@ -26,7 +26,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillbase.config import cache_root
+from skillbase.config import cache_root, private_dir
 from skillbase.errors import EnvironmentProblem, SkillbaseError
 
 SOURCE = Path(__file__).with_name("cupti_timer.cpp")
@@ -203,7 +203,11 @@ def _build_timer(cache_dir: Path | None) -> Path:
                  str(library.resolve()).encode()):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
-    root = (cache_dir or cache_root()) / "cupti"
+    if cache_dir is not None:
+        root = cache_dir / "cupti"
+    else:   # the helper is loaded and run: a cache others can write into could hand us theirs (as in build.py)
+        private_dir(cache_root())
+        root = private_dir(cache_root() / "cupti")
     entry = root / digest.hexdigest()[:24]
     target = entry / "libskillbase_cupti.so"
     if target.is_file():

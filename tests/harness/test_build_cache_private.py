@@ -37,3 +37,22 @@ def test_a_build_cache_others_can_write_is_refused_before_anything_is_loaded(tmp
     with pytest.raises(EnvironmentProblem, match="not private to you") as caught:
         build(VECTOR_ADD, arch="sm_90", compile_only=True)
     assert f"chmod 700 {target}" in caught.value.hint
+
+
+@pytest.mark.nvcc
+def test_a_cupti_cache_others_can_write_is_refused_and_events_take_over(tmp_path, monkeypatch):
+    """The CUPTI helper is a library the harness loads too: its cache folder is held to the same rule."""
+    from skillbase.harness import cupti
+    from skillbase.harness.env import nvcc_path
+
+    try:
+        cupti.find_cupti(nvcc_path())
+    except (cupti.CuptiUnavailable, EnvironmentProblem) as error:
+        pytest.skip(f"no CUPTI beside nvcc here: {error}")
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "cache" / "cupti").mkdir(parents=True, mode=0o700)
+    (tmp_path / "cache").chmod(0o700)
+    (tmp_path / "cache" / "cupti").chmod(0o777)
+    with pytest.raises(cupti.CuptiUnavailable, match="not private to you"):
+        cupti.build_timer()
+    assert not any((tmp_path / "cache" / "cupti").iterdir())   # nothing was built into it
