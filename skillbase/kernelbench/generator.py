@@ -23,13 +23,12 @@ from skillbase.agents.coder import NoCodeInReply, Prompt, debugger_prompt, extra
 from skillbase.agents.prompts import load_prompt
 from skillbase.errors import InputError
 from skillbase.task import TaskSpec, load_task
+from skillbase.task.dtypes import DTYPES
 
-__all__ = ["GENERATOR", "GeneratorOutcome", "C_TYPES", "PASSING", "generate_first_kernel", "generator_prompt",
+__all__ = ["GENERATOR", "GeneratorOutcome", "PASSING", "generate_first_kernel", "generator_prompt",
            "judge_in_scratch", "launcher_signature", "repair_prompt", "require_generator"]
 
 GENERATOR = "generator"
-C_TYPES = {"f32": "float", "f64": "double", "f16": "__half", "bf16": "__nv_bfloat16", "i32": "int",
-           "i64": "long long", "i8": "signed char", "u8": "unsigned char", "u32": "unsigned"}
 PASSING = {"accepted", "unverified"}
 SYSTEM = "You are a careful CUDA engineer. You answer with code, not questions."
 
@@ -49,9 +48,9 @@ def launcher_signature(spec: TaskSpec) -> str:
     params = []
     for a in spec.args:
         if a.pointer:
-            params.append(f"{'const ' if a.role == 'in' else ''}{C_TYPES[a.dtype]}* {a.name}")
+            params.append(f"{'const ' if a.role == 'in' else ''}{DTYPES[a.dtype].c_types[0]}* {a.name}")
         else:
-            params.append(f"{C_TYPES[a.dtype]} {a.name}")
+            params.append(f"{DTYPES[a.dtype].c_types[0]} {a.name}")
     return f'extern "C" void {spec.launcher}({", ".join(params)})'
 
 

@@ -20,12 +20,12 @@ from pathlib import Path
 from skillbase.documents import versioned
 from skillbase.errors import InputError
 from skillbase.kernelbench.task_files import LAUNCHER, arg_names, kb_task_source, task_yaml
+from skillbase.task.dtypes import DTYPES
 
 __all__ = ["ImportReport", "ImportedTask", "ProblemImport", "find_problems", "import_problems", "imported_tasks",
            "PROBE_TIMEOUT_S"]
 
 PROBE_TIMEOUT_S = 120.0
-ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
 
 
 @dataclass
@@ -167,7 +167,7 @@ def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> 
             for n, t, s in zip(names[:-1], dtypes[:-1], shapes[:-1], strict=True)]
     args.append({"name": output, "dtype": dtypes[-1], "shape": shapes[-1], "role": "out"})
     args += [{"name": s, "dtype": "i32", "value": s} for s in symbols]
-    bytes_expr = " + ".join(f"{ITEMSIZE[t]}*" + "*".join(d if re.fullmatch(r"\w+", d) else f"({d})" for d in s)
+    bytes_expr = " + ".join(f"{DTYPES[t].itemsize}*" + "*".join(d if re.fullmatch(r"\w+", d) else f"({d})" for d in s)
                             for t, s in zip(dtypes, shapes, strict=True))
     description = f"KernelBench {result.problem}: {_summary(file)}"
     notes = [n if len(n) <= 200 else n[:197] + "..." for n in facts["notes"]]

@@ -19,6 +19,7 @@ import importlib.util
 import inspect
 import json
 import keyword
+import math
 import re
 import sys
 from pathlib import Path
@@ -28,7 +29,6 @@ from skillbase.kernelbench.fit import MIN_SYMBOL_VALUE, Monomial, fit_dim, fit_f
 # torch dtype name -> task dtype
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
           "int64": "i64", "int8": "i8", "uint8": "u8"}
-ITEMSIZE = {"f32": 4, "f64": 8, "f16": 2, "bf16": 2, "i32": 4, "i64": 8, "i8": 1, "u8": 1}
 # Sizes are also checked this many steps below their defaults (every symbol is at least MIN_SYMBOL_VALUE).
 CHECK_STEP = 3
 # The real CPU checks run only when the irregular size holds at most this many elements in all.
@@ -284,10 +284,10 @@ def _fit_product(i, f, base, perturbed, defaults, kept):
         if fitted is None:
             return None
         dims.append(fitted)
-    numel = _numel(shape)
+    numel = math.prod(shape)
     ratios = {}
     for s in kept:
-        other = _numel(perturbed[s]["op_shapes"][i])
+        other = math.prod(perturbed[s]["op_shapes"][i])
         if not other or perturbed[s]["flops"][i] % other:
             return None
         ratios[s] = (defaults[s], irregular_value(defaults[s]), perturbed[s]["flops"][i] // other)
@@ -335,7 +335,7 @@ def describe(problem: Path) -> dict:
     base = trace(module, torch, defaults)
     sizes = {**defaults, **fitted["irregular"]}
     irregular = trace(module, torch, sizes)
-    elements = sum(_numel(shape) for shape in shapes_of(irregular))
+    elements = sum(math.prod(shape) for shape in shapes_of(irregular))
     updates = None
     skipped = cpu_checks(module, torch, sizes, elements)
     if skipped and skipped.startswith("forward updates"):
@@ -347,13 +347,6 @@ def describe(problem: Path) -> dict:
             "inputs": [x[0] for x in base["inputs"]], "input_names": forward_params,
             "params": [[p[0], p[1]] for p in base["params"]], "buffers": base["buffers"],
             "output": base["output"][0], "mutates_buffers": bool(updates), "notes": notes}
-
-
-def _numel(shape) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 if __name__ == "__main__":

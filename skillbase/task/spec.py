@@ -715,7 +715,7 @@ def check_against_launcher(spec: TaskSpec) -> None:
     path = spec.path
     if not spec.kernel_path.is_file():
         raise InputError(f"{path}: launcher: kernel file {spec.kernel_path.name} not found beside the spec")
-    if spec.kernel_path.suffix == ".py":
+    if spec.is_torch:
         check_python_launcher(spec)
         return
     found = launchers(spec.kernel_path)
