@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -153,7 +154,9 @@ def floor_us(result: SizeResult, gpu: str | None) -> float | None:
     return seconds_us if seconds_us > 0 else None
 
 
-def _geomean(values: list[float]) -> float | None:
+def geomean(values: Iterable[float | None]) -> float | None:
+    """The geometric mean of the values that were measured (None: not measured, left out); None for none."""
+    values = [v for v in values if v is not None]
     if not values:
         return None
     return math.exp(sum(math.log(v) for v in values) / len(values))
@@ -177,7 +180,7 @@ def scores(results: list[SizeResult], p_values=DEFAULT_P, gpu: str | None = None
     weighted = sum(w * s for w, s in zip(weights, speedups, strict=True))
     out["weighted_speedup"] = weighted / sum(weights) if total else None
     verified_speedups = [r.speedup for r in results if r.speedup is not None]
-    out["geomean_speedup"] = _geomean(verified_speedups)
+    out["geomean_speedup"] = geomean(verified_speedups)
     out["fast_p"] = {_p_key(p): (sum(1 for r in results if r.speedup is not None and r.speedup > p) / total)
                      if total else None for p in p_values}
     out["roofline_pct"] = _roofline_pct(results, gpu)
@@ -187,7 +190,7 @@ def scores(results: list[SizeResult], p_values=DEFAULT_P, gpu: str | None = None
         sp = [r.speedup for r in group if r.speedup is not None]
         buckets[name] = {
             "tasks": len(group), "verified": len(sp), "failed": len(group) - len(sp),
-            "geomean_speedup": _geomean(sp),
+            "geomean_speedup": geomean(sp),
             "fast_1": (sum(1 for s in sp if s > 1.0) / len(group)) if group else None,
             "roofline_pct": _roofline_pct(group, gpu),
         }

@@ -10,11 +10,11 @@ The geometric mean of the speedup is over the verified problems only and says ho
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from skillbase.bench.results import geomean
 from skillbase.errors import InputError
 
 __all__ = ["ProblemResult", "LevelScore", "ScoreReport", "fast_p", "geomean", "score_levels", "score_tasks",
@@ -70,13 +70,6 @@ def fast_p(results: Sequence[ProblemResult], p: float) -> float:
         return 0.0
     hits = sum(1 for r in results if r.verified and (p == 0.0 or (r.speedup is not None and r.speedup > p)))
     return hits / len(results)
-
-
-def geomean(values: Iterable[float]) -> float | None:
-    values = [v for v in values if v is not None]
-    if not values:
-        return None
-    return math.exp(sum(math.log(v) for v in values) / len(values))
 
 
 def score_levels(results: Sequence[ProblemResult], ps: Sequence[float] = FAST_P) -> list[LevelScore]:

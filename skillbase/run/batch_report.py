@@ -12,14 +12,13 @@ engine-on and an engine-off batch, the two side by side on their common operator
 
 from __future__ import annotations
 
-import math
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from skillbase import config, ui
-from skillbase.bench.results import SizeResult, gpu_slug, load_stored, roofline_pct
+from skillbase.bench.results import SizeResult, geomean, gpu_slug, load_stored, roofline_pct
 from skillbase.bench.suite import discover
 from skillbase.documents import versioned
 from skillbase.run.batch import KERNELBENCH
@@ -78,7 +77,7 @@ class BatchReport:
         timed = [r.speedup for r in runs if r.speedup is not None]
         covered = [r for r in runs if r.vs_vendor is not None]
         judged = sum(r.judged_attempts for r in runs)
-        return {"runs": len(runs), "timed": len(timed), "geomean_speedup": _geomean(timed),
+        return {"runs": len(runs), "timed": len(timed), "geomean_speedup": geomean(timed),
                 "fast_1": _share(sum(s > 1.0 for s in timed), len(timed)),
                 "fast_1_5": _share(sum(s > 1.5 for s in timed), len(timed)),
                 "verified_attempt_rate": _share(sum(r.verified_attempts for r in runs), judged),
@@ -234,10 +233,6 @@ def _vendor_speedups(results_root) -> dict[tuple[str, str, str], float]:
             if r.impl.startswith("vendor_") and r.speedup is not None:
                 found[(r.op, r.dtype, r.preset)] = r.speedup
     return found
-
-
-def _geomean(values: list[float]) -> float | None:
-    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
 
 
 def _share(count: int, total: int) -> float | None:
