@@ -24,6 +24,7 @@ from typing import Any
 
 import platformdirs
 
+from skillbase.datafile.problems import did_you_mean
 from skillbase.errors import EnvironmentProblem, InputError
 
 APP = "skillbase"
@@ -179,7 +180,8 @@ def _check(path: Path, table: dict[str, Any]) -> ConfigFile:
         elif key in _KEYS:
             settings[key] = _typed(path, _KEYS[key], value)
         else:
-            raise InputError(f"{path}: `{key}` is not a skillbase setting", _suggest(key, _KEYS))
+            raise InputError(f"{path}: `{key}` is not a skillbase setting",
+                             did_you_mean(key, _KEYS) or f"the settings are: {', '.join(sorted(_KEYS))}")
     return ConfigFile(path, settings, commands)
 
 
@@ -203,13 +205,6 @@ def _typed(path: Path, variable: Variable, value: Any) -> Any:
     if variable.kind == "paths" and isinstance(value, list) and not all(isinstance(v, str) for v in value):
         raise InputError(f"{path}: `{variable.key}` should be a list of folders", f'e.g. {variable.key} = ["rules"]')
     return value
-
-
-def _suggest(word: str, known) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(word, list(known), n=1)
-    return f"did you mean `{close[0]}`?" if close else f"the settings are: {', '.join(sorted(known))}"
 
 
 def _file_value(variable: Variable) -> str | None:
