@@ -17,6 +17,7 @@ from skillbase.bench import results as bench_results
 from skillbase.bench import runner, suite
 from skillbase.commands.options import (
     batch_start_options,
+    comma_list,
     executor_options,
     json_option,
     refuse_gpus_on_ray,
@@ -52,10 +53,6 @@ def list_(as_json: bool, root: Path | None) -> None:
     click.echo(f"{len(listed.operators)} operators, {listed.implementation_count} implementations")
 
 
-def _split(value: str | None) -> list[str]:
-    return [v.strip() for v in (value or "").split(",") if v.strip()]
-
-
 def _result_line(result: bench_results.SizeResult) -> str:
     timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
         (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
@@ -85,8 +82,8 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 
     # a bar with counts and an ETA on a terminal, one line per result when piped
     with ui.progress(f"bench run ({impl})") as bar:
-        done = runner.run_bench(_split(ops_csv), dtype, impl, _split(gpus) or ["0"], _split(presets_csv), root,
-                                results_root, executor_kind=executor_kind, address=address,
+        done = runner.run_bench(comma_list(ops_csv), dtype, impl, comma_list(gpus) or ["0"], comma_list(presets_csv),
+                                root, results_root, executor_kind=executor_kind, address=address,
                                 progress=lambda result, count, total: bar.step(count, total, _result_line(result)))
     s = done.scores
     if as_json:
@@ -129,8 +126,8 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
     # a bar with counts and an ETA on a terminal, one line per run when piped
     with ui.progress(f"bench optimize ({agent})") as bar:
-        outcome = start_batch(settings, _split(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
-                              candidates=candidates, suite=root, gpus=_split(gpus), time_limit_s=time_limit_s,
+        outcome = start_batch(settings, comma_list(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
+                              candidates=candidates, suite=root, gpus=comma_list(gpus), time_limit_s=time_limit_s,
                               executor_kind=executor_kind, address=address, progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 

@@ -9,6 +9,7 @@ import click
 
 from skillbase.commands.options import (
     batch_start_options,
+    comma_list,
     executor_options,
     json_option,
     refuse_gpus_on_ray,
@@ -128,7 +129,7 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
     with ui.progress(f"kernelbench optimize ({agent})") as bar:
         outcome = start_kernelbench_batch(
             settings, tasks_dir, problems, gpu=not no_gpu, compile=not no_compile, store_path=store_path,
-            candidates=candidates, gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+            candidates=candidates, gpus=comma_list(gpus),
             time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
             progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)

@@ -8,6 +8,7 @@ import click
 
 from skillbase import ui
 from skillbase.commands.options import (
+    comma_list,
     executor_options,
     extra_rules_option,
     json_option,
@@ -101,7 +102,7 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
         # a bar with counts and an ETA on a terminal, one line per run when piped
         with ui.progress("resume --all") as bar:
             outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
-                                 gpus=[g.strip() for g in (gpus or "").split(",") if g.strip()],
+                                 gpus=comma_list(gpus),
                                  time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
                                  progress=None if as_json else bar.step)
         print_batch_outcome(outcome, as_json)

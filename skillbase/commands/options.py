@@ -37,6 +37,11 @@ def executor_options(function):
              "`ray` extra; docs/ray.md).")(function)
 
 
+def comma_list(value: str | None) -> list[str]:
+    """A comma-separated option (`--ops`, `--gpus`, `--presets`) as its non-empty items."""
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
 def batch_start_options(function):
     """`--candidates`, `--gpus`, `--time-limit`: where a new batch expects its answers and how it starts its runs."""
     function = click.option(
