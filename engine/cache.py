@@ -26,6 +26,12 @@ from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+# Imported here, not per value: decoding visits every node of the rule set (~24,000) on the start-up
+# path this cache exists to shorten. evaluate.py, the only importer, loads these modules anyway.
+from .expressions import Comparison, Expression, is_translation
+from .rules import Derivation, Node, Proposal, Rule, rule_files
+from .vocabulary import MISSING, Entry, Thresholds, Vocabulary
+
 _ENGINE_DIR = Path(__file__).resolve().parent
 
 
@@ -42,7 +48,6 @@ def enabled() -> bool:
 
 
 def digest(dirs: list[Path], thresholds: Path) -> str:
-    from .rules import rule_files
 
     h = hashlib.sha256()
     h.update(sys.version.encode())
@@ -139,17 +144,11 @@ def write(key: str, engine: Any) -> None:
 
 # ---- the encoding: plain JSON, decoded only into the engine's own dataclasses -------------------
 
-def _types() -> dict[str, type]:
-    from .expressions import Comparison, Expression
-    from .rules import Derivation, Node, Proposal, Rule
-    from .vocabulary import Entry, Thresholds
-
-    return {cls.__name__: cls for cls in (Comparison, Expression, Derivation, Node, Proposal, Rule, Entry, Thresholds)}
+_TYPES: dict[str, type] = {cls.__name__: cls for cls in (Comparison, Expression, Derivation, Node, Proposal, Rule,
+                                                            Entry, Thresholds)}
 
 
 def _encode(value: Any) -> Any:
-    from .vocabulary import MISSING
-
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if value is MISSING:
@@ -161,7 +160,7 @@ def _encode(value: Any) -> Any:
         return items if isinstance(value, list) else {"$": "tuple", "items": items}
     if isinstance(value, dict):
         return {"$": "dict", "items": [[_encode(k), _encode(v)] for k, v in value.items()]}
-    if is_dataclass(value) and type(value).__name__ in _types():
+    if is_dataclass(value) and type(value).__name__ in _TYPES:
         out = {f.name: _encode(getattr(value, f.name)) for f in fields(value) if f.name != "_fn"}
         out["$"] = type(value).__name__
         return out
@@ -169,9 +168,6 @@ def _encode(value: Any) -> Any:
 
 
 def _decode(value: Any, types: dict[str, type]) -> Any:
-    from .expressions import Expression, is_translation
-    from .vocabulary import MISSING
-
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, list):
@@ -211,10 +207,7 @@ def _encode_engine(engine: Any) -> dict[str, Any]:
 
 def _decode_engine(document: dict[str, Any]) -> dict[str, Any]:
     """The Engine's constructor arguments (the engine builds itself: this module does not import it)."""
-    from .rules import Rule
-    from .vocabulary import Entry, Thresholds, Vocabulary
-
-    types = _types()
+    types = _TYPES
     vocab = document["vocabulary"]
     entries = _decode(vocab["entries"], types)
     rules = _decode(document["rules"], types)
