@@ -94,15 +94,15 @@ def pending(store_path=None, batch: str | int | None = None) -> Pending:
         store.close()
 
 
-def pending_in(store: RunStore, batch: str | int | None = None) -> list[PendingPrompt]:
-    """`list_pending` on an open store."""
+def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | None = None) -> list[PendingPrompt]:
+    """`list_pending` on an open store (only run `run_id`'s prompt, when given: one run's summary)."""
     wanted = parse_batch_ref(batch) if batch is not None else None
     if wanted is not None:
         store.get_batch(wanted)   # an unknown batch is an error, not an empty list
     members = {m.run_id: m for m in store.batch_members(wanted)}
     settings = {b.id: b.settings for b in store.list_batches()}
     runs = sorted((r for r in store.list_runs(status=RunStatus.PAUSED)
-                   if wanted is None or r.id in members), key=lambda r: r.id)
+                   if (wanted is None or r.id in members) and (run_id is None or r.id == run_id)), key=lambda r: r.id)
     found = []
     for run in runs:
         waiting = _waiting_file(store, run.id)

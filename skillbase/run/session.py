@@ -147,8 +147,7 @@ def summarise(store: RunStore, run_id: int) -> dict:
                        "outcome": entry["outcome"], "best": f"{best['runtime_us']:.1f} µs" if best else None,
                        "speedup": best["speedup"] if best else None})
     # a paused run waits for a kernel: say which prompt to answer and where the candidate goes
-    waiting = next((p for p in pending_in(store) if p.run_id == run_id), None) \
-        if run.status == RunStatus.PAUSED else None
+    waiting = next(iter(pending_in(store, run_id=run_id)), None) if run.status == RunStatus.PAUSED else None
     return versioned("run-summary", {
         "run": run.name, "status": run.status, "stop_reason": run.stop_reason, "baseline_us": run.baseline_us,
         "best_us": run.best_us, "speedup": run.speedup, "best_path": str(best_path) if best_path else None,
