@@ -95,9 +95,7 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
     the runs on the Ray cluster at `address` (connected and checked before anything is recorded).
     `progress(done, total, line)` hears the number of runs before the first starts (done 0, no line)
     and each run as it pauses or ends (what it did)."""
-    if not settings.engine and settings.agent == "none":
-        raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
-                         hint="use --agent external or --agent openai with --no-engine")
+    settings.check()
     impls = select(discover(suite), list(ops), dtype, "baseline")
     if not impls:
         raise InputError(f"no {dtype} baseline for that selection", hint="see `skillbase bench list`")
@@ -196,8 +194,7 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
     finally:
         store.close()
     stored = batch["settings"]
-    settings = Settings(**{k: v for k, v in stored.items() if k in Settings.__dataclass_fields__})
-    settings.extra_rules = tuple(settings.extra_rules)
+    settings = Settings.from_stored(stored)
 
     def join(run_store: RunStore, run_id: int) -> None:
         run_store.add_batch_run(payload["batch"], run_id, payload["operator"], payload["dtype"])

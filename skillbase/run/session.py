@@ -70,9 +70,7 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
     """A new run of `kernel`, executed until it finishes or pauses; `on_created(store, run_id)` is
     called once the run exists, before any work (a batch records its member there); `task_name` names
     the task in `runs` (default: the kernel's file name)."""
-    if not settings.engine and settings.agent == "none":
-        raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
-                         hint="use --agent external or --agent openai with --no-engine")
+    settings.check()
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
     if gpu:
@@ -116,7 +114,7 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
         raise InputError(f"{kernel} changed since {run.name} started; resuming would mix two kernels",
                          hint="start a new run with `skillbase optimize`")
     stored = run.manifest.get("settings") or {}
-    settings = Settings(**{k: v for k, v in stored.items() if k in Settings.__dataclass_fields__})
+    settings = Settings.from_stored(stored)
     saved = run.manifest.get("saved_report")
     wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
                            run.manifest.get("gpu_run", True), Path(saved) if saved else None, reply)
@@ -239,7 +237,7 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
     if kernel.exists():
         raise InputError(f"{kernel} appeared while {run.name} waited for it; the run would overwrite it",
                          hint="move it away, or optimize it with a new run")
-    settings = Settings(**{k: v for k, v in run.manifest["settings"].items() if k in Settings.__dataclass_fields__})
+    settings = Settings.from_stored(run.manifest["settings"])
     spec = load_task(kernel, check_launcher=False)
     gpu = run.manifest.get("gpu_run", True)
     if gpu:

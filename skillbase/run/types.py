@@ -16,6 +16,8 @@ from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
+from skillbase.errors import InputError
+
 if TYPE_CHECKING:
     from skillbase.evidence.model import Evidence
 
@@ -193,6 +195,19 @@ class Settings:
     sweep_limit: int = 24
     extra_rules: tuple[str, ...] = ()   # the user's rule folders (--extra-rules), absolute
     engine: bool = True                 # False (--no-engine, the ablation): the coder picks the optimization
+
+    @classmethod
+    def from_stored(cls, stored: dict) -> Settings:
+        """Settings as a run's manifest or a batch recorded them (JSON: keys of older versions dropped)."""
+        settings = cls(**{k: v for k, v in stored.items() if k in cls.__dataclass_fields__})
+        settings.extra_rules = tuple(settings.extra_rules)
+        return settings
+
+    def check(self) -> None:
+        """Refuse settings that cannot run, before anything is recorded."""
+        if not self.engine and self.agent == "none":
+            raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
+                             hint="use --agent external or --agent openai with --no-engine")
 
 
 @dataclass(frozen=True)
