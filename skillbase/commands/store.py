@@ -18,13 +18,16 @@ def store() -> None:
 @store.command("pack")
 @click.argument("archive", type=click.Path(dir_okay=False, path_type=Path))
 @click.option("--force", is_flag=True, help="Replace ARCHIVE if it exists.")
+@click.option("--without-reports", is_flag=True,
+              help="Leave the saved Nsight Compute reports out (judging needs none; unpacking keeps those a "
+                   "store already holds): a far smaller archive for the trip to a GPU machine.")
 @store_option
 @json_option
-def pack(archive, force, store_path, as_json):
+def pack(archive, force, without_reports, store_path, as_json):
     """Write the store (a consistent copy of its database, its artifacts, prompts and candidates) to ARCHIVE."""
     from skillbase.run.pack import pack_store
 
-    done = pack_store(archive, store_path, force=force)
+    done = pack_store(archive, store_path, force=force, reports=not without_reports)
     if as_json:
         click.echo(json.dumps(done.to_json(), indent=1))
     else:

@@ -49,8 +49,12 @@ def _folders() -> dict[str, str]:
     return {"bench": str(config.bench_dir().resolve()), "checkout": str(checkout) if checkout else ""}
 
 
-def pack_store(archive: Path, store_path=None, force: bool = False) -> Packed:
-    """Write the store at `store_path` (default: the configured one) into `archive` (.tar.gz)."""
+def pack_store(archive: Path, store_path=None, force: bool = False, reports: bool = True) -> Packed:
+    """Write the store at `store_path` (default: the configured one) into `archive` (.tar.gz).
+
+    `reports=False` leaves the saved Nsight Compute reports out: judging and the next decisions read
+    the evidence from the database, so the trip to the GPU machine needs none of them (they are the
+    bulk of a profiled store), and unpacking over a store keeps the reports it already holds."""
     archive = Path(archive)
     location = config.store_location(store_path)
     if not (location / "runs.sqlite3").is_file():
@@ -63,6 +67,7 @@ def pack_store(archive: Path, store_path=None, force: bool = False) -> Packed:
     files = 0
     try:
         runs = len(store.list_runs())
+        left_out = set() if reports else store.report_digests()   # artifacts are named by their digest
         with tempfile.TemporaryDirectory(prefix="skillbase-pack-") as scratch:
             copy = Path(scratch) / "runs.sqlite3"
             store.backup_to(copy)
@@ -73,7 +78,7 @@ def pack_store(archive: Path, store_path=None, force: bool = False) -> Packed:
                 tar.add(manifest, f"{_ROOT}/pack.json")
                 tar.add(copy, f"{_ROOT}/runs.sqlite3")
                 for path in sorted(location.rglob("*")):
-                    if path.is_symlink() or path.name in _DB_FILES:
+                    if path.is_symlink() or path.name in _DB_FILES or path.name in left_out:
                         continue
                     # folders too: an empty candidates folder is where a coder writes on the other side
                     tar.add(path, f"{_ROOT}/{path.relative_to(location).as_posix()}", recursive=False)

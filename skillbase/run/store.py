@@ -742,6 +742,11 @@ class RunStore:
                               (run_id, kind)).fetchone()
         return column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}", dict) if row else None
 
+    def report_digests(self) -> set[str]:
+        """The artifact digest of every saved Nsight Compute report (the evidence's `.ncu-rep` files)."""
+        return {row["report"] for row in self.db.execute(
+            "SELECT DISTINCT report FROM evidence WHERE report IS NOT NULL")}
+
     def judged_sources(self, run_id: int) -> dict[str, str]:
         """The artifact digest of every candidate judged in the run, by its step key (`r0/v0/a0`)."""
         found = {}

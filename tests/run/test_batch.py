@@ -307,3 +307,35 @@ def test_a_batchs_runs_spread_over_one_worker_process_per_gpu(suite, tmp_path):
     for prompt in judged.pending:
         owners |= {json.loads(e["payload_json"])["pid"] for e in store.events(prompt.run_id) if e["kind"] == "owner"}
     assert os.getpid() not in owners and len(owners) >= 2      # driven by the workers, not this process
+
+
+def test_a_trip_pack_without_reports_leaves_only_the_ncu_reports_behind_and_unpacking_keeps_them(suite, tmp_path):
+    here = tmp_path / "here"
+    start(here)
+    store = RunStore.open(here)
+    try:
+        run = store.list_runs()[0]
+        report = store.artifacts.put_bytes(os.urandom(4096))          # stands in for a run's .ncu-rep
+        kept = store.artifacts.put_text("a kernel's source, needed to judge the next round")
+        with store.transaction() as tx:
+            tx.add_evidence(run.id, 0, kept, "{}", report)
+    finally:
+        store.close()
+
+    def objects(archive: Path) -> set[str]:
+        import tarfile
+        with tarfile.open(archive) as tar:
+            return {Path(m.name).name for m in tar.getmembers() if "/artifacts/objects/" in m.name and m.isfile()}
+
+    full, lean = tmp_path / "full.tar.gz", tmp_path / "lean.tar.gz"
+    invoke("store", "pack", str(full), "--store", str(here))
+    invoke("store", "pack", str(lean), "--store", str(here), "--without-reports")
+    assert report in objects(full) and kept in objects(full)
+    assert objects(lean) == objects(full) - {report}
+    # The lean archive unpacked over the store that has the report keeps it (nothing is deleted).
+    invoke("store", "unpack", str(lean), "--store", str(here), "--force")
+    store = RunStore.open(here)
+    try:
+        assert store.artifacts.path_for(report).is_file() and len(store.list_runs()) == 4
+    finally:
+        store.close()
