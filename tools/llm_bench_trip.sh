@@ -29,7 +29,7 @@ step() {   # name command...: the command's JSON and its progress lines into tri
   local name=$1; shift
   local s0=$SECONDS
   echo "== $name ($(date -u +%T)): $*" >> "$OUT/trip.log"
-  ( cd /tmp && timeout -k 5 $(( $(left) + 120 )) "$@" ) >> "$OUT/trip.log" 2>&1
+  ( cd /tmp && timeout -k 5 $(( $(left) + 60 )) "$@" ) >> "$OUT/trip.log" 2>&1
   echo "== $name rc=$? wall=$((SECONDS - s0))s" >> "$OUT/trip.log"
   tail -n 1 "$OUT/trip.log"
 }
