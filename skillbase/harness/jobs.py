@@ -12,9 +12,11 @@ jobs from a shared queue, so two jobs of one executor never run on one GPU at on
 harness's per-GPU lock keeps other processes' work out of a timed phase). `RayExecutor`
 (`skillbase.harness.ray_executor`, the `ray` extra) is another implementation of the same protocol
 around the same `run_job`: `skillbase.harness.executors.make_executor` picks one. A job names the local `folders` it
-reads (shipped to a node that lacks them) and the `shared` paths it writes (a run store: they must be
-visible where it runs). `python -m skillbase.harness.jobs JOB.json RESULT.json` runs one job in a
-process of its own (what a Ray task starts, so a crash costs that job and not the Ray worker).
+reads (shipped to a node that lacks them). An executor says whether it is `remote`: its jobs then
+cannot reach this host's files, and a batch ships each run a private copy of its store
+(`skillbase.run.transfer`); the local executor's jobs write the store themselves, as before.
+`python -m skillbase.harness.jobs JOB.json RESULT.json` runs one job in a process of its own (what a
+Ray task starts, so a crash costs that job and not the Ray worker).
 """
 
 from __future__ import annotations
@@ -33,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "folders_of", "run_job"]
+__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "describe_error", "folders_of",
+           "run_job"]
 
 
 @dataclass(frozen=True)
@@ -42,21 +45,18 @@ class Job:
     function: str                      # module:function that runs it, importable in any worker
     payload: dict[str, Any] = field(default_factory=dict)
     label: str = ""                    # who it is about: an operator, a run
-    # Absolute folders the job only reads (a task's folder): an executor on another machine ships them
-    # and rewrites the payload's paths under them.
+    # Absolute folders the job reads (a task's folder): an executor on another machine ships a copy of
+    # each and rewrites the payload's paths under them (what the job writes there stays in the copy).
     folders: tuple[str, ...] = ()
-    # Absolute paths the job writes (a run store): never shipped, they must be visible where it runs.
-    shared: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "function": self.function, "payload": self.payload, "label": self.label,
-                "folders": list(self.folders), "shared": list(self.shared)}
+                "folders": list(self.folders)}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Job:
         return cls(kind=data["kind"], function=data["function"], payload=data.get("payload") or {},
-                   label=data.get("label", ""), folders=tuple(data.get("folders") or ()),
-                   shared=tuple(data.get("shared") or ()))
+                   label=data.get("label", ""), folders=tuple(data.get("folders") or ()))
 
 
 @dataclass
@@ -84,6 +84,8 @@ def run_job(job: Job) -> Any:
 
 
 class Executor(Protocol):
+    remote: bool     # whether its jobs run where this host's files are out of reach (another machine)
+
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         """Run every job, call `on_result` with each result as it arrives, return them all in job order."""
         ...
@@ -95,7 +97,12 @@ def _attempt(index: int, job: Job, device: str | None) -> JobResult:
     try:
         return JobResult(index, job, device, value=run_job(job))
     except Exception as error:  # the executor's boundary: a job's failure is its result, never the end of the batch
-        return JobResult(index, job, device, error=f"{type(error).__name__}: {error}"[:500])
+        return JobResult(index, job, device, error=describe_error(error))
+
+
+def describe_error(error: Exception) -> str:
+    """A job's failure as its result says it."""
+    return f"{type(error).__name__}: {error}"[:500]
 
 
 NOT_STARTED = "not started: the time limit was reached (run again to continue)"
@@ -107,6 +114,8 @@ class LocalExecutor:
 
     With a `deadline` (a `time.time()` value) no job starts after it: the jobs running then finish,
     the rest come back with the error `NOT_STARTED` (a device session's time is bounded)."""
+
+    remote = False   # its jobs run on this host: they read and write its files (a batch's run store)
 
     def __init__(self, gpu_ids: Sequence[str], deadline: float | None = None):
         self.gpu_ids = list(gpu_ids)

@@ -8,9 +8,9 @@ temporary folder on its node, rewrites the payload's paths there and runs the jo
 own (`python -m skillbase.harness.jobs`), the same `run_job` as the local executor: a crash or a hang
 of the job costs that job, the Ray worker stays healthy. A Ray worker that dies mid-job (a node lost,
 a kill) has its job retried once by Ray, then the job is recorded as an error. Results come back to
-the driver as the same JSON; only the driver writes results (`bench run`). Batch runs (`bench
-optimize`, `resume --all`) write their run store from the job, so the store must be at the same path
-on every node (a shared filesystem); that is checked first.
+the driver as the same JSON, and only the driver writes results: the executor is `remote`, so a batch
+(`bench optimize`, `resume --all`) ships each run a private copy of its store and applies what the job
+did to it on the driver (`skillbase.run.transfer`); nodes need no shared filesystem.
 
 Before any work the cluster is checked, each failure one line: Ray not installed, nothing listening
 at the address, no GPU in the cluster, a GPU node without nvcc or with another skillbase version, and
@@ -54,20 +54,18 @@ class NodeProbe:
     ncu: str | None = None
     gpus: list[str] = field(default_factory=list)      # nvidia-smi's names (empty: none readable)
     skillbase: str = ""
-    missing: list[str] = field(default_factory=list)   # the shared paths it cannot see
     error: str | None = None                           # the probe itself failed (no skillbase there)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def probe_node(shared: Sequence[str] = ()) -> dict[str, Any]:
-    """Runs on a node: its tools, GPU names, skillbase version and which `shared` paths it sees."""
+def probe_node() -> dict[str, Any]:
+    """Runs on a node: its tools, GPU names and skillbase version."""
     from skillbase.harness import env
 
     return {"host": socket.gethostname(), "nvcc": env.cuda_tool("nvcc"), "ncu": env.cuda_tool("ncu"),
-            "gpus": [gpu.name for gpu in env.gpus()], "skillbase": __version__,
-            "missing": [path for path in shared if not os.path.exists(path)]}
+            "gpus": [gpu.name for gpu in env.gpus()], "skillbase": __version__}
 
 
 def check_nodes(nodes: Sequence[NodeProbe], driver_version: str = __version__) -> str | None:
@@ -135,7 +133,7 @@ def run_on_node(job_json: dict[str, Any], bundle: bytes | None, timeout_s: float
             with tarfile.open(fileobj=io.BytesIO(bundle), mode="r:gz") as tar:
                 tar.extractall(tmp, filter="data")
             moves = {folder: os.path.join(tmp, str(number)) for number, folder in enumerate(job.folders)}
-            job = Job(job.kind, job.function, _rewrite(job.payload, moves), job.label, job.folders, job.shared)
+            job = Job(job.kind, job.function, _rewrite(job.payload, moves), job.label, job.folders)
         job_path, result_path = os.path.join(tmp, "job.json"), os.path.join(tmp, "result.json")
         with open(job_path, "w") as out:
             json.dump(job.to_json(), out)
@@ -183,6 +181,8 @@ class RayExecutor:
     `gpu_model` is its one GPU model (None when no node could name it). With a `deadline` no job
     starts after it (`NOT_STARTED`). `close()` disconnects (and stops the instance it started)."""
 
+    remote = True    # its jobs run on other machines: what they write there never reaches this host
+
     def __init__(self, address: str | None = None, deadline: float | None = None, *, retries: int = 1,
                  job_timeout_s: float | None = None, init_options: dict[str, Any] | None = None):
         self.ray = _import_ray()
@@ -218,14 +218,14 @@ class RayExecutor:
                 from None
         self.connected = True
 
-    def probe(self, shared: Sequence[str] = ()) -> list[NodeProbe]:
+    def probe(self) -> list[NodeProbe]:
         """Probe every alive node (one small task pinned to each)."""
         from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
 
         remote = self.ray.remote(probe_node)
         alive = [node for node in self.ray.nodes() if node.get("Alive")]
         refs = [remote.options(num_cpus=0, max_retries=0, scheduling_strategy=NodeAffinitySchedulingStrategy(
-            node["NodeID"], soft=False)).remote(list(shared)) for node in alive]
+            node["NodeID"], soft=False)).remote() for node in alive]
         probes = []
         for node, ref in zip(alive, refs, strict=True):
             base = {"address": node.get("NodeManagerAddress", "?"),
@@ -237,20 +237,9 @@ class RayExecutor:
                 probes.append(NodeProbe(**base, error=first))
         return probes
 
-    def _check_shared(self, jobs: Sequence[Job]) -> None:
-        shared = sorted({path for job in jobs for path in job.shared})
-        if not shared:
-            return
-        for node in self.probe(shared):
-            if node.gpu_slots > 0 and node.missing:
-                raise EnvironmentProblem(f"Ray node {node.address} cannot see {node.missing[0]}",
-                                         hint="batch runs write the run store from the node: mount it at the same "
-                                              "path on every node (docs/ray.md), or use --executor local")
-
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
         """Every job as a Ray task (one GPU each), at most as many in flight as the cluster has GPUs,
         so that a deadline leaves the rest unstarted; results in job order."""
-        self._check_shared(jobs)
         bundles: dict[tuple[str, ...], Any] = {}
         for job in jobs:
             if job.folders and job.folders not in bundles:

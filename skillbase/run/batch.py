@@ -8,8 +8,9 @@ judged; a missing, empty, binary, non-CUDA or stale candidate leaves its run wai
 reason (nothing else in the batch is affected); a run killed mid-way continues from its last
 finished step; members a killed `bench optimize` never started are started. Every run's work is
 one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
-GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: the store must then be at the same path on
-every node): two runs never verify or time on one GPU at once. Everything is in the store, so a batch
+GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: each job then works on a private copy of its
+run's store and the driver applies the result, `skillbase.run.transfer`): two runs never verify or
+time on one GPU at once. Everything is in the store, so a batch
 killed at any point is resumed by running `resume --all` again.
 
 `start_kernelbench_batch()` (`skillbase kernelbench optimize`) is the same batch with another kind of
@@ -44,6 +45,7 @@ from skillbase.run.artifacts import digest_bytes
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
+from skillbase.run.transfer import Shipment
 from skillbase.run.types import RunStatus, Settings
 from skillbase.task import load_task
 
@@ -183,7 +185,7 @@ def _start_job(store: RunStore, batch_id: int, member: dict[str, Any]) -> Job:
     return Job("start-run", "skillbase.run.batch:start_payload",
                {"store": str(store.location), "batch": batch_id, "operator": member["operator"],
                 "dtype": member["dtype"], "kernel": member["kernel"], "generator": bool(member.get("generator"))},
-               label=f"{member['operator']} {member['dtype']}", shared=(str(store.location), member["kernel"]))
+               label=f"{member['operator']} {member['dtype']}")
 
 
 def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -327,8 +329,7 @@ def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderR
                  key: str | None) -> Job:
     return Job("advance-run", "skillbase.run.batch:advance_payload",
                {"store": str(store.location), "run": run_id, "candidate": source, "key": key,
-                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id),
-               shared=(str(store.location),))
+                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id))
 
 
 def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
@@ -369,7 +370,11 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
 
     if progress is not None and jobs:
         progress(0, total, "")      # the count before the first run ends (a run takes minutes)
-    executor.run(jobs, arrived)
+    if executor.remote:   # its jobs cannot open this store: each works on a private copy, applied here
+        with Shipment(store) as shipment:
+            executor.run(shipment.ship(jobs), lambda done: arrived(shipment.settle(done)))
+    else:
+        executor.run(jobs, arrived)
     outcome.pending = pending_in(store, parse_batch_ref(batch) if batch else None)
     return outcome
 

@@ -641,8 +641,12 @@ class RunStore:
         no measurement says how much they should move a candidate.
 
         A round tries one skill (possibly several variants and repairs); it counts once, as accepted
-        or not, with the best accepted speedup of that round.
+        or not, with the best accepted speedup of that round. A run's private copy (`load_run_copy`)
+        answers with the outcomes its store had when the copy was made.
         """
+        carried = self.db.execute("SELECT value FROM meta WHERE key=?", (_CARRIED_PAST,)).fetchone()
+        if carried is not None:
+            return column_json(carried[0], self.db_path, "the other runs' outcomes", dict)
         sql = ("SELECT d.chosen_skill AS skill, r.outcome AS outcome, "
                "(SELECT MAX(a.speedup) FROM attempts a WHERE a.run_id = r.run_id AND a.round_idx = r.idx "
                " AND a.status = 'accepted') AS speedup "
@@ -771,6 +775,71 @@ class RunStore:
                 tx.execute("UPDATE runs SET manifest_json = replace(manifest_json, ?, ?)", (f'"{old}', f'"{new}'))
                 tx.execute("UPDATE batches SET settings_json = replace(settings_json, ?, ?)", (f'"{old}', f'"{new}'))
 
+    # -- one run carried to a job that cannot reach this store (skillbase.run.transfer) ------------
+
+    def run_rows(self, run_id: int) -> dict[str, list[dict[str, Any]]]:
+        """Every row of one run, by table (`RUN_TABLES`), as plain values."""
+        self._batch_tables()
+        return {table: [dict(row) for row in self.db.execute(
+                    f"SELECT * FROM {table} WHERE {'id' if table == 'runs' else 'run_id'}=? ORDER BY rowid",
+                    (run_id,))]
+                for table in RUN_TABLES}
+
+    def reserve_run_id(self) -> int:
+        """A run number no run of this store will ever take (AUTOINCREMENT never reuses one): a run
+        started in a private copy elsewhere is created under it and applied back under it. One never
+        used leaves a gap in the numbering, nothing else."""
+        with self.transaction() as tx:
+            seq = tx.execute("SELECT seq FROM sqlite_sequence WHERE name='runs'").fetchone()
+            top = tx.execute("SELECT MAX(id) FROM runs").fetchone()[0] or 0
+            run_id = max(seq[0] if seq else 0, top) + 1
+            _set_sequence(tx, "runs", run_id)
+        return run_id
+
+    def load_run_copy(self, rows: dict[str, list[dict[str, Any]]], batch: BatchRow | None, run_id: int,
+                      past: dict[str, Any]) -> None:
+        """Make this new, empty store the private copy of run `run_id`: its `rows` (`run_rows`, ids kept;
+        none for a run not created yet, which will be created under `run_id`), its batch, and the other
+        runs' outcomes as the original store has them (what `skill_outcome_stats` answers here)."""
+        self._batch_tables()
+        with self.transaction() as tx:
+            if batch is not None:
+                tx.execute("INSERT INTO batches(id, created_at, settings_json) VALUES (?,?,?)",
+                           (batch.id, batch.created_at, _dumps(batch.settings)))
+            for table in RUN_TABLES:
+                for row in rows.get(table, []):
+                    _insert(tx, table, row)
+            if not rows.get("runs"):
+                _set_sequence(tx, "runs", run_id - 1)
+            tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (_CARRIED_PAST, json.dumps(past)))
+
+    def apply_run_rows(self, run_id: int, rows: dict[str, list[dict[str, Any]]]) -> None:
+        """Replace run `run_id`'s rows by `rows` (its private copy's, after a job worked on it elsewhere),
+        in one transaction. Rows this store has keep their ids; new rows of the numbered tables get
+        this store's next ids (rows other jobs added meanwhile hold the copy's), and a new attempt's
+        id is followed where it is named: llm_calls.attempt_id, `attempt_id` in steps and events."""
+        self._batch_tables()
+        attempts: dict[int, int] = {}     # the copy's id of a new attempt -> its id here
+        with self.transaction() as tx:
+            for table in RUN_TABLES:
+                if table in _NUMBERED:
+                    have = {row[0] for row in tx.execute(f"SELECT id FROM {table} WHERE run_id=?", (run_id,))}
+                elif table != "runs":
+                    tx.execute(f"DELETE FROM {table} WHERE run_id=?", (run_id,))
+                for row in rows.get(table, []):
+                    row = _follow_attempts(table, row, attempts)
+                    if table == "runs":
+                        if not _update(tx, table, row):
+                            _insert(tx, table, row)
+                    elif table not in _NUMBERED:
+                        _insert(tx, table, row)
+                    elif row["id"] in have:
+                        _update(tx, table, row)
+                    else:
+                        new = _insert(tx, table, {k: v for k, v in row.items() if k != "id"})
+                        if table == "attempts":
+                            attempts[row["id"]] = new
+
     def backup_to(self, target: Path) -> None:
         """A consistent copy of the database (SQLite's online backup), even while runs write to it."""
         copy = sqlite3.connect(target)
@@ -864,6 +933,52 @@ class _Tx:
         self.event(run_id, "llm-call", {"role": role, "model": model, "error": error,
                                         "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens})
         return int(cursor.lastrowid)
+
+
+# A run's rows, parents first. The numbered tables' ids come from AUTOINCREMENT: a run's rows written
+# in a private copy collide with rows other runs added meanwhile, so they are renumbered when applied.
+RUN_TABLES = ("runs", "batch_runs", "rounds", "evidence", "decisions", "attempts", "llm_calls", "steps", "events")
+_NUMBERED = frozenset({"evidence", "decisions", "attempts", "llm_calls", "events"})
+_CARRIED_PAST = "carried_past_outcomes"    # meta key of a private copy: skill_outcome_stats' answer
+
+
+def _columns(tx: _Tx, table: str) -> list[str]:
+    return [row["name"] for row in tx.execute(f"PRAGMA table_info({table})")]
+
+
+def _insert(tx: _Tx, table: str, row: dict[str, Any]) -> int:
+    columns = [name for name in _columns(tx, table) if name in row]    # never a column the row names itself
+    cursor = tx.execute(f"INSERT INTO {table}({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                        [row[name] for name in columns])
+    return int(cursor.lastrowid)
+
+
+def _update(tx: _Tx, table: str, row: dict[str, Any]) -> bool:
+    columns = [name for name in _columns(tx, table) if name in row and name != "id"]
+    cursor = tx.execute(f"UPDATE {table} SET {', '.join(f'{name}=?' for name in columns)} WHERE id=?",
+                        [row[name] for name in columns] + [row["id"]])
+    return cursor.rowcount > 0
+
+
+def _set_sequence(tx: _Tx, table: str, value: int) -> None:
+    if tx.execute("UPDATE sqlite_sequence SET seq=? WHERE name=?", (value, table)).rowcount == 0:
+        tx.execute("INSERT INTO sqlite_sequence(name, seq) VALUES (?,?)", (table, value))
+
+
+def _follow_attempts(table: str, row: dict[str, Any], attempts: dict[int, int]) -> dict[str, Any]:
+    """`row` naming a renumbered attempt by its new id (its JSON re-dumped only then: the rest stays byte for byte)."""
+    if table == "llm_calls" and row.get("attempt_id") in attempts:
+        return {**row, "attempt_id": attempts[row["attempt_id"]]}
+    column = {"steps": "result_json", "events": "payload_json"}.get(table)
+    if column is None or '"attempt_id"' not in (row.get(column) or ""):
+        return row
+    try:
+        document = json.loads(row[column])
+    except ValueError:
+        return row
+    if isinstance(document, dict) and document.get("attempt_id") in attempts:
+        return {**row, column: _dumps({**document, "attempt_id": attempts[document["attempt_id"]]})}
+    return row
 
 
 def _like_prefix(prefix: str) -> str:
