@@ -117,9 +117,10 @@ class Shipment:
         shipped = result.value
         try:
             self._apply(ticket, shipped)
-        except SkillbaseError as problem:
+        except (SkillbaseError, OSError) as problem:   # that run's failure, in one line; the batch goes on
+            why = problem.message if isinstance(problem, SkillbaseError) else f"{problem.strerror or problem}"
             return JobResult(result.index, ticket.job, result.device, None,
-                             f"{run_name(ticket.run_id)}: its work could not be recorded: {problem.message}")
+                             f"{run_name(ticket.run_id)}: its work could not be recorded: {why}")
         return JobResult(result.index, ticket.job, result.device, shipped["value"], shipped["error"])
 
     def _apply(self, ticket: _Ticket, shipped: dict[str, Any]) -> None:
@@ -133,17 +134,21 @@ class Shipment:
         for digest, data in shipped["artifacts"].items():
             if self.store.artifacts.put_bytes(_decoded(data)) != digest:
                 raise InputError(f"artifact {digest[:12]} came back with other content")
-        staged = []
-        for relative, data in shipped["files"].items():
-            target = location / relative
-            if not target.resolve().is_relative_to(own.resolve()):
-                raise InputError(f"the job wrote {relative}, outside {own}")
-            target.parent.mkdir(parents=True, exist_ok=True)
-            arriving = target.with_name(target.name + ".arriving")
-            arriving.write_bytes(_decoded(data))
-            staged.append((arriving, target))
-        if shipped["rows"] is not None:
-            self.store.apply_run_rows(ticket.run_id, shipped["rows"])
+        staged: list[tuple[Path, Path]] = []
+        try:
+            for relative, data in shipped["files"].items():
+                target = location / relative
+                if not target.resolve().is_relative_to(own.resolve()):
+                    raise InputError(f"the job wrote {relative}, outside {own}")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                staged.append((target.with_name(target.name + ".arriving"), target))
+                staged[-1][0].write_bytes(_decoded(data))
+            if shipped["rows"] is not None:
+                self.store.apply_run_rows(ticket.run_id, shipped["rows"])
+        except BaseException:
+            for arriving, _ in staged:
+                arriving.unlink(missing_ok=True)
+            raise
         for arriving, target in staged:      # renames after the commit: the window between is one rename each
             os.replace(arriving, target)
         for relative in shipped["removed"]:

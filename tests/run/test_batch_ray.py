@@ -281,3 +281,33 @@ def test_a_worker_killed_while_judging_leaves_the_store_as_it_was(world):
     judged = resume_all(store, executor=LocalExecutor([]))
     assert [(m.run, m.action) for m in judged.members] == [(prompt.run, "judged")]
     assert world["notes"].read_text() == ""
+
+
+def test_a_kernelbench_member_writes_its_first_kernel_through_the_driver(world):
+    """A generator run's passing answer becomes the task's model.cu: written on the node into the task
+    folder's copy, and by the driver into the task folder (which the cluster may not touch either)."""
+    from skillbase.kernelbench.importer import import_problems
+    from skillbase.run.batch import start_kernelbench_batch
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
+    tasks, store = world["off_limits"] / "kb" / "tasks", world["off_limits"] / "kb" / "store"
+    import_problems(fixtures, tasks, problems=("2_ReLU",))
+    settings = Settings(rounds=1, repairs=1, agent="external")
+    started = start_kernelbench_batch(settings, tasks, gpu=False, store_path=store, executor=world["cluster"])
+    (prompt,) = started.pending
+    assert (prompt.kind, prompt.key) == ("generator", "g/a0") and prompt.prompt_path.is_relative_to(store)
+    kernel = tasks / "level1_2_ReLU" / "model.cu"
+    answer = (fixtures / "kernels" / "relu.cu").read_text()
+    prompt.candidate_path.write_text(answer)
+    resumed = resume_all(store, executor=world["cluster"])
+    (member,) = resumed.members
+    assert member.action == "judged" and member.reason.startswith("g/a0: unverified: compiled"), member
+    assert kernel.read_text() == answer
+    opened = RunStore.open(store, read_only=True)
+    try:
+        run = opened.get_run(prompt.run_id)
+        assert (run.status, run.task_path, run.manifest["task_path"]) == ("finished", str(kernel), str(kernel))
+        assert run.manifest["task_digest"] == hashlib.sha256(answer.encode()).hexdigest()[:16]
+    finally:
+        opened.close()
+    assert world["notes"].read_text() == ""
