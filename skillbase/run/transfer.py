@@ -15,9 +15,9 @@ rows, the new artifacts and the run folder's new or changed files, every path po
 driver's folders. The driver applies it (`Shipment.settle`): artifacts by digest, the rows in one
 transaction (`RunStore.apply_run_rows`: new rows renumbered), then the files. A job that dies on its
 node returns nothing, so the store is left as it was (only the reserved run number stays unused);
-the job is retried or recorded as an error as any other. A run still answered a job's failure in
-its rows (`start` records a run that could not start as failed): those are applied as well, as the
-local executor would have left them.
+the job is retried or recorded as an error as any other. A job that fails after its run recorded
+the failure (a run that could not start is recorded as failed) has those rows applied too, as the
+local executor would have left them, and its error reported.
 """
 
 from __future__ import annotations
