@@ -4,8 +4,9 @@ holding the driver's run stores (batch_ray_kit/sitecustomize.py, shown to bite).
 with the real nvcc: started on the cluster, judged there and resumed locally, and the other way
 round, give the pending prompts and verdicts of the same batch run locally throughout; runs judged
 at once on the cluster come back with every attempt id they name pointing at their own attempts;
-a Ray worker killed while it compiles a candidate leaves the store as it was. No Ray process
-outlives the module."""
+a KernelBench member's first kernel reaches the task folder through the driver; a Ray worker killed
+while it compiles a candidate leaves the store as it was (while it starts a run: only the run's
+reserved number is used up). No Ray process outlives the module."""
 
 from __future__ import annotations
 
@@ -310,4 +311,32 @@ def test_a_kernelbench_member_writes_its_first_kernel_through_the_driver(world):
         assert run.manifest["task_digest"] == hashlib.sha256(answer.encode()).hexdigest()[:16]
     finally:
         opened.close()
+    assert world["notes"].read_text() == ""
+
+
+def test_a_worker_killed_while_starting_a_run_leaves_only_its_number_unused(world, tmp_path):
+    suite = tmp_path / "suite"
+    shutil.copytree(world["suite"] / "ops" / "relu", suite / "ops" / "relu")
+    kernel = suite / "ops" / "relu" / "fp32.cu"
+    kernel.write_text(f"// {uuid.uuid4()}\n" + kernel.read_text())    # never built: the start compiles it
+    store = world["off_limits"] / "killed-start" / "store"
+    stop, killed = threading.Event(), []
+    killer = threading.Thread(target=_kill_workers_while_compiling, args=(2, stop, killed), daemon=True)
+    killer.start()
+    try:
+        lost = start_batch(SETTINGS, ["relu"], "fp32", gpu=False, store_path=store, suite=suite,
+                           executor=world["cluster"])
+    finally:
+        stop.set()
+        killer.join()
+    assert len(killed) == 2, "the job was never caught compiling"
+    (member,) = lost.members
+    assert member.action == "failed" and member.reason.startswith("the Ray worker died running this job (2 attempts)")
+    rows, files = _dump(store)
+    assert not [row for row in rows if row.startswith(('INSERT INTO "runs"', 'INSERT INTO "events"'))]
+    assert not [name for name in files if name.startswith("runs/")]
+    assert 'INSERT INTO "sqlite_sequence" VALUES(\'runs\',1);' in rows   # run_1 was reserved for it
+    # The next resume starts the member, under the next number.
+    started = resume_all(store, executor=LocalExecutor([]))
+    assert [(m.run, m.action) for m in started.members] == [("run_2", "started")]
     assert world["notes"].read_text() == ""
