@@ -505,3 +505,48 @@ def test_exponentials_are_counted_apart_from_other_math():
     kernels = static_features(source)["kernels"]
     assert kernels["softmax"]["math"]["exp_calls"] == 2
     assert kernels["norm"]["math"]["exp_calls"] == 0 and kernels["norm"]["math"]["transcendental_calls"] >= 1
+
+
+CG_TREE = """namespace cg = cooperative_groups;
+__global__ void cg_tree(const float* in, float* out) {
+    cg::thread_block cta = cg::this_thread_block();
+    extern __shared__ float sdata[];
+    unsigned int tid = threadIdx.x;
+    sdata[tid] = in[blockIdx.x * blockDim.x + tid];
+    cg::sync(cta);
+    for (unsigned int s = blockDim.x / 2; s > 0; s >>= 1) {
+        if (tid < s) sdata[tid] += sdata[tid + s];
+        cg::sync(cta);
+    }
+    cg::thread_block_tile<32> tile32 = cg::tiled_partition<32>(cta);
+    tile32.sync();
+    if (tid == 0) out[blockIdx.x] = sdata[0];
+}
+__global__ void auto_block(float* x) {
+    auto block = cg::this_thread_block();
+    __shared__ float s[256];
+    for (int k = 128; k > 0; k >>= 1) { s[threadIdx.x] += 1.0f; block.sync(); }
+    x[threadIdx.x] = s[0];
+}
+__global__ void other_syncs(float* x) {
+    cg::grid_group grid = cg::this_grid();
+    x[threadIdx.x] = 1.0f;
+    grid.sync();
+    stream.sync();
+}
+"""
+
+
+def test_cooperative_group_barriers_count_by_the_group_they_wait_on():
+    kernels = static_features(CG_TREE)["kernels"]
+    tree = kernels["cg_tree"]
+    # cg::sync(block) is __syncthreads, so the halving loop around it is a reduction tree; a warp tile's
+    # sync() (its type parses as a comparison: the tiled_partition call names it) is a warp barrier
+    assert tree["barriers"]["syncthreads"] == 2 and tree["barriers"]["in_loops"] == 1
+    assert tree["barriers"]["syncwarp"] == 1
+    assert tree["reduction"]["tree_loops"] == 1
+    assert kernels["auto_block"]["barriers"]["syncthreads"] == 1   # auto block = cg::this_thread_block()
+    assert kernels["auto_block"]["reduction"]["tree_loops"] == 1
+    # not counted as block barriers: a grid's sync, or sync() on an object that is no cooperative group
+    other = kernels["other_syncs"]["barriers"]
+    assert other["grid_sync"] == 1 and other["syncthreads"] == 0 and other["syncwarp"] == 0

@@ -198,6 +198,7 @@ class KernelFeatures:
         self._smem_thread: dict[str, bool] = {}            # shared array -> every subscript depends on a thread
         self.roles: dict[str, set[str]] = {}               # local array -> {"accumulated", "from_shared"}
         self.defs: dict[str, Any] = {}                     # local variable -> its initialiser
+        self._groups: dict[str, str] = {}                  # variable -> the cooperative-group call assigned to it
         self._depth = 0                                    # loop depth of the node being visited
         self._loop_vars: list[str] = []                    # counters of the enclosing loops
         self._staged = 0                                   # shared stores of global values seen so far
@@ -521,6 +522,11 @@ class KernelFeatures:
         op = syntax.text(node.child_by_field_name("operator"))
         if left is not None and left.type == "identifier":
             name = syntax.text(left)
+            right_text = syntax.text(node.child_by_field_name("right"))
+            if op == "=" and ("partition" in right_text or "this_" in right_text or "coalesced" in right_text):
+                # `cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);` parses as a comparison and an
+                # assignment (the template type is ambiguous to the grammar): the call names the group
+                self._groups[name] = right_text
             if op == "=":
                 self.scope.assign(name, self.scope.info(node.child_by_field_name("right")), first=False)
             elif op in ("+=", "-=") and name in self.scope.vars:
@@ -788,6 +794,13 @@ class KernelFeatures:
             self.barriers["fences"] += 1
         elif name == "sync" and ("grid" in full.lower() or (arg_nodes and "grid" in syntax.text(arg_nodes[0]).lower())):
             self.barriers["grid_sync"] += 1
+        elif name == "sync" and self._group_of(full, arg_nodes) == "block":
+            # cooperative groups' block barrier (`cg::sync(block)`, `block.sync()`) is __syncthreads
+            self.barriers["syncthreads"] += 1
+            if loop_depth:
+                self.barriers["in_loops"] += 1
+        elif name == "sync" and self._group_of(full, arg_nodes) == "warp":
+            self.barriers["syncwarp"] += 1
         elif name in SHUFFLES:
             self.warp["shuffles"] += 1
         elif name in VOTES:
@@ -828,6 +841,26 @@ class KernelFeatures:
             self._follow(name, loop_depth, seen)     # a wrapper: its asm says whether it issues the MMA
         else:
             self._follow(name, loop_depth, seen)
+
+    def _group_of(self, full: str, arg_nodes: list) -> str | None:
+        """The cooperative group a `.sync()` / `cg::sync(g)` call waits on: "block" for a thread block,
+        "warp" for a tile or coalesced group (at most a warp), None when its type is unknown."""
+        if full.endswith(".sync") or full.endswith("->sync"):
+            group = full.rsplit(".", 1)[0].rsplit("->", 1)[0]
+        elif arg_nodes:
+            group = syntax.text(arg_nodes[0])
+        else:
+            return None
+        group = group.strip()
+        text = group if "(" in group else self.scope.types.get(group, "")
+        if text in ("", "auto") and group in self.defs:   # `auto block = cg::this_thread_block();`
+            text = syntax.text(self.defs[group])
+        text = text or self._groups.get(group, "")
+        if "tile" in text or "coalesced" in text or "warp" in text:
+            return "warp"
+        if "thread_block" in text:
+            return "block"
+        return None
 
     def _follow(self, name: str, loop_depth: int, seen: set[str]) -> None:
         """Walk the body of a helper the kernel calls, as part of the kernel (depth-bounded)."""
