@@ -813,14 +813,30 @@ class RunStore:
                 _set_sequence(tx, "runs", run_id - 1)
             tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?,?)", (_CARRIED_PAST, json.dumps(past)))
 
-    def apply_run_rows(self, run_id: int, rows: dict[str, list[dict[str, Any]]]) -> None:
+    def last_event_id(self, run_id: int) -> int | None:
+        """The id of the run's last event (every write to a run adds one): None for a run not in the store."""
+        return self.db.execute("SELECT MAX(id) FROM events WHERE run_id=?", (run_id,)).fetchone()[0]
+
+    def require_unchanged(self, run_id: int, copied_at: int | None) -> None:
+        """Refuse to apply a private copy's work to a run written here since the copy was made
+        (`copied_at`: its `last_event_id` then): two workers on one run, one's work would be mixed
+        into the other's."""
+        if self.last_event_id(run_id) != copied_at:
+            raise InputError(f"{run_name(run_id)} changed in the store at {self.location} while a job worked on "
+                             "its copy elsewhere (another resume?); that job's work was not recorded",
+                             hint="`resume --all` again goes on from what the store holds")
+
+    def apply_run_rows(self, run_id: int, rows: dict[str, list[dict[str, Any]]], copied_at: int | None) -> None:
         """Replace run `run_id`'s rows by `rows` (its private copy's, after a job worked on it elsewhere),
         in one transaction. Rows this store has keep their ids; new rows of the numbered tables get
         this store's next ids (rows other jobs added meanwhile hold the copy's), and a new attempt's
-        id is followed where it is named: llm_calls.attempt_id, `attempt_id` in steps and events."""
+        id is followed where it is named: llm_calls.attempt_id, `attempt_id` in steps and events.
+        Refused, nothing written, when the run changed here since its copy was made (`require_unchanged`,
+        checked again inside the transaction)."""
         self._batch_tables()
         attempts: dict[int, int] = {}     # the copy's id of a new attempt -> its id here
         with self.transaction() as tx:
+            self.require_unchanged(run_id, copied_at)
             for table in RUN_TABLES:
                 if table in _NUMBERED:
                     have = {row[0] for row in tx.execute(f"SELECT id FROM {table} WHERE run_id=?", (run_id,))}

@@ -13,7 +13,8 @@ On the node, `detached_payload` points the copy's paths at the shipped folders (
 does), runs the same payload against the copy, and returns what the job returned plus the run's
 rows, the new artifacts and the run folder's new or changed files, every path pointed back at the
 driver's folders. The driver applies it (`Shipment.settle`): artifacts by digest, the rows in one
-transaction (`RunStore.apply_run_rows`: new rows renumbered), then the files. A job that dies on its
+transaction (`RunStore.apply_run_rows`: new rows renumbered), then the files; nothing at all when the
+run was written to in the store since its copy left (a second `resume` elsewhere). A job that dies on its
 node returns nothing, so the store is left as it was (only the reserved run number stays unused);
 the job is retried or recorded as an error as any other. A job that fails after its run recorded
 the failure (a run that could not start is recorded as failed) has those rows applied too, as the
@@ -52,6 +53,7 @@ class _Ticket:
     run_id: int
     kernel: Path             # the run's task file on the driver
     kernel_existed: bool     # whether it existed when the job left (a generator run writes it)
+    copied_at: int | None    # the run's last event when it was copied (None: a run to start)
 
 
 class Shipment:
@@ -102,7 +104,7 @@ class Shipment:
             shutil.copytree(own, folder / "runs" / run_name(run_id), symlinks=False)
         task = folders_of(kernel)[0]
         (folder / CARRIED).write_text(json.dumps({"store": str(self.store.location), "task": task, "run": run_id}))
-        self.tickets.append(_Ticket(job, run_id, kernel, kernel.exists()))
+        self.tickets.append(_Ticket(job, run_id, kernel, kernel.exists(), self.store.last_event_id(run_id)))
         moved = {"store": str(folder)} | ({"kernel": str(kernel.resolve())} if "kernel" in payload else {})
         inner = Job(job.kind, job.function, payload | moved, job.label)
         return Job(job.kind, "skillbase.run.transfer:detached_payload",
@@ -124,6 +126,7 @@ class Shipment:
         return JobResult(result.index, ticket.job, result.device, shipped["value"], shipped["error"])
 
     def _apply(self, ticket: _Ticket, shipped: dict[str, Any]) -> None:
+        self.store.require_unchanged(ticket.run_id, ticket.copied_at)   # before anything is written
         location = self.store.location
         own = location / "runs" / run_name(ticket.run_id)
         kernel = _decoded(shipped["kernel"]) if shipped.get("kernel") is not None else None
@@ -144,7 +147,7 @@ class Shipment:
                 staged.append((target.with_name(target.name + ".arriving"), target))
                 staged[-1][0].write_bytes(_decoded(data))
             if shipped["rows"] is not None:
-                self.store.apply_run_rows(ticket.run_id, shipped["rows"])
+                self.store.apply_run_rows(ticket.run_id, shipped["rows"], ticket.copied_at)
         except BaseException:
             for arriving, _ in staged:
                 arriving.unlink(missing_ok=True)

@@ -340,3 +340,31 @@ def test_a_worker_killed_while_starting_a_run_leaves_only_its_number_unused(worl
     started = resume_all(store, executor=LocalExecutor([]))
     assert [(m.run, m.action) for m in started.members] == [("run_2", "started")]
     assert world["notes"].read_text() == ""
+
+
+def test_work_on_a_run_that_changed_meanwhile_is_not_recorded(world):
+    """Two workers on one run (a second `resume --all` elsewhere): the driver finds the run written to
+    since its copy left, and records nothing of the job's work rather than mixing the two."""
+    from skillbase.run.transfer import Shipment
+
+    store_path = world["off_limits"] / "meanwhile" / "store"
+    started = start_batch(SETTINGS, ["relu"], "fp32", gpu=False, store_path=store_path, suite=world["suite"],
+                          executor=world["cluster"])
+    (prompt,) = started.pending
+    job = Job("advance-run", "skillbase.run.batch:advance_payload",
+              {"store": str(store_path), "run": prompt.run_id, "candidate": _candidate(world["suite"], "relu", 1),
+               "key": prompt.key, "reply": None}, label=prompt.run)
+    store = RunStore.open(store_path)
+    try:
+        with Shipment(store) as shipment:
+            (done,) = world["cluster"].run(shipment.ship([job]), lambda result: None)
+            assert done.error is None and done.value["rows"] is not None    # judged on the node
+            store.note_waiting(prompt.run_id, prompt.key, "written meanwhile by another resume")
+            before = _dump(store_path)
+            settled = shipment.settle(done)
+    finally:
+        store.close()
+    assert settled.value is None and settled.error.startswith(
+        f"{prompt.run}: its work could not be recorded: {prompt.run} changed in the store at {store_path} while a job")
+    assert _dump(store_path) == before
+    assert world["notes"].read_text() == ""
