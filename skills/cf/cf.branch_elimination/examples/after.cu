@@ -1,28 +1,49 @@
-// cf.branch_elimination, after: the kernel is specialised per activation with a template
-// parameter and `if constexpr`; the launcher picks the instantiation once. Each instance has
-// one straight-line path, so its 4-element loop unrolls and its loads are batched.
+// cf.branch_elimination, after: the dimension is a template parameter D and the launcher picks
+// the instantiation once (dim is 1..8). The dimension loops have compile-time trip counts, so
+// the hot loop carries no test: for D = 3 a pair costs 3 shared loads, 3 subtractions, 3 FMAs
+// and the exponential, and nothing is issued for the 5 unused dimensions. Same arithmetic in the
+// same order: identical results.
 #include <cuda_runtime.h>
 
-#define ITEMS 4
+#define THREADS 128
+#define MAXD 8
 
-template <int KIND>
-__global__ void activation_kernel(const float* __restrict__ x, float* __restrict__ y, int n) {
-    int base = blockIdx.x * blockDim.x * ITEMS + threadIdx.x;
+template <int D>
+__global__ void __launch_bounds__(THREADS) kde_kernel(const float* __restrict__ pts, float* __restrict__ dens,
+                                                      int n, float gamma) {
+    __shared__ __align__(16) float tile[THREADS][MAXD];
+    const int i = blockIdx.x * THREADS + threadIdx.x;
+    float q[D];
 #pragma unroll
-    for (int j = 0; j < ITEMS; ++j) {
-        int i = base + j * blockDim.x;
-        if (i >= n) break;
-        float v = x[i], r;
-        if constexpr (KIND == 0)      r = fmaxf(v, 0.0f);
-        else if constexpr (KIND == 1) r = v / (1.0f + __expf(-v));
-        else                          r = 0.5f * v * (1.0f + tanhf(0.79788456f * (v + 0.044715f * v * v * v)));
-        y[i] = r;
+    for (int c = 0; c < D; ++c) q[c] = i < n ? pts[(size_t)i * D + c] : 0.0f;
+    float acc = 0.0f;
+    for (int t0 = 0; t0 < n; t0 += THREADS) {
+        const int j = t0 + threadIdx.x;
+        __syncthreads();
+#pragma unroll
+        for (int c = 0; c < D; ++c) tile[threadIdx.x][c] = j < n ? pts[(size_t)j * D + c] : 0.0f;
+        __syncthreads();
+        const int count = min(THREADS, n - t0);
+        for (int k = 0; k < count; ++k) {
+            float r2 = 0.0f;
+#pragma unroll
+            for (int c = 0; c < D; ++c) { const float d = tile[k][c] - q[c]; r2 = fmaf(d, d, r2); }
+            acc += __expf(-gamma * r2);
+        }
     }
+    if (i < n) dens[i] = acc;
 }
 
-extern "C" void activation(const float* x, float* y, int n, int kind) {
-    dim3 grid((n + 256 * ITEMS - 1) / (256 * ITEMS)), block(256);
-    if (kind == 0)      activation_kernel<0><<<grid, block>>>(x, y, n);
-    else if (kind == 1) activation_kernel<1><<<grid, block>>>(x, y, n);
-    else                activation_kernel<2><<<grid, block>>>(x, y, n);
+extern "C" void kde(const float* pts, float* dens, int n, int dim, float gamma) {
+    const dim3 grid((n + THREADS - 1) / THREADS), block(THREADS);
+    switch (dim) {
+        case 1: kde_kernel<1><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 2: kde_kernel<2><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 3: kde_kernel<3><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 4: kde_kernel<4><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 5: kde_kernel<5><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 6: kde_kernel<6><<<grid, block>>>(pts, dens, n, gamma); break;
+        case 7: kde_kernel<7><<<grid, block>>>(pts, dens, n, gamma); break;
+        default: kde_kernel<8><<<grid, block>>>(pts, dens, n, gamma); break;
+    }
 }
