@@ -384,29 +384,137 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
+        global_writes: dict[str, list[tuple[object, bool, bool]]] = {}
         for fn in functions:
             body = fn.child_by_field_name("body")
             if body is None:
                 continue
-            self.static_locals(body)
+            facts = _device_facts(body)
+            self.static_locals(body, facts)
             for node in syntax.descendants(body):
                 if node.type != "identifier":
                     continue
                 name = syntax.text(node)
                 if name in host_globals and _is_written(node):
-                    self.report("host-static-state", node, name)
+                    global_writes.setdefault(name, []).append(_write(node, facts, set(host_globals)))
                 elif name in device_globals and _is_written(node):
                     self.report("device-global-state", node, name)
+        for name, writes in global_writes.items():
+            if not _device_fact_cache(writes, _initializer(host_globals[name], name)):
+                for node, _ in writes:
+                    self.report("host-static-state", node, name)
 
-    def static_locals(self, body) -> None:
+    def static_locals(self, body, facts: set[str]) -> None:
         for node in syntax.descendants(body):
             if node.type != "declaration":
                 continue
             specifiers = {syntax.text(c) for c in node.children
                           if c.type in ("storage_class_specifier", "type_qualifier")}
             words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
-            if {"static", "thread_local"} & (specifiers | words) and not {"const", "constexpr", "__shared__"} & words:
+            if not ({"static", "thread_local"} & (specifiers | words)) or {"const", "constexpr", "__shared__"} & words:
+                continue
+            names = _declared_names(node)
+            cached = bool(names)
+            for name in names:
+                writes = [_write(use, facts, set(names)) for use in syntax.descendants(body)
+                          if use.type == "identifier" and syntax.text(use) == name
+                          and use.start_byte > node.end_byte and _is_written(use)]
+                cached &= _device_fact_cache(writes, _initializer(node, name))
+            if not cached:
                 self.report("host-static-state", node, "static local")
+
+
+# A launcher may cache what the device is (its SM count, properties, an occupancy figure) in a static:
+# the idiom is common and honest, and such a value cannot carry a result or a call count from one
+# call to the next. Caching results stays refused here and is caught at run time anyway (fresh input
+# values and addresses per timed iteration, the last timed output verified again: VERIFY.md).
+DEVICE_QUERIES = frozenset({
+    "cudaGetDevice", "cudaGetDeviceCount", "cudaDeviceGetAttribute", "cudaGetDeviceProperties",
+    "cudaGetDeviceProperties_v2", "cudaOccupancyMaxActiveBlocksPerMultiprocessor",
+    "cudaOccupancyMaxActiveBlocksPerMultiprocessorWithFlags", "cudaOccupancyMaxPotentialBlockSize",
+    "cudaFuncGetAttributes", "cudaDriverGetVersion", "cudaRuntimeGetVersion", "cuDeviceGetAttribute"})
+
+# What the right side of a device-fact assignment may hold besides literals and device facts.
+_FACT_EXPRESSION_NODES = frozenset({
+    "number_literal", "true", "false", "identifier", "field_expression", "field_identifier", "binary_expression",
+    "parenthesized_expression", "conditional_expression", "cast_expression", "type_descriptor",
+    "primitive_type", "sized_type_specifier", "unary_expression"})
+
+
+def _query_write(identifier) -> bool:
+    """Is this use `&x` (or `&x.field`) passed to a device query (cudaDeviceGetAttribute(&x, ...))?"""
+    node, parent = identifier, identifier.parent
+    while parent is not None and parent.type in ("field_expression", "parenthesized_expression") \
+            and parent.children and parent.children[0] == node:
+        node, parent = parent, parent.parent
+    if parent is None or parent.type != "pointer_expression" or not parent.children \
+            or parent.children[0].type != "&":
+        return False
+    call = parent.parent.parent if parent.parent is not None and parent.parent.type == "argument_list" else None
+    if call is None or call.type != "call_expression":
+        return False
+    function = call.child_by_field_name("function")
+    return function is not None and syntax.text(function).split("::")[-1] in DEVICE_QUERIES
+
+
+def _device_facts(body) -> set[str]:
+    """Names in a function body whose address a device query writes through (`int v; cudaGetDevice(&v)`)."""
+    return {syntax.text(node) for node in syntax.descendants(body)
+            if node.type == "identifier" and _query_write(node)}
+
+
+def _fact_expression(node, facts: set[str]) -> bool:
+    """An expression of literals and device facts only (no call, subscript, pointer or assignment)."""
+    nodes = [node, *syntax.descendants(node)]
+    return all(n.type in _FACT_EXPRESSION_NODES or not n.is_named for n in nodes) and \
+        all(syntax.text(n) in facts for n in nodes if n.type == "identifier")
+
+
+def _fact_assignment(identifier, facts: set[str]):
+    """The right side of `x = <literals and device facts>` when this use is its left side, else None."""
+    node, parent = identifier, identifier.parent
+    while parent is not None and parent.type in ("field_expression", "parenthesized_expression") \
+            and parent.children and parent.children[0] == node:
+        node, parent = parent, parent.parent
+    if parent is None or parent.type != "assignment_expression" or parent.child_by_field_name("left") != node:
+        return None
+    operator = parent.child_by_field_name("operator")
+    right = parent.child_by_field_name("right")
+    if operator is None or syntax.text(operator) != "=" or right is None or not _fact_expression(right, facts):
+        return None
+    return right
+
+
+def _write(identifier, facts: set[str], statics: set[str]) -> tuple[object, str]:
+    """A write to a static, classified: "query" (a device query writes through its address), "derived"
+    (assigned an expression that reads a queried value), "literal" (assigned literals or other statics
+    only), or "other" (anything else: an input, a pointer, a counter)."""
+    if _query_write(identifier):
+        return identifier, "query"
+    right = _fact_assignment(identifier, facts | statics)
+    if right is None:
+        return identifier, "other"
+    reads = {syntax.text(n) for n in (right, *syntax.descendants(right)) if n.type == "identifier"}
+    return identifier, "derived" if reads & (facts - statics) else "literal"
+
+
+def _initializer(declaration, name: str):
+    """The initial value given to `name` in its declaration (None: none, or not found)."""
+    for child in declaration.children:
+        if child.type == "init_declarator":
+            declarator = child.child_by_field_name("declarator")
+            if declarator is not None and syntax.text(declarator) == name:
+                return child.child_by_field_name("value")
+    return None
+
+
+def _device_fact_cache(writes, initial) -> bool:
+    """Does a static only ever hold device facts: a literal (or no) initial value, no write but device
+    queries and assignments of literals and device facts, and at least one write that stores a queried
+    value (a flag set to a literal, `done = 1`, is call state, not a device fact)?"""
+    kinds = {kind for _, kind in writes}
+    return (initial is None or _fact_expression(initial, set())) and "other" not in kinds \
+        and bool(kinds & {"query", "derived"})
 
 
 def _declares(identifier) -> bool:

@@ -60,6 +60,16 @@ POSITIVES = [
     ("dynamic-loading", kernel("", 'void* h = dlopen("libcublas.so", 1); void* f = dlsym(h, "cublasSgemm");'), 6),
     ("host-static-state", kernel("", "static int calls = 0; if (calls++ > 0) return;"), 6),
     ("host-static-state", kernel("", "last = x; k<<<1,1>>>(x, n);", "float* last = nullptr;"), 6),
+    # Device-fact caches are allowed (NEGATIVES); call state dressed up as one is not:
+    ("host-static-state", kernel("", "static int done = 0; if (done) return; k<<<1,1>>>(x, n); done = 1;"), 6),
+    ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount,"
+                                     " 0); sms = n; k<<<sms,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static int sms = 0; int v = n; if (!sms) sms = v; k<<<sms,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static float* last = x; cudaGetDevice((int*)&last); k<<<1,1>>>(last, n);"), 6),
+    ("host-static-state", kernel("", "static int sms = pick(n); int d; cudaGetDevice(&d); sms = d;",
+                                 "int pick(int n);"), 6),
+    ("host-static-state", kernel("", "int d; cudaGetDevice(&d); cached = d + x[0] > 0; k<<<1,1>>>(x, n);",
+                                 "int cached = 0;"), 6),
     ("device-global-state", kernel("atomicAdd(&counter, 1);", prelude="__device__ int counter;"), 3),
     ("device-global-state", kernel("cache[threadIdx.x] = x[threadIdx.x];", prelude="__device__ float cache[32];"), 3),
     ("local-include", kernel("", prelude='#include "helpers.h"'), 1),
@@ -101,6 +111,20 @@ NEGATIVES = [
                 "k<<<1,1,100000>>>(x, n);")),
     ("cudaGetLastError is how a launcher checks its launch", kernel("", "k<<<1,1>>>(x, n); cudaGetLastError();")),
     ("system headers are fine", kernel("", prelude="#include <cuda_runtime.h>\n#include <cuda_bf16.h>")),
+    # Caching what the device is (SM count, properties) is honest and common; seen refused on three of
+    # 26 honest candidates of the first LLM bench run (issue 16).
+    ("a static SM count filled by cudaDeviceGetAttribute, with a literal fallback",
+     kernel("", "static int sms = 0; if (sms == 0) { int d = 0; cudaGetDevice(&d); "
+                "if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess || sms <= 0) "
+                "sms = 132; } k<<<sms * 8, 256>>>(x, n);")),
+    ("a static assigned from a queried local",
+     kernel("", "static int sms = 0; if (sms <= 0) { int d = 0, v = 0; "
+                "if (cudaGetDevice(&d) == cudaSuccess && cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d)"
+                " == cudaSuccess && v > 0) sms = v; else sms = 132; } k<<<sms, 256>>>(x, n);")),
+    ("a host global filled from cudaGetDeviceProperties",
+     kernel("", "if (!blocks) { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); "
+                "blocks = p.multiProcessorCount * (p.maxThreadsPerMultiProcessor / 256); } k<<<blocks, 256>>>(x, n);",
+            "static int blocks = 0;")),
 ]
 
 
