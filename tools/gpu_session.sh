@@ -9,6 +9,8 @@
 #   PLAN=gputests bash tools/gpu_session.sh     # GPU 0: the loop test, then every other gpu test
 #   PLAN=session5 bash tools/gpu_session.sh     # GPU 0: session 5's checks (loop, MCP, alignment, CUPTI timing,
 #                                               #   vendor/torch references, batch round, fidelity), each time-limited
+#   PLAN=session6 VERIFY_IDS="a b" bash tools/gpu_session.sh  # the LLM run's three static-check refusals checked
+#                                               #   again (trip/recheck/, carried), then `skills verify` per id
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
 # into /tmp/results, packed into $OUT/results.tgz after every step (an interrupted call keeps what it
 # measured). Python runs from /tmp so that the checkout's skillbase/ does not shadow the install.
@@ -129,6 +131,19 @@ case $PLAN in
                  run_step 0 pytest-arch-gpu 60 $P --timeout 55 "$repo/tests/harness/test_build_arch.py"
                  run_step 0 pytest-schemas-gpu 80 $P --timeout 75 "$repo/tests/cli/test_schemas_json.py"
                  run_step 0 pytest-report-html-gpu 60 $P --timeout 55 "$repo/tests/run/test_report_html.py"; }
+            b() { :; } ;;
+  session6) a() {   # the three candidates of the LLM bench run refused as host-static-state, checked again after
+                   # the fix (trip/recheck/run_N.cu, carried), then new skill examples, each time-limited
+                 local run op
+                 for run in run_2:row_tanh run_4:cross_entropy_loss run_25:batch_norm; do
+                   op=${run#*:} run=${run%%:*}
+                   run_step 0 "recheck-$run-$op" 40 skillbase check "$repo/bench/ops/$op/fp32.cu" \
+                     --candidate "$repo/trip/recheck/$run.cu" --preset l
+                 done
+                 for id in ${VERIFY_IDS:-}; do
+                   run_step 0 "skills-verify-$id" "${VERIFY_LIMIT:-45}" skillbase skills verify "$id" \
+                     --keep-profiles /tmp/results/population -o "/tmp/results/skills-verify-$id.md"
+                 done; }
             b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac

@@ -1,7 +1,7 @@
 """The engine's rank of each skill example's own skill, from the example's real H200 profile.
 
-`skillbase skills verify --keep-profiles` kept `before.cu`'s ncu report and source for all 48
-examples (results/nvidia-h200/population/). This test guards the rule set against silent
+`skillbase skills verify --keep-profiles` kept `before.cu`'s ncu report and source for all 51
+verified examples (results/nvidia-h200/population/). This test guards the rule set against silent
 regressions: each example's skill is in advise's top 3, except the misses listed with the reason
 the evidence does not support the skill. The rules were revised with these examples in view, so
 this is a consistency check, not a measure of the advice on unseen kernels.
@@ -18,8 +18,11 @@ SKILLS = sorted(p.name[: -len(".before.ncu-rep")] for p in POPULATION.glob("*.be
 
 # Misses that are the evidence's fault, not the rules': forcing them would bend a rule to one kernel.
 EXPECTED_MISSES = {
-    "cf.branch_elimination": "memory-bound, branch stalls 0.2 %; nvcc already unswitched the test (1.01x measured)",
+    "cf.branch_elimination": "warp-uniform runtime tests that nvcc predicates: no divergence, no branch stalls; the cost "
+                             "is only instructions issued (2.84x measured), which no rule separates from useful work yet",
     "smem.wider_access": "MIO-throttle stalls 0.05: not bound on shared memory (1.02x measured)",
+    "cmp.warp_tiling": "rank 2 in `skills verify` on the H200; from the saved report and source alone rank 4, behind "
+                       "cmp.use_library and cmp.tensor_core_mma, which its FP32 SGEMM supports as well",
     "cmp.mixed_precision_bf16": "same SGEMM as cmp.register_tiling; precision-preserving fixes rank first by design",
 }
 
@@ -32,7 +35,7 @@ def engine():
 
 
 def test_the_population_is_complete():
-    assert len(SKILLS) == 48
+    assert len(SKILLS) == 51
     assert all((POPULATION / f"{s}.before.cu").is_file() for s in SKILLS)
 
 
