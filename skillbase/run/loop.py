@@ -168,8 +168,7 @@ class Loop:
         def decision_step():
             evidence = Evidence.from_json(self.store.artifacts.get_text(evidence_result["document"]))
             candidates, trace_text = self.decide(evidence, state)
-            chosen = next((c for c in candidates if c.applicable
-                           and tabu_key(c.skill, c.params, start_digest) not in state.tabu), None)
+            chosen = choose(candidates, state.tabu, start_digest)
             # The full engine result (every rule, every leaf) is what `explain` replays.
             trace = self.store.artifacts.put_text(
                 trace_text or json.dumps([c.stored() | {"params": c.params} for c in candidates], sort_keys=True,
@@ -283,3 +282,9 @@ class Loop:
             state.best_flags = tuple(best.get("flags", ()))
             state.best_us = best["runtime_us"]
             self.store.update_run(self.run_id, best_us=state.best_us, best_kernel=best["source"])
+
+
+def choose(candidates: list[Candidate], tabu: list[list], kernel_digest: str) -> Candidate | None:
+    """The round's skill: the first candidate this agent mode can apply that is not tabu on this kernel."""
+    return next((c for c in candidates if c.applicable and tabu_key(c.skill, c.params, kernel_digest) not in tabu),
+                None)

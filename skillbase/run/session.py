@@ -331,7 +331,9 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
                 engine_on: bool = True) -> Decide:
     """The engine's ranking -> candidates, each marked applicable or not in this agent mode. With the
     engine off (the ablation) the one candidate is the coder's free choice; the engine's result is
-    still recorded, so `explain` shows what it would have chosen."""
+    still recorded, so `explain` shows what it would have chosen. With a coder (external, openai) and a
+    profile, the coder's free choice is also the last candidate, taken when the engine's own are all
+    tried or inapplicable."""
 
     def decide(evidence, state: LoopState) -> tuple[list[Candidate], str]:
         result = engine.evaluate(evidence)
@@ -357,6 +359,14 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
             offer = mechanical.sweep_offer(candidates, state.best_source)
             if offer is not None:
                 candidates.append(offer)
+        elif evidence.focus() is not None:
+            # Last in line, so it is chosen only when every proposal is tried or inapplicable: a profiled
+            # run stops at its --rounds budget, not for want of a skill the rules can name (a compile-only
+            # run, with no profile, cannot accept anything and still stops).
+            candidates.append(Candidate(
+                FREE_CHOICE, 0.0, None, (),
+                "the engine has no further proposal for this kernel: the coder chooses the optimization",
+                params={"round": len(state.tried)}))
         return candidates, json.dumps(result.to_json(), sort_keys=True, default=str)
 
     return decide
