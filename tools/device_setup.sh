@@ -10,5 +10,12 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
   && PYTHONPATH=/tmp/site python3 -m pip install -q --no-index --no-deps --no-build-isolation --no-compile --upgrade --target /tmp/site . \
   || { echo "device setup failed"; return 1 2>/dev/null || exit 1; }
 export PYTHONPATH=/tmp/site
+# Without the ncu_report wheel (17 MB: leave it out to make room in a trip, e.g. for the Ray wheel), the
+# module Nsight Compute ships beside ncu reads the reports as well.
+if ! python3 -c "import ncu_report" 2>/dev/null; then
+  for extras in /opt/nvidia/nsight-compute/*/extras/python /usr/local/cuda/nsight-compute*/extras/python; do
+    [ -f "$extras/ncu_report.py" ] && PYTHONPATH=$PYTHONPATH:$extras
+  done
+fi
 export PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH
 (cd /tmp && python3 -c "import skillbase, skillbase.engine, ncu_report, rule_engine, tree_sitter_cuda, jsonschema, cupy; print('skillbase importable; cupy', cupy.__version__)")
