@@ -18,8 +18,9 @@ SKILLS = sorted(p.name[: -len(".before.ncu-rep")] for p in POPULATION.glob("*.be
 
 # Misses that are the evidence's fault, not the rules': forcing them would bend a rule to one kernel.
 EXPECTED_MISSES = {
-    "cf.branch_elimination": "warp-uniform runtime tests that nvcc predicates: no divergence, no branch stalls; the cost "
-                             "is only instructions issued (2.84x measured), which no rule separates from useful work yet",
+    "cf.branch_elimination": "warp-uniform runtime tests that nvcc predicates: no divergence, no branch stalls; "
+                             "the cost is only instructions issued (2.84x measured), which no rule separates "
+                             "from useful work yet",
     "smem.wider_access": "MIO-throttle stalls 0.05: not bound on shared memory (1.02x measured)",
     "cmp.warp_tiling": "rank 2 in `skills verify` on the H200; from the saved report and source alone rank 4, behind "
                        "cmp.use_library and cmp.tensor_core_mma, which its FP32 SGEMM supports as well",
