@@ -52,8 +52,10 @@ SKILLS = REPO / "skills"
 EXAMPLES = sorted(p for p in SKILLS.glob("*/*/examples") if (p / "task.yaml").is_file())
 IDS = [p.parent.name for p in EXAMPLES]
 SIDES = ("before", "after")
-# Skills the harness forbids (state outside one launcher call, or a library call): no example.
-FORBIDDEN = {"mem.l2_persistence", "sys.cuda_graphs", "sys.streams_overlap", "cmp.use_library"}
+# Skills whose effect lies outside one launcher call (persisting-L2 windows, graphs, streams): the harness bans
+# them for every candidate, so no runnable example. A library call is not among them: a task may allow it
+# (`allow: [cub]`), and cmp.use_library's example runs that way.
+FORBIDDEN = {"mem.l2_persistence", "sys.cuda_graphs", "sys.streams_overlap"}
 OPS = {"eq", "ne", "gt", "ge", "lt", "le", "len_eq", "len_ge", "any", "none", "contains", "lacks"}
 
 
