@@ -12,7 +12,7 @@
 constexpr int BM = 128, BN = 128, BK = 64, STAGES = 4, THREADS = 256;
 constexpr int TILE_BYTES = BM * BK * 2;                  // 128 rows of 128 bytes (BN == BM)
 constexpr int STAGE_BYTES = 2 * TILE_BYTES;              // A tile, then B tile
-constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + slack to align the ring to 1024 bytes (128B swizzle atom)
+constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + slack to align the ring to 1024 bytes (swizzle atom)
 
 __device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
     asm volatile("{\n.reg .pred done;\nWAIT_%=:\n"
@@ -92,6 +92,7 @@ __global__ void __launch_bounds__(THREADS) gemm_kernel(const __grid_constant__ C
             tma_load_2d(s + TILE_BYTES, &mapB, next * BK, n0, bar);
         }
         mbar_wait(bar0 + 8 * (kt % STAGES), (kt / STAGES) & 1);   // the (kt/STAGES)-th fill of this stage landed
+        __syncwarp();                                    // the warp reconverged for the .aligned wgmma instructions
 
         const uint32_t stage = ring + (kt % STAGES) * STAGE_BYTES;
         const uint32_t sA = stage + wg * 64 * 128, sB = stage + TILE_BYTES;   // 64-row slices stay 1024-aligned
@@ -126,7 +127,8 @@ static void encode_kmajor(PFN_cuTensorMapEncodeTiled_v12000 encode, CUtensorMap*
     const cuuint32_t box[2] = {BK, BM};                                      // 64 x 2 bytes = the 128-byte swizzle span
     const cuuint32_t unit[2] = {1, 1};
     encode(map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, (void*)base, dims, strides, box, unit,
-           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+           CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+           CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 // The maps hold this call's pointers, so they are encoded on every call: host-only work (no allocation, copy or
