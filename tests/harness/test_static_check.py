@@ -58,6 +58,11 @@ POSITIVES = [
     ("env-probe", kernel("", 'if (getenv("CUDA_INJECTION64_PATH")) return;'), 6),
     ("env-probe", kernel("", 'const char* p = "LD_PRELOAD";'), 6),
     ("dynamic-loading", kernel("", 'void* h = dlopen("libcublas.so", 1); void* f = dlsym(h, "cublasSgemm");'), 6),
+    # Only the tensor-map encoders may be fetched by name (NEGATIVES); any other name, or one not spelled out, is not:
+    ("dynamic-loading", kernel("", 'void* f; cudaDriverEntryPointQueryResult q; '
+                                   'cudaGetDriverEntryPoint("cuMemAlloc", &f, cudaEnableDefault, &q);'), 6),
+    ("dynamic-loading", kernel("", 'const char* s = "cuTensorMapEncodeTiled"; void* f; '
+                                   'cudaGetDriverEntryPoint(s, &f, cudaEnableDefault, nullptr);'), 6),
     ("host-static-state", kernel("", "static int calls = 0; if (calls++ > 0) return;"), 6),
     ("host-static-state", kernel("", "last = x; k<<<1,1>>>(x, n);", "float* last = nullptr;"), 6),
     # Device-fact caches are allowed (NEGATIVES); call state dressed up as one is not:
@@ -111,6 +116,9 @@ NEGATIVES = [
                 "k<<<1,1,100000>>>(x, n);")),
     ("cudaGetLastError is how a launcher checks its launch", kernel("", "k<<<1,1>>>(x, n); cudaGetLastError();")),
     ("system headers are fine", kernel("", prelude="#include <cuda_runtime.h>\n#include <cuda_bf16.h>")),
+    ("the tensor-map encoder TMA needs, fetched by its literal name (the runtime API does not wrap it)",
+     kernel("", 'void* f = nullptr; cudaDriverEntryPointQueryResult q; '
+                'cudaGetDriverEntryPoint("cuTensorMapEncodeTiled", &f, cudaEnableDefault, &q); k<<<1,1>>>(x, n);')),
     # Caching what the device is (SM count, properties) is honest and common; seen refused on three of
     # 26 honest candidates of the first LLM bench run (issue 16).
     ("a static SM count filled by cudaDeviceGetAttribute, with a literal fallback",
