@@ -45,7 +45,19 @@ __global__ void __launch_bounds__(THREADS) softmax_rows(const float* __restrict_
     m = part_m[0]; s = part_s[0];
     for (int w = 1; w < THREADS / 32; ++w) merge(m, s, part_m[w], part_s[w]);
     const float inv = 1.0f / s;
-    for (int c = threadIdx.x; c < cols; c += THREADS) yr[c] = expf(xr[c] - m) * inv;   // the row again
+    for (int c0 = threadIdx.x; c0 < cols; c0 += UNROLL * THREADS) {   // the row again, as many loads in flight
+        float v[UNROLL];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = c0 + u * THREADS;
+            v[u] = c < cols ? xr[c] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            const int c = c0 + u * THREADS;
+            if (c < cols) yr[c] = expf(v[u] - m) * inv;
+        }
+    }
 }
 
 extern "C" void softmax(const float* x, float* y, int rows, int cols) {
