@@ -15,6 +15,9 @@
 constexpr int BM = 128, BN = 256, BK = 64, STAGES = 4, THREADS = 384;
 constexpr int PRODUCER_REGS = 56, CONSUMER_REGS = 224;   // multiples of 8; 128 x 56 + 256 x 224 <= 384 x 168
 constexpr int LAG = 2;                                   // tiles a producer thread keeps in flight before publishing
+// Consumers hand tile j's stage back only after tile j+1 is published (at producer step j+1+LAG), and the
+// producer needs that stage again at step j+STAGES: a deeper LAG would wait on itself.
+static_assert(LAG <= STAGES - 2, "the producer would deadlock waiting for a stage it has not published");
 constexpr int A_BYTES = BM * 128, B_BYTES = BN * 128;   // rows of 128 bytes (64 bf16)
 constexpr int STAGE_BYTES = A_BYTES + B_BYTES;           // 48 KB, a multiple of the 1024-byte swizzle atom
 constexpr int SMEM_BYTES = STAGES * STAGE_BYTES + 1024;  // + slack to align the ring to 1024 bytes
