@@ -56,6 +56,10 @@ EXP_CALLS = {"expf", "exp2f", "exp10f", "expm1f", "exp", "exp2", "exp10", "expm1
 LIBRARY_CALL = re.compile(r"^(cublas|cudnn|cufft|curand|cusparse|cusolver|nccl)[A-Z_]|^cuTensorMapEncode")
 LIBRARY_NAMESPACES = {"cub", "thrust", "cutlass", "cute", "cublasLt"}
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
+# runtime calls that launch the kernel passed as their argument N, as `<<<>>>` does:
+# cudaLaunchKernelEx(&config, kernel, args...) (cluster dimensions and other launch attributes)
+LAUNCH_CALLS = {"cudaLaunchKernelEx": 1, "cudaLaunchKernelExC": 1, "cudaLaunchKernel": 0,
+                "cudaLaunchCooperativeKernel": 0}
 
 
 def vector_type_in(text: str) -> str | None:

@@ -8,7 +8,9 @@ What an expert looks for before profiling: shared-memory tiles and their padding
 intrinsics, loop nests and unrolling, launch bounds, tensor-core and async-copy use, local arrays
 indexed at run time, double precision, precise vs fast math, and how global accesses are indexed
 by `threadIdx.x` (coalesced / strided / broadcast). Host launchers (`extern "C"`) with their
-`<<<grid, block, smem, stream>>>` are listed with constant-folded sizes.
+`<<<grid, block, smem, stream>>>` are listed with constant-folded sizes; a launch through the
+runtime (`cudaLaunchKernelEx(&config, kernel, ...)`, `LAUNCH_CALLS`) counts as one, its sizes read
+from the config's `gridDim` / `blockDim` assignments.
 
 The analysis is syntactic: no macro expansion (object-like `#define` constants are folded), no
 types beyond declarations in the file. `__device__` functions a kernel calls are analysed as part
@@ -27,7 +29,7 @@ from skillbase.cuda import syntax
 from skillbase.cuda.launchers import is_launcher, parameters
 from skillbase.errors import InputError
 from skillbase.evidence.static.constants import Constants
-from skillbase.evidence.static.cuda_names import LIBRARY_CALL, LIBRARY_NAMESPACES, LOOPS
+from skillbase.evidence.static.cuda_names import LAUNCH_CALLS, LIBRARY_CALL, LIBRARY_NAMESPACES, LOOPS
 from skillbase.evidence.static.indexing import unwrap
 from skillbase.evidence.static.kernel import kernel_features
 
@@ -65,7 +67,7 @@ class _FileAnalysis:
             raise InputError(f"{self.path}: no __global__ kernel found in the source",
                              hint="give the .cu file that defines the kernel")
         kernels = {}
-        launch_nodes = [n for n in syntax.walk(self.root) if n.type == "kernel_call_syntax"]
+        launch_nodes = [n for n in syntax.walk(self.root) if _launch_site(n)]
         for name, node in self.kernels:
             key = name if name not in kernels else f"{name}@{syntax.line(node)}"
             kernels[key] = kernel_features(node, self.constants, self.functions)
@@ -193,12 +195,8 @@ class _FileAnalysis:
         }
 
     @staticmethod
-    def _launched(node) -> str:
-        call = node.parent
-        function = call.child_by_field_name("function") if call is not None else None
-        if function is not None and function.type == "template_function":
-            function = function.child_by_field_name("name")
-        return syntax.text(function).split("::")[-1] if function is not None else ""
+    def _launched(call) -> str:
+        return _launched_kernel(call)
 
     @staticmethod
     def _enclosing_function(node) -> str | None:
@@ -216,8 +214,32 @@ class _FileAnalysis:
         dims: dict[str, int | None] = {}
         body = node.child_by_field_name("body")
         launches = []
+        configs: dict[str, dict[str, Any]] = {}     # cudaLaunchConfig_t name -> its gridDim / blockDim values
         for child in syntax.walk(body):
-            if child.type == "declaration":
+            if child.type == "assignment_expression" and child.child_by_field_name("left").type == "field_expression":
+                target = child.child_by_field_name("left")
+                field = syntax.text(target.child_by_field_name("field"))
+                if field in ("gridDim", "blockDim", "dynamicSmemBytes", "stream"):
+                    owner = syntax.text(target.child_by_field_name("argument"))
+                    configs.setdefault(owner, {})[field] = child.child_by_field_name("right")
+            elif child.type == "call_expression" and _launch_site(child) and not _chevron(child):
+                config = configs.get(_config_name(child), {})
+                if LAUNCH_CALLS[_callee(child)] == 0:      # cudaLaunchKernel(kernel, grid, block, args, smem, stream)
+                    config = dict(zip(("gridDim", "blockDim", "args", "dynamicSmemBytes", "stream"),
+                                      child.child_by_field_name("arguments").named_children[1:], strict=False))
+                grid, block = config.get("gridDim"), config.get("blockDim")
+                launches.append({
+                    "kernel": _launched_kernel(child),
+                    "line": syntax.line(child),
+                    "grid": syntax.text(grid) if grid is not None else "",
+                    "block": syntax.text(block) if block is not None else "",
+                    "shared": syntax.text(config["dynamicSmemBytes"]) if "dynamicSmemBytes" in config else None,
+                    "stream": syntax.text(config["stream"]) if "stream" in config else None,
+                    "block_threads": self._size(block, constants, dims),
+                    "grid_blocks": self._size(grid, constants, dims),
+                    "in_loop": syntax.inside(child, LOOPS),
+                })
+            elif child.type == "declaration":
                 constants.add_declaration(child)
                 if syntax.text(child.child_by_field_name("type")) == "dim3":
                     for declarator in child.children_by_field_name("declarator"):
@@ -268,6 +290,58 @@ class _FileAnalysis:
             values = [constants.eval(a) for a in stripped.child_by_field_name("arguments").named_children]
             return math.prod(values) if values and None not in values else None  # type: ignore[arg-type]
         return constants.eval(node)
+
+
+def _chevron(call) -> bool:
+    return any(c.type == "kernel_call_syntax" for c in call.children)
+
+
+def _launch_site(node) -> bool:
+    """A kernel launch: `kernel<<<...>>>(...)` or a runtime launch call (`LAUNCH_CALLS`)."""
+    if node.type != "call_expression":
+        return False
+    if _chevron(node):
+        return True
+    arguments = node.child_by_field_name("arguments")
+    index = LAUNCH_CALLS.get(_callee(node))
+    return index is not None and arguments is not None and len(arguments.named_children) > index
+
+
+def _callee(call) -> str:
+    """The called function's bare name (`ns::f` -> `f`); "" for a call through an expression."""
+    function = call.child_by_field_name("function")
+    return syntax.text(function).split("::")[-1] if function is not None else ""
+
+
+def _launched_kernel(call) -> str:
+    """The name of the kernel a launch site starts (`ns::k<128>` -> `k`; `(const void*)&k` -> `k`)."""
+    function = call.child_by_field_name("function")
+    if function is not None and not _chevron(call):
+        function = _through_casts(call.child_by_field_name("arguments").named_children[LAUNCH_CALLS[_callee(call)]])
+    if function is not None and function.type == "template_function":
+        function = function.child_by_field_name("name")
+    return syntax.text(function).split("::")[-1] if function is not None else ""
+
+
+def _through_casts(node):
+    """The expression under casts, `&` and parentheses: `reinterpret_cast<const void*>(&k)` -> `k`."""
+    while True:
+        if node.type == "cast_expression":
+            node = node.child_by_field_name("value")
+        elif node.type == "pointer_expression":
+            node = node.child_by_field_name("argument")
+        elif node.type == "parenthesized_expression" and node.named_children:
+            node = node.named_children[-1]
+        elif node.type == "call_expression" and syntax.text(node.child_by_field_name("function")).startswith(
+                ("reinterpret_cast", "static_cast")) and node.child_by_field_name("arguments").named_children:
+            node = node.child_by_field_name("arguments").named_children[-1]
+        else:
+            return node
+
+
+def _config_name(call) -> str:
+    """The `cudaLaunchConfig_t` a runtime launch reads: `config` in `cudaLaunchKernelEx(&config, ...)`."""
+    return syntax.text(_through_casts(call.child_by_field_name("arguments").named_children[0]))
 
 
 def static_features(path_or_text: str | Path, name: str | None = None,

@@ -269,6 +269,8 @@ class KernelFeatures:
         self._depth = loop_depth
         kind = node.type
         if kind in LOOPS:
+            # an unbraced loop body's own `#pragma unroll` is not in the tree (syntax.parse leaves it out)
+            self.loops["unroll_pragmas"] += sum(1 for a in syntax.hidden_pragmas(node) if a.startswith("unroll"))
             self._loop(node, loop_depth, seen, in_callee)
             return
         if kind == "field_expression" and not in_callee:
