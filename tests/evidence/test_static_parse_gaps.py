@@ -111,3 +111,34 @@ def test_a_launch_api_call_without_its_kernel_argument_is_no_launch():
               "extern \"C\" void run(cudaLaunchConfig_t* c) { cudaLaunchKernelEx(c); }\n")
     features = static_features(source)
     assert features["file"]["kernel_launches"] == 0 and features["launchers"]["run"]["launches"] == []
+
+
+TIMED = """__global__ void gemm(float* c) { c[threadIdx.x] = 0.0f; }
+
+extern "C" void launch(float* c, void** args, cudaLaunchConfig_t* cfg) {
+    cudaLaunchKernelExC(cfg, (const void*)gemm, args);
+}
+
+float benchmark(void** args, cudaLaunchConfig_t* cfg, int iters) {
+    for (int i = 0; i < WARMUP; i++) cudaLaunchKernelExC(cfg, (const void*)gemm, args);
+    cudaEvent_t t0, t1; cudaEventCreate(&t0); cudaEventCreate(&t1); cudaEventRecord(t0);
+    for (int i = 0; i < iters; i++) cudaLaunchKernelExC(cfg, (const void*)gemm, args);
+    cudaEventRecord(t1); cudaEventSynchronize(t1);
+    float ms; cudaEventElapsedTime(&ms, t0, t1);
+    return ms / iters;
+}
+"""
+
+
+def test_a_function_that_times_its_launches_is_a_benchmark_not_the_kernels_host_code():
+    """Counting runtime launches must not turn a benchmark's timing loop into the kernel's host loop
+    (the stream-overlap and graph rules read it): like `main`, a function that reads a clock
+    counts only when nothing else launches the kernel."""
+    features = static_features(TIMED.replace("WARMUP", str(random.randint(1, 20))))
+    assert features["file"]["kernel_launches"] == 3 and features["file"]["launches_in_host_loops"] == 2
+    assert features["kernels"]["gemm"]["host"] == {"launchers": ["launch"], "launches": 1,
+                                                   "kernels_launched": ["gemm"], "launches_in_loops": 0}
+    alone = static_features(TIMED.replace('extern "C" void launch', "static void unused_launch")
+                            .replace("cudaLaunchKernelExC(cfg, (const void*)gemm, args);\n}", "}", 1))
+    assert alone["kernels"]["gemm"]["host"] == {"launchers": ["benchmark"], "launches": 2,
+                                                "kernels_launched": ["gemm"], "launches_in_loops": 0}

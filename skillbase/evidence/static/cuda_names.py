@@ -58,6 +58,8 @@ LIBRARY_NAMESPACES = {"cub", "thrust", "cutlass", "cute", "cublasLt"}
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}
 # runtime calls that launch the kernel passed as their argument N, as `<<<>>>` does:
 # cudaLaunchKernelEx(&config, kernel, args...) (cluster dimensions and other launch attributes)
+# clocks a host function reads to time its launches: such a function is a benchmark, not a launcher
+HOST_TIMERS = {"cudaEventElapsedTime", "clock_gettime", "gettimeofday", "QueryPerformanceCounter"}
 LAUNCH_CALLS = {"cudaLaunchKernelEx": 1, "cudaLaunchKernelExC": 1, "cudaLaunchKernel": 0,
                 "cudaLaunchCooperativeKernel": 0}
 

@@ -29,7 +29,7 @@ from skillbase.cuda import syntax
 from skillbase.cuda.launchers import is_launcher, parameters
 from skillbase.errors import InputError
 from skillbase.evidence.static.constants import Constants
-from skillbase.evidence.static.cuda_names import LAUNCH_CALLS, LIBRARY_CALL, LIBRARY_NAMESPACES, LOOPS
+from skillbase.evidence.static.cuda_names import HOST_TIMERS, LAUNCH_CALLS, LIBRARY_CALL, LIBRARY_NAMESPACES, LOOPS
 from skillbase.evidence.static.indexing import unwrap
 from skillbase.evidence.static.kernel import kernel_features
 
@@ -172,18 +172,25 @@ class _FileAnalysis:
 
     def _host(self, kernel: str, launch_nodes: list) -> dict[str, Any]:
         """The host functions that launch `kernel` and what else they launch: the kernel's own
-        host side. A benchmark's `main` (timing loops, reference checks, other variants' calls) is
-        not the kernel's host code: it counts only when nothing else launches the kernel, and then
-        its loops count as repetitions of the benchmark, not as the kernel's host loop."""
+        host side. A benchmark (`main`, or a function that times its launches: cudaEventElapsedTime,
+        std::chrono, ...) is not the kernel's host code: its timing loops, reference checks and other
+        variants' calls count only when nothing else launches the kernel, and then its loops count
+        as repetitions of the benchmark, not as the kernel's host loop."""
         by_function: dict[str, list] = {}
+        benchmarks: set[str] = set()
         for node in launch_nodes:
-            function = self._enclosing_function(node)
-            if function is not None:
-                by_function.setdefault(function, []).append(node)
+            definition = _enclosing_definition(node)
+            if definition is None:
+                continue
+            function = syntax.declarator_name(definition.child_by_field_name("declarator"))
+            by_function.setdefault(function, []).append(node)
+            if function == "main" or _times_itself(definition):
+                benchmarks.add(function)
         drivers = sorted(f for f, nodes in by_function.items()
-                         if f != "main" and any(self._launched(n) == kernel for n in nodes))
-        from_main = not drivers and any(self._launched(n) == kernel for n in by_function.get("main", []))
-        functions = drivers or (["main"] if from_main else [])
+                         if f not in benchmarks and any(self._launched(n) == kernel for n in nodes))
+        timed = sorted(f for f in benchmarks if any(self._launched(n) == kernel for n in by_function[f]))
+        from_benchmark = not drivers and bool(timed)
+        functions = drivers or timed
         sites = [n for f in functions for n in by_function[f]]
         own = [n for n in sites if self._launched(n) == kernel]
         return {
@@ -191,19 +198,12 @@ class _FileAnalysis:
             # launches in the busiest of those functions: a chain when the kernel is one of several
             "launches": max((len(by_function[f]) for f in functions), default=0),
             "kernels_launched": sorted({self._launched(n) for n in sites}),
-            "launches_in_loops": 0 if from_main else sum(1 for n in own if syntax.inside(n, LOOPS)),
+            "launches_in_loops": 0 if from_benchmark else sum(1 for n in own if syntax.inside(n, LOOPS)),
         }
 
     @staticmethod
     def _launched(call) -> str:
         return _launched_kernel(call)
-
-    @staticmethod
-    def _enclosing_function(node) -> str | None:
-        parent = node.parent
-        while parent is not None and parent.type != "function_definition":
-            parent = parent.parent
-        return syntax.declarator_name(parent.child_by_field_name("declarator")) if parent is not None else None
 
     # -- launchers --
 
@@ -290,6 +290,20 @@ class _FileAnalysis:
             values = [constants.eval(a) for a in stripped.child_by_field_name("arguments").named_children]
             return math.prod(values) if values and None not in values else None  # type: ignore[arg-type]
         return constants.eval(node)
+
+
+def _enclosing_definition(node):
+    parent = node.parent
+    while parent is not None and parent.type != "function_definition":
+        parent = parent.parent
+    return parent
+
+
+def _times_itself(definition) -> bool:
+    """Does this host function read a clock (a benchmark's timing loop)?"""
+    return any((n.type == "identifier" and syntax.text(n) in HOST_TIMERS)
+               or (n.type == "namespace_identifier" and syntax.text(n) == "chrono")
+               for n in syntax.walk(definition.child_by_field_name("body")))
 
 
 def _chevron(call) -> bool:
