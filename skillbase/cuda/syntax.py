@@ -44,23 +44,27 @@ _MAX_PASSES = 4                 # each pass uncovers the pragmas of one more lev
 
 def parse(source: bytes | str) -> tree_sitter.Tree:
     """The tree of `source`, with the constructs the grammar cannot read left out (`hidden_ranges`)."""
-    source = source.encode() if isinstance(source, str) else source
-    return _parse(source, hidden_ranges(source))
+    return _parse_whole(source.encode() if isinstance(source, str) else source)[0]
 
 
 def hidden_ranges(source: bytes) -> list[tuple[int, int]]:
     """The byte ranges `parse` leaves out of the tree: the constant-argument `__align__(...)` and
     `__cluster_dims__(...)` attributes, and each `#pragma unroll` line that is an unbraced loop's body."""
+    return _parse_whole(source)[1]
+
+
+def _parse_whole(source: bytes) -> tuple[tree_sitter.Tree, list[tuple[int, int]]]:
     hidden = sorted((m.start(), m.end()) for m in _ATTRIBUTE.finditer(source) if _constant(m.group()))
+    tree = _parse(source, hidden)
     for _ in range(_MAX_PASSES):
-        tree = _parse(source, hidden)
         if not tree.root_node.has_error:
             break
         pragmas = [(n.start_byte, n.end_byte) for n in walk(tree.root_node) if _loop_body_pragma(n, source)]
         if not pragmas:
             break
         hidden = sorted(hidden + pragmas)
-    return hidden
+        tree = _parse(source, hidden)
+    return tree, hidden
 
 
 def hidden_pragmas(node) -> list[str]:
@@ -96,7 +100,10 @@ def _loop_body_pragma(node, source: bytes) -> bool:
 def _parse(source: bytes, hidden: list[tuple[int, int]]) -> tree_sitter.Tree:
     reader = parser()
     reader.included_ranges = _included(source, hidden)
-    return reader.parse(source)
+    try:
+        return reader.parse(source)
+    finally:
+        reader.included_ranges = _included(b"", [])     # `parser()` reads whole documents for its other callers
 
 
 def _included(source: bytes, hidden: list[tuple[int, int]]) -> list[tree_sitter.Range]:

@@ -163,3 +163,10 @@ def test_every_corpus_source_parses_without_error():
     failing = {path: found for path, found in failing.items() if found}
     print(f"{len(files)} sources, {len(failing)} with parse errors")
     assert len(files) > 100 and failing == {}
+
+
+def test_the_shared_parser_reads_whole_documents_after_a_parse_that_hid_ranges():
+    syntax.parse(PRAGMA_NEST)
+    source = b"int a;\n" * 40
+    tree = syntax.parser().parse(source)
+    assert len(tree.root_node.named_children) == 40 and not tree.root_node.has_error
