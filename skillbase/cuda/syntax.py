@@ -6,8 +6,8 @@ is parsed one way everywhere. tree-sitter-cuda is a hard dependency; nothing her
 text matching (only `strip_comments_and_strings` works on text: for macro bodies and unparsed
 regions, which tree-sitter keeps as text).
 
-The grammar cannot read a few common CUDA constructs: `__align__(16)` and `__cluster_dims__(2,1,1)`
-in declarations, and `#pragma unroll` as the body of an unbraced loop (`for (...)` / `#pragma unroll`
+The grammar cannot read a few common CUDA constructs: `__align__(16)`, `__cluster_dims__(2,1,1)` and
+`__maxnreg__(64)` in declarations, and `#pragma unroll` as the body of an unbraced loop (`for (...)` / `#pragma unroll`
 / `for (...) s;`). `parse` leaves exactly those out of the parse (tree-sitter's included ranges), so
 the tree around them is whole while every node keeps its own byte offsets, lines and text. It leaves
 out only a construct whose argument is a constant expression (no call but `sizeof`/`alignof`): one
@@ -37,7 +37,7 @@ def parser() -> tree_sitter.Parser:
 # parentheses; a call other than sizeof/alignof keeps the construct in the parse
 _ARGUMENT = r"\((?:[^()]|\([^()]*\))*\)"
 _CALL = re.compile(rb"\b(?!sizeof\b|alignof\b|__alignof__\b)\w+\s*\(")
-_ATTRIBUTE = re.compile(rb"\b(?:__align__|__cluster_dims__)\s*" + _ARGUMENT.encode())
+_ATTRIBUTE = re.compile(rb"\b(?:__align__|__cluster_dims__|__maxnreg__)\s*" + _ARGUMENT.encode())
 _LOOP_PRAGMA = re.compile(rb"#[ \t]*pragma[ \t]+(no)?unroll\b[^\n]*")
 _MAX_PASSES = 4                 # each pass uncovers the pragmas of one more level of an unbraced loop nest
 
@@ -48,8 +48,9 @@ def parse(source: bytes | str) -> tree_sitter.Tree:
 
 
 def hidden_ranges(source: bytes) -> list[tuple[int, int]]:
-    """The byte ranges `parse` leaves out of the tree: the constant-argument `__align__(...)` and
-    `__cluster_dims__(...)` attributes, and each `#pragma unroll` line that is an unbraced loop's body."""
+    """The byte ranges `parse` leaves out of the tree: the constant-argument `__align__(...)`,
+    `__cluster_dims__(...)` and `__maxnreg__(...)` attributes, and each `#pragma unroll` line that is
+    an unbraced loop's body."""
     return _parse_whole(source)[1]
 
 

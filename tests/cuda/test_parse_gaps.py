@@ -39,6 +39,11 @@ CLUSTER_KERNEL = b"""__global__ void __cluster_dims__(2, 1, 1) k(float* out) {
     out[blockIdx.x] = 1.0f;
 }
 """
+BOUNDED_KERNEL = b"""__global__ void __cluster_dims__(2, 1, 1) __launch_bounds__(256, 2) k(float* out) {
+    out[blockIdx.x] = 1.0f;
+}
+__global__ void __maxnreg__(64) k2(float* out) { out[0] = 2.0f; }
+"""
 PRAGMA_NEST = b"""__global__ void k(float* acc, const float* a) {
     for (int i = 0; i < 4; ++i)
 #pragma unroll
@@ -50,7 +55,8 @@ PRAGMA_NEST = b"""__global__ void k(float* acc, const float* a) {
 """
 
 
-@pytest.mark.parametrize("source", [ALIGNED_TILE, CLUSTER_KERNEL, PRAGMA_NEST], ids=["align", "cluster_dims", "pragma"])
+@pytest.mark.parametrize("source", [ALIGNED_TILE, CLUSTER_KERNEL, BOUNDED_KERNEL, PRAGMA_NEST],
+                         ids=["align", "cluster_dims", "cluster_dims+launch_bounds+maxnreg", "pragma"])
 def test_each_construct_parses_without_error_at_exact_offsets(source):
     plain = syntax.parser().parse(source)
     tree = syntax.parse(source)

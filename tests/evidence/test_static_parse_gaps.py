@@ -58,6 +58,9 @@ def test_a_cluster_dims_kernel_is_found_with_its_features():
     features = static_features(source)
     assert features["file"]["parse_errors"] == [] and list(features["kernels"]) == ["gemm"]
     assert features["kernels"]["gemm"]["loops"] == static_features(PLAIN)["kernels"]["gemm"]["loops"]
+    bounded = static_features(source.replace("__cluster_dims__(2, 1, 1)",
+                                             "__cluster_dims__(2, 1, 1) __launch_bounds__(TM * 32, 2)"))
+    assert bounded["kernels"]["gemm"]["launch_bounds"] == {"max_threads": 256, "min_blocks": 2}
 
 
 LAUNCHES = """__global__ void scale(float* p, float s) { p[threadIdx.x] *= s; }
