@@ -77,8 +77,8 @@ __global__ void __launch_bounds__(THREADS) softmax_rows(const float* __restrict_
 }
 
 // Rows longer than CLUSTER * MAX_CHUNK do not fit a cluster's shared memory; the task's sizes stay within it.
-// The cluster shape is a launch attribute (cudaLaunchKernelEx) rather than __cluster_dims__ on the kernel,
-// which the source analyser's C++ grammar cannot parse; both give the same launch.
+// The cluster shape is a launch attribute (cudaLaunchKernelEx) rather than __cluster_dims__ on the kernel:
+// the shape then lives beside the shared-memory size it depends on; both give the same launch.
 extern "C" void softmax(const float* x, float* y, int rows, int cols) {
     const int chunk = (cols + CLUSTER - 1) / CLUSTER;
     const int bytes = chunk * (int)sizeof(float);
