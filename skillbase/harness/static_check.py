@@ -401,7 +401,7 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
-        global_writes: dict[str, list[tuple[object, bool, bool]]] = {}
+        global_writes: dict[str, list[tuple[object, str]]] = {}   # name -> (use, kind of write)
         for fn in functions:
             body = fn.child_by_field_name("body")
             if body is None:
@@ -458,12 +458,21 @@ _FACT_EXPRESSION_NODES = frozenset({
     "primitive_type", "sized_type_specifier", "unary_expression"})
 
 
+def _outermost(identifier, through: tuple[str, ...]):
+    """(the expression `identifier` heads, its parent), climbing while it is the first child of a `through`
+    node: `x` in `x.f`, `(x)`, `x[i]` (when subscripts are in `through`)."""
+    node, parent = identifier, identifier.parent
+    while parent is not None and parent.type in through and parent.children and parent.children[0] == node:
+        node, parent = parent, parent.parent
+    return node, parent
+
+
+_MEMBER_OF = ("field_expression", "parenthesized_expression")   # x.f, (x): the variable itself, no index
+
+
 def _query_write(identifier) -> bool:
     """Is this use `&x` (or `&x.field`) passed to a device query (cudaDeviceGetAttribute(&x, ...))?"""
-    node, parent = identifier, identifier.parent
-    while parent is not None and parent.type in ("field_expression", "parenthesized_expression") \
-            and parent.children and parent.children[0] == node:
-        node, parent = parent, parent.parent
+    _, parent = _outermost(identifier, _MEMBER_OF)
     if parent is None or parent.type != "pointer_expression" or not parent.children \
             or parent.children[0].type != "&":
         return False
@@ -489,10 +498,7 @@ def _fact_expression(node, facts: set[str]) -> bool:
 
 def _fact_assignment(identifier, facts: set[str]):
     """The right side of `x = <literals and device facts>` when this use is its left side, else None."""
-    node, parent = identifier, identifier.parent
-    while parent is not None and parent.type in ("field_expression", "parenthesized_expression") \
-            and parent.children and parent.children[0] == node:
-        node, parent = parent, parent.parent
+    node, parent = _outermost(identifier, _MEMBER_OF)
     if parent is None or parent.type != "assignment_expression" or parent.child_by_field_name("left") != node:
         return None
     operator = parent.child_by_field_name("operator")
@@ -562,12 +568,7 @@ def _declared_names(declaration) -> list[str]:
 
 def _is_written(identifier) -> bool:
     """Is this use a write: the target of an assignment / ++ / --, address taken, or an atomic's target?"""
-    node = identifier
-    parent = node.parent
-    while parent is not None and parent.type in ("subscript_expression", "field_expression",
-                                                 "parenthesized_expression") \
-            and parent.children and parent.children[0] == node:
-        node, parent = parent, parent.parent
+    node, parent = _outermost(identifier, ("subscript_expression", *_MEMBER_OF))
     while parent is not None and parent.type == "pointer_expression" and parent.children \
             and parent.children[0].type == "*":
         node, parent = parent, parent.parent
