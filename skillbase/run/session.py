@@ -338,9 +338,7 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
     def decide(evidence, state: LoopState) -> tuple[list[Candidate], str]:
         result = engine.evaluate(evidence)
         if not engine_on:
-            # A new parameter each round: a rejected free choice does not make the next round tabu.
-            free = Candidate(FREE_CHOICE, 0.0, None, (), "engine off: the coder chooses the optimization",
-                             params={"round": len(state.tried)})
+            free = _free_choice("engine off: the coder chooses the optimization", state)
             return [free], json.dumps(result.to_json(), sort_keys=True, default=str)
         candidates = []
         for proposed in result.candidates:
@@ -363,13 +361,16 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
             # Last in line, so it is chosen only when every proposal is tried or inapplicable: a profiled
             # run stops at its --rounds budget, not for want of a skill the rules can name (a compile-only
             # run, with no profile, cannot accept anything and still stops).
-            candidates.append(Candidate(
-                FREE_CHOICE, 0.0, None, (),
-                "the engine has no further proposal for this kernel: the coder chooses the optimization",
-                params={"round": len(state.tried)}))
+            candidates.append(_free_choice(
+                "the engine has no further proposal for this kernel: the coder chooses the optimization", state))
         return candidates, json.dumps(result.to_json(), sort_keys=True, default=str)
 
     return decide
+
+
+def _free_choice(because: str, state: LoopState) -> Candidate:
+    # A new parameter each round: a rejected free choice does not make the next round tabu.
+    return Candidate(FREE_CHOICE, 0.0, None, (), because, params={"round": len(state.tried)})
 
 
 def manifest(task_path: Path, settings: Settings, wired: Collaborators, profile: bool) -> dict:
