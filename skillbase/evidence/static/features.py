@@ -187,23 +187,19 @@ class _FileAnalysis:
             if function == "main" or _times_itself(definition):
                 benchmarks.add(function)
         drivers = sorted(f for f, nodes in by_function.items()
-                         if f not in benchmarks and any(self._launched(n) == kernel for n in nodes))
-        timed = sorted(f for f in benchmarks if any(self._launched(n) == kernel for n in by_function[f]))
+                         if f not in benchmarks and any(_launched_kernel(n) == kernel for n in nodes))
+        timed = sorted(f for f in benchmarks if any(_launched_kernel(n) == kernel for n in by_function[f]))
         from_benchmark = not drivers and bool(timed)
         functions = drivers or timed
         sites = [n for f in functions for n in by_function[f]]
-        own = [n for n in sites if self._launched(n) == kernel]
+        own = [n for n in sites if _launched_kernel(n) == kernel]
         return {
             "launchers": functions,
             # launches in the busiest of those functions: a chain when the kernel is one of several
             "launches": max((len(by_function[f]) for f in functions), default=0),
-            "kernels_launched": sorted({self._launched(n) for n in sites}),
+            "kernels_launched": sorted({_launched_kernel(n) for n in sites}),
             "launches_in_loops": 0 if from_benchmark else sum(1 for n in own if syntax.inside(n, LOOPS)),
         }
-
-    @staticmethod
-    def _launched(call) -> str:
-        return _launched_kernel(call)
 
     # -- launchers --
 
@@ -214,19 +210,16 @@ class _FileAnalysis:
         dims: dict[str, int | None] = {}
         body = node.child_by_field_name("body")
         launches = []
-        configs: dict[str, dict[str, Any]] = {}     # cudaLaunchConfig_t name -> its gridDim / blockDim values
+        configs: dict[str, dict[str, Any]] = {}     # cudaLaunchConfig_t name -> its _LAUNCH_FIELDS' values
         for child in syntax.walk(body):
             if child.type == "assignment_expression" and child.child_by_field_name("left").type == "field_expression":
                 target = child.child_by_field_name("left")
                 field = syntax.text(target.child_by_field_name("field"))
-                if field in ("gridDim", "blockDim", "dynamicSmemBytes", "stream"):
+                if field in _LAUNCH_FIELDS:
                     owner = syntax.text(target.child_by_field_name("argument"))
                     configs.setdefault(owner, {})[field] = child.child_by_field_name("right")
-            elif child.type == "call_expression" and _launch_site(child) and not _chevron(child):
-                config = configs.get(_config_name(child), {})
-                if LAUNCH_CALLS[_callee(child)] == 0:      # cudaLaunchKernel(kernel, grid, block, args, smem, stream)
-                    config = dict(zip(("gridDim", "blockDim", "args", "dynamicSmemBytes", "stream"),
-                                      child.child_by_field_name("arguments").named_children[1:], strict=False))
+            elif child.type == "call_expression" and _launch_site(child):
+                config = _launch_config(child, configs)
                 grid, block = config.get("gridDim"), config.get("blockDim")
                 launches.append({
                     "kernel": _launched_kernel(child),
@@ -244,24 +237,6 @@ class _FileAnalysis:
                 if syntax.text(child.child_by_field_name("type")) == "dim3":
                     for declarator in child.children_by_field_name("declarator"):
                         dims[syntax.declarator_name(declarator) or ""] = self._dim3(declarator, constants)
-            elif child.type == "call_expression" and any(c.type == "kernel_call_syntax" for c in child.children):
-                config = next(c for c in child.children if c.type == "kernel_call_syntax").named_children
-                function = child.child_by_field_name("function")
-                if function.type == "template_function":
-                    function = function.child_by_field_name("name")
-                kernel = syntax.text(function)
-                grid, block = (config + [None, None])[:2]
-                launches.append({
-                    "kernel": kernel.split("::")[-1],
-                    "line": syntax.line(child),
-                    "grid": syntax.text(grid) if grid is not None else "",
-                    "block": syntax.text(block) if block is not None else "",
-                    "shared": syntax.text(config[2]) if len(config) > 2 else None,
-                    "stream": syntax.text(config[3]) if len(config) > 3 else None,
-                    "block_threads": self._size(block, constants, dims),
-                    "grid_blocks": self._size(grid, constants, dims),
-                    "in_loop": syntax.inside(child, LOOPS),
-                })
         return {"line": syntax.line(node), "params": params, "launches": launches}
 
     def _dim3(self, declarator, constants: Constants) -> int | None:
@@ -351,6 +326,24 @@ def _through_casts(node):
             node = node.child_by_field_name("arguments").named_children[-1]
         else:
             return node
+
+
+_LAUNCH_FIELDS = ("gridDim", "blockDim", "dynamicSmemBytes", "stream")   # a cudaLaunchConfig_t's, and <<<>>>'s order
+
+
+def _launch_config(call, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A launch's grid, block, dynamic shared memory and stream expressions (those it gives), by
+    `cudaLaunchConfig_t` field name: from `<<<...>>>`, from cudaLaunchKernel's arguments, or from the
+    assignments to the config a cudaLaunchKernelEx reads (`configs`)."""
+    if _chevron(call):
+        chevron = next(c for c in call.children if c.type == "kernel_call_syntax").named_children
+        return dict(zip(_LAUNCH_FIELDS, chevron, strict=False))
+    if LAUNCH_CALLS[_callee(call)] == 0:      # cudaLaunchKernel(kernel, grid, block, args, smem, stream)
+        given = dict(zip(("gridDim", "blockDim", "args", "dynamicSmemBytes", "stream"),
+                         call.child_by_field_name("arguments").named_children[1:], strict=False))
+        given.pop("args", None)
+        return given
+    return configs.get(_config_name(call), {})
 
 
 def _config_name(call) -> str:
