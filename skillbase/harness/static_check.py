@@ -21,6 +21,15 @@ are not reported. Everything else still is (streams, threads, persisting L2, dev
 cache configuration, timing, environment probes, dynamic loading, and library calls unless
 `allow:` lists the library). Code outside the hooks (the launcher, kernels, helpers) may not call
 or reference a hook (`hook-call`), so a launcher cannot run a hook's allocation inside the timed call.
+
+Capabilities (`CAPABILITIES`: `allow: [streams]`, `[cuda_graphs]`, `[l2_persistence]`) let a task use what
+sys.streams_overlap, sys.cuda_graphs and mem.l2_persistence need, and nothing else: each names the
+identifiers its hooks may use (creating and destroying streams, events, graphs) and those the launcher
+may use (an event record and wait, a graph launch and its per-call parameters, a per-launch access-policy
+window). With `streams` or `cuda_graphs`, every piece of work put on a stream other than the launch stream
+must wait for an event recorded on the launch stream first and be joined back to it before the launcher
+returns (`stream-join`), so all of it lies between the harness's start and end on the launch stream; the
+dynamic defences (launch-stream probes, CUPTI timing of every stream, device-limit audit) are unchanged.
 """
 
 from __future__ import annotations
@@ -33,7 +42,8 @@ from skillbase.cuda import syntax
 from skillbase.datafile.problems import suggestions
 from skillbase.errors import InputError
 
-__all__ = ["check_source", "Violation", "Rule", "RULES", "ALLOWABLE", "banned_identifier", "errors_only"]
+__all__ = ["check_source", "Violation", "Rule", "RULES", "Capability", "CAPABILITIES", "ALLOWABLE",
+           "banned_identifier", "errors_only"]
 
 
 @dataclass(frozen=True)
@@ -162,10 +172,61 @@ RULES: tuple[Rule, ...] = (
     Rule("load-time-code",
          "constructor/destructor attribute or OpenMP: code that runs at library load or on other threads "
          "escapes the timed launch"),
+    Rule("stream-join",
+         "work on a side stream that is not forked from the launch stream (cudaStreamWaitEvent on an event "
+         "recorded there first) or not joined back to it (an event recorded after the work and waited for on "
+         "the launch stream): it could run before or after the timed window"),
 )
 
+
+@dataclass(frozen=True)
+class Capability:
+    """An `allow:` entry that admits exactly the calls one skill needs, each where it is safe."""
+
+    name: str
+    in_hooks: frozenset[str]   # identifiers allowed inside the setup/teardown hooks only
+    anywhere: frozenset[str]   # ... and in the launcher too: types, and calls that order work on the launch stream
+    why: str
+
+
+# Why a capability keeps the timing honest: the harness holds the launch stream with a spin kernel while the
+# launcher queues its work, then records its end event on that stream and synchronises the whole device.
+# Work forked from the launch stream (an event recorded there, waited for by the side stream) cannot start
+# before the hold ends; work joined back (an event recorded on the side stream, waited for by the launch
+# stream) ends before the end event and before anything the harness queues next. A graph launched on the
+# launch stream is ordered like one kernel there. CUPTI times every record the call issued on any stream,
+# and the probes still fail a candidate whose work runs while the stream is held or after it moved on.
+_STREAM_OBJECTS = frozenset({"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority",
+                             "cudaStreamDestroy"})
+CAPABILITIES: tuple[Capability, ...] = (
+    Capability("streams",
+               in_hooks=_STREAM_OBJECTS | {"cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy",
+                                           "cudaEventDisableTiming"},
+               anywhere=frozenset({"cudaEvent_t", "cudaEventRecord", "cudaStreamWaitEvent"}),
+               why="independent kernels overlapped on side streams forked from and joined back to the launch "
+                   "stream (sys.streams_overlap)"),
+    Capability("cuda_graphs",
+               in_hooks=_STREAM_OBJECTS | {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaGraphCreate",
+                                           "cudaGraphAddKernelNode", "cudaGraphInstantiate",
+                                           "cudaGraphInstantiateWithFlags", "cudaGraphUpload", "cudaGraphGetNodes",
+                                           "cudaGraphKernelNodeGetParams", "cudaGraphDestroy",
+                                           "cudaGraphExecDestroy"},
+               anywhere=frozenset({"cudaGraph_t", "cudaGraphExec_t", "cudaGraphNode_t", "cudaGraphLaunch",
+                                   "cudaGraphExecKernelNodeSetParams"}),
+               why="kernel-only graphs built in the setup hook, their kernel parameters set per call and "
+                   "launched on the launch stream (sys.cuda_graphs)"),
+    Capability("l2_persistence",
+               in_hooks=frozenset({"cudaLimitPersistingL2CacheSize", "cudaCtxResetPersistingL2Cache"}),
+               anywhere=frozenset({"cudaLaunchAttributeAccessPolicyWindow", "cudaAccessPolicyWindow",
+                                   "accessPolicyWindow", "cudaAccessPropertyPersisting"}),
+               why="an access-policy window on one launch (cudaLaunchKernelEx's attribute, which ends with the "
+                   "launch) within the persisting-L2 limit the device already has, read in the setup hook; "
+                   "the limit itself and stream attributes stay banned (mem.l2_persistence)"),
+)
+CAPABILITY_BY_NAME = {c.name: c for c in CAPABILITIES}
+
 RULE_BY_ID = {r.id: r for r in RULES}
-ALLOWABLE = tuple(sorted({r.allow for r in RULES if r.allow}))
+ALLOWABLE = tuple(sorted({r.allow for r in RULES if r.allow} | set(CAPABILITY_BY_NAME)))
 
 # Inside hook bodies: allocation, host state and plain synchronisation are the hooks' job.
 HOOK_EXEMPT_RULES = frozenset({"launcher-memory", "host-static-state"})
@@ -256,6 +317,7 @@ class _Checker:
         self.allow = allow
         self.hooks = set(hooks)
         self.hook_spans: list[tuple[int, int]] = []     # byte ranges of the hooks' definitions
+        self.capabilities = [CAPABILITY_BY_NAME[a] for a in sorted(allow) if a in CAPABILITY_BY_NAME]
         self.found: dict[tuple[str, int, str], Violation] = {}
 
     # -- reporting ------------------------------------------------------------------------------
@@ -286,7 +348,13 @@ class _Checker:
                                and syntax.function_name(fn.child_by_field_name("declarator")) in self.hooks]
         self.walk(root)
         self.check_state(root)
+        if {"streams", "cuda_graphs"} & self.allow:
+            self.check_stream_joins(root)
         return sorted(self.found.values(), key=lambda v: (v.line, v.rule))
+
+    def capability_allows(self, name: str, node) -> bool:
+        """Does an allowed capability admit identifier `name` here (in a hook, or anywhere)?"""
+        return any(name in c.anywhere or (name in c.in_hooks and self.in_hook(node)) for c in self.capabilities)
 
     def walk(self, node) -> None:
         kind = node.type
@@ -348,7 +416,7 @@ class _Checker:
         called = (parent is not None and parent.type == "call_expression"
                   and parent.child_by_field_name("function") == node)
         rule = _rule_for_name(name, called)
-        if rule is not None and not (called and _named_entry_point(parent)):
+        if rule is not None and not (called and _named_entry_point(parent)) and not self.capability_allows(name, node):
             self.report(rule, node, name)
 
     def check_words(self, text: str, first_line: int, called: bool) -> None:
@@ -371,6 +439,66 @@ class _Checker:
             self.report("env-probe", line, "probe string")
         # A macro body is not parsed; treat every word in it as possibly called.
         self.check_words(syntax.strip_comments_and_strings(text), line, called=True)
+
+    # -- side streams: forked from and joined back to the launch stream -------------------------------
+    def check_stream_joins(self, root) -> None:
+        """`stream-join`: in every function but the hooks, in source order, work on a side stream must
+        follow a wait for an event recorded on the launch stream (the fork), and an event recorded on
+        that stream after its last work must be waited for on the launch stream (the join)."""
+        for fn in syntax.descendants(root):
+            if fn.type != "function_definition" or self.in_hook(fn):
+                continue
+            body = fn.child_by_field_name("body")
+            if body is not None:
+                self.check_fork_join(body)
+
+    def check_fork_join(self, body) -> None:
+        # A fork or join counts only as a statement of the function's own body (not under an if, a loop or a
+        # switch, which may skip it), and no return, goto or throw may leave the function before the join.
+        on_launch_stream: set[str] = set()            # events last recorded on the launch stream
+        forked: set[str] = set()                      # side streams that waited for one of them
+        unjoined: dict[str, object] = {}              # side stream -> its latest work not yet joined
+        recorded: dict[str, tuple[str, object]] = {}  # event -> (side stream, the work it covers)
+        configs: dict[str, str] = {}                  # launch config -> its `.stream` expression
+        first_side_work = None
+        for node in syntax.descendants(body):
+            if node.type == "assignment_expression":
+                left = node.child_by_field_name("left")
+                if left is not None and left.type == "field_expression" and \
+                        syntax.text(left.child_by_field_name("field")) == "stream":
+                    configs[_flat(left.child_by_field_name("argument"))] = _flat(node.child_by_field_name("right"))
+                continue
+            if node.type != "call_expression":
+                continue
+            kind, stream, event = _stream_site(node, configs)
+            if kind in ("record", "wait") and not _body_statement(node, body):
+                continue
+            if kind == "record":
+                if _is_launch_stream(stream):
+                    on_launch_stream.add(event)
+                    recorded.pop(event, None)
+                else:
+                    on_launch_stream.discard(event)
+                    recorded[event] = (stream, unjoined.get(stream))
+            elif kind == "wait":
+                if not _is_launch_stream(stream):
+                    if event in on_launch_stream:
+                        forked.add(stream)
+                elif event in recorded:
+                    side, covered = recorded[event]
+                    if covered is not None and unjoined.get(side) is covered:
+                        del unjoined[side]
+            elif kind == "work" and not _is_launch_stream(stream):
+                first_side_work = first_side_work or node
+                if stream not in forked:
+                    self.report("stream-join", node, f"{stream}: not forked")
+                unjoined[stream] = node
+        for node in unjoined.values():
+            self.report("stream-join", node, "not joined")
+        if first_side_work is not None:
+            for leave in syntax.descendants(body):
+                if leave.type in _EXITS and leave.start_byte > first_side_work.end_byte:
+                    self.report("stream-join", leave, "leaves before the join")
 
     # -- state across calls ----------------------------------------------------------------------
     def check_state(self, root) -> None:
@@ -439,6 +567,55 @@ class _Checker:
                 cached &= _device_fact_cache(writes, _initializer(node, name))
             if not cached:
                 self.report("host-static-state", node, "static local")
+
+
+# The launch stream as a launcher names it: no stream, the legacy default stream, or a null handle.
+_LAUNCH_STREAM = frozenset({"", "0", "NULL", "nullptr", "cudaStreamLegacy", "(cudaStream_t)0", "cudaStream_t(0)",
+                            "(cudaStream_t)nullptr", "(cudaStream_t)NULL"})
+
+
+def _flat(node) -> str:
+    return "" if node is None else re.sub(r"\s+", "", syntax.text(node))
+
+
+def _is_launch_stream(stream: str) -> bool:
+    return stream in _LAUNCH_STREAM
+
+
+_EXITS = ("return_statement", "goto_statement", "throw_statement")
+
+
+def _body_statement(call, body) -> bool:
+    """Is `call` an expression statement of `body` itself (not nested in a branch, loop or block)?"""
+    statement = call.parent
+    return statement is not None and statement.type == "expression_statement" and statement.parent == body
+
+
+def _stream_site(call, configs: dict[str, str]) -> tuple[str | None, str, str]:
+    """(kind, stream, event) of a call that touches a stream: "record" (cudaEventRecord), "wait"
+    (cudaStreamWaitEvent), "work" (a kernel or graph launch), or (None, "", "")."""
+    args = call.child_by_field_name("arguments")
+    chevron = next((c for c in call.children if c.type == "kernel_call_syntax"), None)
+    if chevron is not None:
+        config = chevron.named_children
+        return "work", _flat(config[3]) if len(config) > 3 else "", ""
+    given = [c for c in args.named_children if c.type != "comment"] if args is not None else []
+    name = _flat(call.child_by_field_name("function")).split("::")[-1]
+
+    def arg(i: int) -> str:
+        return _flat(given[i]) if i < len(given) else ""
+
+    if name in ("cudaEventRecord", "cudaEventRecordWithFlags"):
+        return "record", arg(1), arg(0)
+    if name == "cudaStreamWaitEvent":
+        return "wait", arg(0), arg(1)
+    if name == "cudaGraphLaunch":
+        return "work", arg(1), ""
+    if name == "cudaLaunchKernel":
+        return "work", arg(5), ""
+    if name == "cudaLaunchKernelEx":
+        return "work", configs.get(arg(0).lstrip("&"), ""), ""
+    return None, "", ""
 
 
 # A launcher may cache what the device is (its SM count, properties, an occupancy figure) in a static:

@@ -52,15 +52,22 @@ SKILLS = REPO / "skills"
 EXAMPLES = sorted(p for p in SKILLS.glob("*/*/examples") if (p / "task.yaml").is_file())
 IDS = [p.parent.name for p in EXAMPLES]
 SIDES = ("before", "after")
-# Skills whose effect lies outside one launcher call (persisting-L2 windows, graphs, streams): the harness bans
-# them for every candidate, so no runnable example. A library call is not among them: a task may allow it
-# (`allow: [cub]`), and cmp.use_library's example runs that way.
-FORBIDDEN = {"mem.l2_persistence", "sys.cuda_graphs", "sys.streams_overlap"}
+# Skills whose effect lies outside one launcher call (persisting-L2 windows, graphs, streams) have examples whose
+# task opts in to exactly that capability (`allow: [streams]`, ...; static_check.CAPABILITIES), like a library
+# call (`allow: [cub]`, cmp.use_library); the layout test then lets the capability's own calls through.
 OPS = {"eq", "ne", "gt", "ge", "lt", "le", "len_eq", "len_ge", "any", "none", "contains", "lacks"}
 
 
 def _expect(example: Path) -> dict:
     return yaml.safe_load((example / "expect.yaml").read_text())
+
+
+def _capability_words(example: Path) -> str:
+    """The identifiers the task's allowed capabilities admit (the static check itself judges where)."""
+    from skillbase.harness.static_check import CAPABILITIES
+
+    allow = (yaml.safe_load((example / "task.yaml").read_text()) or {}).get("allow") or []
+    return " ".join(word for c in CAPABILITIES if c.name in allow for word in (*c.in_hooks, *c.anywhere))
 
 
 # --------------------------------------------------------------------------- layout (no tools needed)
@@ -72,19 +79,22 @@ def test_examples_exist():
 @pytest.mark.parametrize("example", EXAMPLES, ids=IDS)
 def test_example_layout(example: Path):
     skill = example.parent.name
-    assert skill not in FORBIDDEN, f"{skill} is forbidden by the harness and must not have a runnable example"
     assert example.parent.parent.name == skill.split(".")[0], "category folder must be the id's prefix"
     for name in ("before.cu", "after.cu", "task.yaml", "expect.yaml"):
         assert (example / name).is_file(), f"missing {name}"
     for side in SIDES:
         text = (example / f"{side}.cu").read_text()
         assert text.startswith(f"// {skill}, {side}"), f"{side}.cu must open with '// {skill}, {side}: ...'"
-        assert text.count('extern "C"') == 1, f"{side}.cu needs exactly one extern \"C\" launcher"
+        hooks = (yaml.safe_load((example / "task.yaml").read_text()) or {}).get("hooks") or {}
+        assert text.count('extern "C"') == 1 + len(hooks), \
+            f"{side}.cu needs exactly one extern \"C\" launcher (and the task's hooks)"
         # the harness's bans (VERIFY.md): nothing outside the launcher's device work (code, not comments)
         code = re.sub(r"//[^\n]*|/\*.*?\*/", "", text, flags=re.S)
+        allowed = _capability_words(example)
         for banned in ("printf", "cudaMalloc", "cudaFree", "cudaDeviceSynchronize", "cudaStreamCreate",
                        "cudaEventRecord", "cudaMemcpy", "AccessPolicyWindow", "cublas", "std::thread", "clock("):
-            assert banned not in code, f"{side}.cu uses {banned}, which the harness bans"
+            if banned not in allowed:
+                assert banned not in code, f"{side}.cu uses {banned}, which the harness bans"
     expect = _expect(example)
     assert isinstance(expect.get("why"), str) and expect["why"].strip(), "expect.yaml needs a one-line why"
     unknown = set(expect) - {"why", "kernel", "before", "after", "ptxas_before", "ptxas_after", "changes", "todo"}
@@ -372,6 +382,8 @@ def test_example_on_gpu(example: Path, tmp_path):
     report = {"skill": example.parent.name}
     for preset in ("small", "irregular", "default"):
         resolved = spec.resolve(preset)
+        for side in SIDES:          # the task's hooks.setup, once per size before its calls, as the harness does
+            _hook(libs[side], spec, "setup", resolved)
         host = spec.make_inputs(preset, seed=1)
         inputs = {k: cp.asarray(v) for k, v in host.items()}
         # scratch is allocated and poisoned like an output (the launcher may not allocate) but never compared
@@ -403,8 +415,25 @@ def test_example_on_gpu(example: Path, tmp_path):
                                    f"(max abs err {err.max():.3g}, atol {atol:.3g}, rtol {rtol:.3g})")
         if preset == "default":
             report.update(_time_pair(cp, fns, spec, resolved, inputs, outs))
+    for side in SIDES:
+        _hook(libs[side], spec, "teardown", None)
     _record(report)
     assert report["after_us"] < report["before_us"], f"after is not faster: {report}"
+
+
+def _hook(lib, spec, kind: str, resolved) -> None:
+    """Call the task's hooks.setup(<scalars>) (it must return 0) or hooks.teardown(), when the task names it."""
+    name = spec.hooks.get(kind)
+    if not name:
+        return
+    fn = getattr(lib, name)
+    if kind == "teardown":
+        fn.restype = None
+        fn()
+        return
+    fn.restype = ctypes.c_int
+    scalars = [_CTYPES[a.dtype](resolved.arg(a.name).value) for a in spec.args if not a.pointer]
+    assert fn(*scalars) == 0, f"{name} failed"
 
 
 def host_dtype(name: str):

@@ -1,0 +1,260 @@
+"""The capabilities `allow: [streams]`, `[cuda_graphs]`, `[l2_persistence]` (issue 23): what each admits, where.
+
+A task opts in to exactly the calls of one skill whose effect lies outside a single launch
+(sys.streams_overlap, sys.cuda_graphs, mem.l2_persistence). Without the entry every one of those calls
+is refused as before; with it, the hooks may make the objects and the launcher may only order work on
+the launch stream (a fork/join, a graph launch, a per-launch access-policy window). Work put on a side
+stream must be forked from the launch stream and joined back to it (`stream-join`): a planted cheat
+that hides work on a side stream is refused here, or (when it fools the text) by the launch-stream
+probe on a GPU (`-m gpu`).
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from skillbase.errors import InputError
+from skillbase.harness.static_check import ALLOWABLE, CAPABILITIES, check_source, errors_only
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = {
+    "streams": REPO / "skills" / "sys" / "sys.streams_overlap" / "examples",
+}
+
+HOOKS = ("sys_setup", "sys_teardown")
+
+
+def _errors(source: str, allow=(), hooks=HOOKS) -> set[tuple[str, int]]:
+    return {(v.rule, v.line) for v in errors_only(check_source(source, allow=allow, hooks=hooks))}
+
+
+def _rules(source: str, allow=(), hooks=HOOKS) -> set[str]:
+    return {rule for rule, _ in _errors(source, allow, hooks)}
+
+
+KERNEL = "__global__ void k(float* y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }\n"
+
+# An honest fork/join: the side stream waits for the launch stream, the launch stream for the side stream.
+FORK_JOIN = KERNEL + """
+static cudaStream_t side = nullptr;
+static cudaEvent_t forked = nullptr, joined = nullptr;
+extern "C" int sys_setup(int n) {
+    cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&forked, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&joined, cudaEventDisableTiming);
+    return 0;
+}
+extern "C" void sys_teardown(void) { cudaStreamDestroy(side); cudaEventDestroy(forked); cudaEventDestroy(joined); }
+extern "C" void run(float* a, float* b, int n) {
+    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32>>>(a, n);
+    k<<<1, 32, 0, side>>>(b, n);
+    cudaEventRecord(joined, side);
+    cudaStreamWaitEvent(0, joined, 0);
+}
+"""
+
+
+def _launcher(body: str) -> str:
+    """FORK_JOIN with the launcher's body replaced."""
+    head = FORK_JOIN[:FORK_JOIN.index('extern "C" void run')]
+    return head + 'extern "C" void run(float* a, float* b, int n) {\n' + body + "}\n"
+
+
+# ------------------------------------------------------------------------------------------ the entries
+
+def test_the_three_capabilities_are_allowable_and_validated():
+    assert {"streams", "cuda_graphs", "l2_persistence"} <= set(ALLOWABLE)
+    assert {c.name for c in CAPABILITIES} == {"streams", "cuda_graphs", "l2_persistence"}
+    with pytest.raises(InputError, match="not something the static check can allow") as info:
+        check_source(KERNEL, allow=["stream"])
+    assert info.value.hint == "did you mean 'streams'?"
+
+
+def test_a_task_spec_accepts_the_capabilities(tmp_path):
+    from skillbase.task import load_task
+
+    example = EXAMPLES["streams"]
+    shutil.copy(example / "after.cu", tmp_path / "k.cu")
+    shutil.copy(example / "task.yaml", tmp_path / "k.task.yaml")
+    assert load_task(tmp_path / "k.cu").allow == ("streams",)
+
+
+# ------------------------------------------------------------------------------------------ streams
+
+def test_fork_join_needs_the_streams_entry():
+    assert _rules(FORK_JOIN) == {"stream-or-thread", "timing", "launcher-sync"}
+    assert _errors(FORK_JOIN, allow=["streams"]) == set()
+
+
+def test_streams_objects_are_made_in_hooks_only():
+    made_in_launcher = _launcher("""    cudaStream_t s; cudaStreamCreate(&s);
+    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(s, forked, 0);
+    k<<<1, 32, 0, s>>>(b, n);
+    cudaEventRecord(joined, s);
+    cudaStreamWaitEvent(0, joined, 0);
+""")
+    assert _rules(made_in_launcher, allow=["streams"]) == {"stream-or-thread"}
+
+
+@pytest.mark.parametrize("call", ["cudaEventSynchronize(joined);", "cudaStreamSynchronize(side);",
+                                  "float ms; cudaEventElapsedTime(&ms, forked, joined);",
+                                  "cudaLaunchHostFunc(side, nullptr, nullptr);", "cudaStreamQuery(side);"])
+def test_streams_admits_nothing_else(call):
+    source = _launcher("    cudaEventRecord(forked, 0);\n    " + call + "\n")
+    assert _rules(source, allow=["streams"]), f"{call} passed with allow: [streams]"
+
+
+CHEATS = {
+    "never joined": """    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+""",
+    "never forked": """    k<<<1, 32, 0, side>>>(b, n);
+    cudaEventRecord(joined, side);
+    cudaStreamWaitEvent(0, joined, 0);
+""",
+    "joined before the work": """    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    cudaEventRecord(joined, side);
+    cudaStreamWaitEvent(0, joined, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+""",
+    "join under a condition": """    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+    cudaEventRecord(joined, side);
+    if (n < 0) cudaStreamWaitEvent(0, joined, 0);
+""",
+    "returns before the join": """    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+    if (n > 0) return;
+    cudaEventRecord(joined, side);
+    cudaStreamWaitEvent(0, joined, 0);
+""",
+    "joined through another stream's event": """    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+    cudaEventRecord(joined, 0);
+    cudaStreamWaitEvent(0, joined, 0);
+""",
+    "forked from the side stream's own event": """    cudaEventRecord(forked, side);
+    cudaStreamWaitEvent(side, forked, 0);
+    k<<<1, 32, 0, side>>>(b, n);
+    cudaEventRecord(joined, side);
+    cudaStreamWaitEvent(0, joined, 0);
+""",
+}
+
+
+@pytest.mark.parametrize("cheat", sorted(CHEATS))
+def test_side_stream_work_outside_a_fork_join_is_refused(cheat):
+    rules = _rules(_launcher(CHEATS[cheat]), allow=["streams"])
+    assert rules == {"stream-join"}, f"{cheat}: {rules}"
+
+
+def test_a_runtime_launch_on_a_side_stream_is_held_to_the_same_join():
+    unjoined = _launcher("""    cudaEventRecord(forked, 0);
+    cudaStreamWaitEvent(side, forked, 0);
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(1); config.blockDim = dim3(32); config.stream = side;
+    cudaLaunchKernelEx(&config, k, b, n);
+""")
+    assert _rules(unjoined, allow=["streams"]) == {"stream-join"}
+
+
+# ------------------------------------------------------------------------------------------ the examples
+
+def _spec(example: Path, side: str, tmp_path: Path):
+    from skillbase.task import load_task
+
+    folder = tmp_path / side
+    folder.mkdir()
+    shutil.copy(example / f"{side}.cu", folder / "k.cu")
+    shutil.copy(example / "task.yaml", folder / "k.task.yaml")
+    return folder / "k.cu", load_task(folder / "k.cu")
+
+
+@pytest.mark.parametrize("capability", sorted(EXAMPLES))
+def test_the_example_passes_with_its_entry_and_not_without(capability, tmp_path):
+    for side in ("before", "after"):
+        path, spec = _spec(EXAMPLES[capability], side, tmp_path)
+        assert capability in spec.allow
+        assert errors_only(check_source(path, allow=spec.allow, hooks=spec.hook_names)) == [], side
+    without = [a for a in spec.allow if a != capability]
+    refused = errors_only(check_source(path, allow=without, hooks=spec.hook_names))   # after.cu, the last side
+    assert refused, f"after.cu of the {capability} example passes without allow: [{capability}]"
+
+
+# ------------------------------------------------------------------------------------------ on a GPU
+
+# Passes the text (every stream is the same expression) but runs all the work on sides[0] and "joins"
+# sides[1], which holds nothing: the launch stream moves on while the work still runs.
+ALIASED_JOIN = """
+static cudaStream_t sides[2] = {nullptr, nullptr};
+static cudaEvent_t fork_done = nullptr, side_done = nullptr;
+extern "C" void streams_teardown(void) {
+    for (int s = 0; s < 2; ++s) if (sides[s] != nullptr) cudaStreamDestroy(sides[s]);
+    if (fork_done != nullptr) cudaEventDestroy(fork_done);
+    if (side_done != nullptr) cudaEventDestroy(side_done);
+    sides[0] = sides[1] = nullptr;
+    fork_done = side_done = nullptr;
+}
+extern "C" int streams_setup(int n, int steps) {
+    if (sides[0] != nullptr) return 0;
+    cudaStreamCreateWithFlags(&sides[0], cudaStreamNonBlocking);
+    cudaStreamCreateWithFlags(&sides[1], cudaStreamNonBlocking);
+    cudaEventCreateWithFlags(&fork_done, cudaEventDisableTiming);
+    cudaEventCreateWithFlags(&side_done, cudaEventDisableTiming);
+    return 0;
+}
+extern "C" void oscillator_pair(const float* sa, const float* sb, float* ya, float* yb, int n, int steps) {
+    int blocks = (n + THREADS - 1) / THREADS;
+    int k = 0;
+    cudaEventRecord(fork_done, 0);
+    cudaStreamWaitEvent(sides[k], fork_done, 0);
+    duffing<<<blocks, THREADS, 0, sides[k]>>>(sa, ya, n, steps, BETA_A);
+    duffing<<<blocks, THREADS, 0, sides[k]>>>(sb, yb, n, steps, BETA_B);
+    k = 1;
+    cudaEventRecord(side_done, sides[k]);
+    cudaStreamWaitEvent(0, side_done, 0);
+}
+"""
+
+
+def _aliased_join_cheat(tmp_path: Path) -> tuple[Path, Path]:
+    example = EXAMPLES["streams"]
+    before = tmp_path / "before.cu"
+    shutil.copy(example / "before.cu", before)
+    shutil.copy(example / "task.yaml", tmp_path / "before.task.yaml")
+    after = (example / "after.cu").read_text()
+    kernels = after[:after.index("static cudaStream_t side")]
+    cheat = tmp_path / "cheat.cu"
+    cheat.write_text(kernels + ALIASED_JOIN)
+    shutil.copy(example / "task.yaml", tmp_path / "cheat.task.yaml")
+    return before, cheat
+
+
+def test_the_aliased_join_fools_the_text(tmp_path):
+    """Why the GPU test below exists: the static check sees one stream expression throughout."""
+    from skillbase.task import load_task
+
+    _, cheat = _aliased_join_cheat(tmp_path)
+    spec = load_task(cheat)
+    assert errors_only(check_source(cheat, allow=spec.allow, hooks=spec.hook_names)) == []
+
+
+@pytest.mark.gpu
+def test_the_launch_stream_probe_refuses_an_aliased_join(tmp_path):
+    from skillbase.harness.runtime import Options, evaluate
+
+    before, cheat = _aliased_join_cheat(tmp_path)
+    result = evaluate(before, candidate=cheat, options=Options(static=True, time=False))
+    assert result.status == "incorrect", (result.status, result.reason)
+    assert "outside the launch stream" in result.reason, result.reason
