@@ -11,6 +11,7 @@ probe on a GPU (`-m gpu`).
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from skillbase.harness.static_check import ALLOWABLE, CAPABILITIES, check_source
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "streams": REPO / "skills" / "sys" / "sys.streams_overlap" / "examples",
+    "cuda_graphs": REPO / "skills" / "sys" / "sys.cuda_graphs" / "examples",
 }
 
 HOOKS = ("sys_setup", "sys_teardown")
@@ -169,6 +171,79 @@ def test_a_runtime_launch_on_a_side_stream_is_held_to_the_same_join():
     assert _rules(unjoined, allow=["streams"]) == {"stream-join"}
 
 
+# ------------------------------------------------------------------------------------------ cuda_graphs
+
+# A graph captured in the setup hook on a stream of its own, its node's arguments set per call, launched on the
+# launch stream.
+CAPTURED = KERNEL + """
+static cudaStream_t capture = nullptr;
+static cudaGraph_t graph = nullptr;
+static cudaGraphExec_t graph_exec = nullptr;
+static cudaGraphNode_t nodes[1];
+extern "C" int sys_setup(int n) {
+    cudaStreamCreateWithFlags(&capture, cudaStreamNonBlocking);
+    cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal);
+    k<<<1, 32, 0, capture>>>(nullptr, n);
+    cudaStreamEndCapture(capture, &graph);
+    size_t count = 1;
+    cudaGraphGetNodes(graph, nodes, &count);
+    cudaGraphInstantiate(&graph_exec, graph, 0);
+    return 0;
+}
+extern "C" void sys_teardown(void) {
+    cudaGraphExecDestroy(graph_exec); cudaGraphDestroy(graph); cudaStreamDestroy(capture);
+}
+extern "C" void run(float* a, float* b, int n) {
+    void* args[] = {&a, &n};
+    cudaKernelNodeParams p = {};
+    p.func = (void*)k; p.gridDim = dim3(1); p.blockDim = dim3(32); p.kernelParams = args;
+    cudaGraphExecKernelNodeSetParams(graph_exec, nodes[0], &p);
+    cudaGraphLaunch(graph_exec, 0);
+}
+"""
+
+
+def _graph_launcher(body: str) -> str:
+    head = CAPTURED[:CAPTURED.index('extern "C" void run')]
+    return head + 'extern "C" void run(float* a, float* b, int n) {\n' + body + "}\n"
+
+
+def test_a_captured_graph_needs_the_cuda_graphs_entry():
+    assert _rules(CAPTURED) == {"launcher-sync", "stream-or-thread"}
+    assert _errors(CAPTURED, allow=["cuda_graphs"]) == set()
+
+
+@pytest.mark.parametrize("call", ["cudaGraphInstantiate(&graph_exec, graph, 0);",
+                                  "cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal);",
+                                  "cudaGraphExecDestroy(graph_exec);", "cudaGraphUpload(graph_exec, 0);"])
+def test_graphs_are_built_in_hooks_only(call):
+    # (instantiating into the global handle is also a host-static-state write outside the hooks)
+    assert "launcher-sync" in _rules(_graph_launcher("    " + call + "\n    cudaGraphLaunch(graph_exec, 0);\n"),
+                                     allow=["cuda_graphs"])
+
+
+@pytest.mark.parametrize("node", ["cudaGraphAddHostNode(&h, graph, nullptr, 0, nullptr);",
+                                  "cudaGraphAddMemcpyNode(&h, graph, nullptr, 0, nullptr);",
+                                  "cudaGraphAddMemsetNode(&h, graph, nullptr, 0, nullptr);",
+                                  "cudaGraphAddChildGraphNode(&h, graph, nullptr, 0, graph);",
+                                  "cudaGraphAddEventRecordNode(&h, graph, nullptr, 0, nullptr);"])
+def test_only_kernel_nodes_even_in_hooks(node):
+    source = CAPTURED.replace("    return 0;\n}\nextern \"C\" void sys_teardown",
+                              f"    cudaGraphNode_t h; {node}\n    return 0;\n}}\nextern \"C\" void sys_teardown", 1)
+    assert node in source
+    assert _rules(source, allow=["cuda_graphs"]) == {"launcher-sync"}
+
+
+def test_a_graph_launched_on_a_side_stream_is_not_joined():
+    assert _rules(_graph_launcher("    cudaGraphLaunch(graph_exec, capture);\n"), allow=["cuda_graphs"]) == \
+        {"stream-join"}
+
+
+def test_streams_do_not_bring_graphs_nor_graphs_events():
+    assert _rules(CAPTURED, allow=["streams"]) == {"launcher-sync"}
+    assert _rules(FORK_JOIN, allow=["cuda_graphs"]) == {"timing", "launcher-sync"}
+
+
 # ------------------------------------------------------------------------------------------ the examples
 
 def _spec(example: Path, side: str, tmp_path: Path):
@@ -248,6 +323,25 @@ def test_the_aliased_join_fools_the_text(tmp_path):
     _, cheat = _aliased_join_cheat(tmp_path)
     spec = load_task(cheat)
     assert errors_only(check_source(cheat, allow=spec.allow, hooks=spec.hook_names)) == []
+
+
+@pytest.mark.gpu
+def test_a_graph_replaying_its_setup_arguments_is_refused(tmp_path):
+    """A graph launched without this call's pointers replays the work it was built with: outputs unwritten."""
+    from skillbase.harness.runtime import Options, evaluate
+
+    example = EXAMPLES["cuda_graphs"]
+    for name in ("before.cu", "after.cu"):
+        shutil.copy(example / name, tmp_path / name)
+    for stem in ("before", "after"):
+        shutil.copy(example / "task.yaml", tmp_path / f"{stem}.task.yaml")
+    after = tmp_path / "after.cu"
+    text = after.read_text()
+    update = re.compile(r"^ *cudaGraphExecKernelNodeSetParams\(.*\n", re.M)
+    assert len(update.findall(text)) == 1
+    after.write_text(update.sub("", text))
+    result = evaluate(tmp_path / "before.cu", candidate=after, options=Options(static=True, time=False))
+    assert result.status in ("incorrect", "crashed"), (result.status, result.reason)
 
 
 @pytest.mark.gpu
