@@ -2,9 +2,10 @@
 
 Order: skills not yet tried on this kernel first, together with skills that won before and whose rule
 fires again on the new profile (experts repeat a step that paid: more stages, more elements per thread,
-more warps per row; the easier part of its gain is taken, so its expected saving counts WON_AGAIN of
-itself), then skills the task constrains (a constrain rule fired: its tolerance forbids lower
-precision, it allows no library; the reason is kept), then skills tried before without a win, then
+more warps per row; its rule's estimate is computed on the profile taken after the win, so the part of
+the gain already taken is out of it and it is not discounted again: WON_AGAIN), then skills the task
+constrains (a constrain rule fired: its tolerance forbids lower precision, it allows no library; the
+reason is kept), then skills tried before without a win, then
 skills that failed (history is evidence: re-proposing what already failed wastes a round); within a
 group by the expected time saved, `score x sqrt(time_saved_fraction)` (desc,
 `expected_saving`): a rule's `speedup:` estimate (ncu's word for it) is the share of the run a skill
@@ -24,9 +25,11 @@ from typing import Any
 from .trace import FocusRow
 
 DEMOTION = {None: 0, "won": 0, "task": 1, "tried": 2, "failed": 3}
-# The share of its expected saving a skill that already won keeps when its rule fires again [P]; on the
-# dev set's tune half, 5 of 68 expert steps repeat a technique of an earlier step.
-WON_AGAIN = 0.8
+# The share of its expected saving a skill that already won keeps when its rule fires again. 1: the estimate
+# is already the remainder (it reads the new profile); a further discount counted the taken gain twice. On
+# the dev set's tune half 5 of 68 expert steps repeat a technique of an earlier step, and at 0.8 three of
+# them fell a rank while no step rose (issue 15, round 4).
+WON_AGAIN = 1.0
 # The share of the run assumed for a candidate whose own estimate needs a missing value [P]: a
 # typical single-skill gain, below most computed estimates, so a measured estimate usually wins.
 UNKNOWN_SAVED = 0.1

@@ -273,7 +273,8 @@ def test_evaluation_never_imports_rule_engine_from_cache(tmp_path):
 
 def test_a_skill_that_won_ranks_again_when_its_rule_fires_again():
     # issue 15: experts repeat a step that paid (more stages, more elements per thread): a win is not
-    # demoted below the untried skills, it keeps WON_AGAIN of its expected saving; a try without a win is
+    # demoted below the untried skills; its estimate, read on the profile after the win, is what is left of
+    # its gain and is not discounted again (WON_AGAIN 1); a try without a win is
     from skillbase.engine.ranking import WON_AGAIN, rank
 
     def proposals():
@@ -282,9 +283,10 @@ def test_a_skill_that_won_ranks_again_when_its_rule_fires_again():
                 dict(skill="c.new", score=0.8, time_saved_fraction=0.16, rule="c", because="", focus=[])]
 
     won = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": []})
-    # 0.8 x 0.6 x 0.8 = 0.384: below b.new's 0.4, above c.new's 0.32
-    assert WON_AGAIN == 0.8 and [c.skill for c in won] == ["b.new", "a.won", "c.new"]
-    assert won[1].demoted == "won" and won[0].demoted is None
+    # 0.8 x 0.6 = 0.48 for the win, above b.new's 0.4 and c.new's 0.32, exactly as without history
+    assert WON_AGAIN == 1.0 and [c.skill for c in won] == ["a.won", "b.new", "c.new"]
+    assert [c.expected for c in won] == [c.expected for c in rank(proposals())]
+    assert won[0].demoted == "won" and won[1].demoted is None
     tried = rank(proposals(), history={"tried": ["a.won"], "won": [], "failed": []})
     assert [c.skill for c in tried] == ["b.new", "c.new", "a.won"] and tried[-1].demoted == "tried"
     failed = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": ["a.won"]})
