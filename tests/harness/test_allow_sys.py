@@ -24,6 +24,7 @@ REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = {
     "streams": REPO / "skills" / "sys" / "sys.streams_overlap" / "examples",
     "cuda_graphs": REPO / "skills" / "sys" / "sys.cuda_graphs" / "examples",
+    "l2_persistence": REPO / "skills" / "mem" / "mem.l2_persistence" / "examples",
 }
 
 HOOKS = ("sys_setup", "sys_teardown")
@@ -242,6 +243,50 @@ def test_a_graph_launched_on_a_side_stream_is_not_joined():
 def test_streams_do_not_bring_graphs_nor_graphs_events():
     assert _rules(CAPTURED, allow=["streams"]) == {"launcher-sync"}
     assert _rules(FORK_JOIN, allow=["cuda_graphs"]) == {"timing", "launcher-sync"}
+
+
+# ------------------------------------------------------------------------------------------ l2_persistence
+
+WINDOWED = KERNEL + """
+static size_t carve = 0;
+extern "C" int sys_setup(int n) { cudaDeviceGetLimit(&carve, cudaLimitPersistingL2CacheSize); return 0; }
+extern "C" void sys_teardown(void) { cudaCtxResetPersistingL2Cache(); }
+extern "C" void run(float* a, float* b, int n) {
+    cudaLaunchAttribute window[1] = {};
+    window[0].id = cudaLaunchAttributeAccessPolicyWindow;
+    window[0].val.accessPolicyWindow.base_ptr = a;
+    window[0].val.accessPolicyWindow.num_bytes = n * sizeof(float);
+    window[0].val.accessPolicyWindow.hitRatio = carve ? 1.0f : 0.0f;
+    window[0].val.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+    window[0].val.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+    cudaLaunchConfig_t config = {};
+    config.gridDim = dim3(1); config.blockDim = dim3(32); config.attrs = window; config.numAttrs = 1;
+    cudaLaunchKernelEx(&config, k, a, n);
+}
+"""
+
+
+def test_a_per_launch_window_needs_the_l2_persistence_entry():
+    assert _rules(WINDOWED) == {"l2-persistence"}
+    assert _errors(WINDOWED, allow=["l2_persistence"]) == set()
+
+
+@pytest.mark.parametrize("state", [
+    "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, 1 << 20);",
+    "cudaStreamAttrValue v = {}; cudaStreamSetAttribute(0, cudaStreamAttributeAccessPolicyWindow, &v);",
+    "size_t c; cudaDeviceGetLimit(&c, cudaLimitPersistingL2CacheSize);",
+    "cudaCtxResetPersistingL2Cache();",
+])
+def test_l2_state_that_outlives_the_launch_stays_banned(state):
+    """The limit (even read) and the reset belong to the hooks; a stream attribute and a new limit to no one."""
+    source = WINDOWED.replace("    cudaLaunchKernelEx(&config, k, a, n);\n",
+                              f"    {state}\n    cudaLaunchKernelEx(&config, k, a, n);\n")
+    assert _rules(source, allow=["l2_persistence"]), f"{state} passed in the launcher"
+
+
+def test_a_new_limit_is_refused_even_in_the_hooks():
+    source = WINDOWED.replace("return 0; }", "cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, carve); return 0; }")
+    assert _rules(source, allow=["l2_persistence"]) == {"launcher-sync"}
 
 
 # ------------------------------------------------------------------------------------------ the examples
