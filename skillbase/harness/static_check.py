@@ -468,6 +468,11 @@ class _Checker:
                         syntax.text(left.child_by_field_name("field")) == "stream":
                     configs[_flat(left.child_by_field_name("argument"))] = _flat(node.child_by_field_name("right"))
                 continue
+            if node.type == "init_declarator":
+                value = node.child_by_field_name("value")
+                if value is not None and value.type == "initializer_list":
+                    configs[syntax.declarator_name(node) or ""] = _initialised_stream(value)
+                continue
             if node.type != "call_expression":
                 continue
             kind, stream, event = _stream_site(node, configs)
@@ -585,6 +590,16 @@ def _is_launch_stream(stream: str) -> bool:
 _EXITS = ("return_statement", "goto_statement", "throw_statement")
 
 
+def _initialised_stream(initializer) -> str:
+    """The stream a `cudaLaunchConfig_t c = {grid, block, smem, stream, ...}` (or `{.stream = s}`) names."""
+    items = [c for c in initializer.named_children if c.type != "comment"]
+    for item in items:
+        if item.type == "initializer_pair" and "stream" in _flat(item.child_by_field_name("designator")):
+            return _flat(item.child_by_field_name("value"))
+    positional = [c for c in items if c.type != "initializer_pair"]
+    return _flat(positional[3]) if len(positional) > 3 and len(positional) == len(items) else ""
+
+
 def _body_statement(call, body) -> bool:
     """Is `call` an expression statement of `body` itself (not nested in a branch, loop or block)?"""
     statement = call.parent
@@ -611,8 +626,10 @@ def _stream_site(call, configs: dict[str, str]) -> tuple[str | None, str, str]:
         return "wait", arg(0), arg(1)
     if name == "cudaGraphLaunch":
         return "work", arg(1), ""
-    if name == "cudaLaunchKernel":
+    if name in ("cudaLaunchKernel", "cudaLaunchCooperativeKernel"):
         return "work", arg(5), ""
+    if name == "cuLaunchKernel":
+        return "work", arg(8), ""
     if name == "cudaLaunchKernelEx":
         return "work", configs.get(arg(0).lstrip("&"), ""), ""
     return None, "", ""

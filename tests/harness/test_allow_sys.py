@@ -172,6 +172,20 @@ def test_a_runtime_launch_on_a_side_stream_is_held_to_the_same_join():
     assert _rules(unjoined, allow=["streams"]) == {"stream-join"}
 
 
+@pytest.mark.parametrize("launch", [
+    "cudaLaunchConfig_t config = {dim3(1), dim3(32), 0, side}; cudaLaunchKernelEx(&config, k, b, n);",
+    "cudaLaunchConfig_t config = {.gridDim = dim3(1), .blockDim = dim3(32), .stream = side};\n"
+    "    cudaLaunchKernelEx(&config, k, b, n);",
+    "void* args[] = {&b, &n}; cudaLaunchCooperativeKernel((void*)k, dim3(1), dim3(32), args, 0, side);",
+    "void* args[] = {&b, &n}; cudaLaunchKernel((void*)k, dim3(1), dim3(32), args, 0, side);",
+])
+def test_every_way_of_naming_the_stream_of_a_launch_is_read(launch):
+    forked = "    cudaEventRecord(forked, 0);\n    cudaStreamWaitEvent(side, forked, 0);\n    " + launch + "\n"
+    assert _rules(_launcher(forked), allow=["streams"]) == {"stream-join"}, "a side-stream launch passed unjoined"
+    joined = forked + "    cudaEventRecord(joined, side);\n    cudaStreamWaitEvent(0, joined, 0);\n"
+    assert _errors(_launcher(joined), allow=["streams"]) == set()
+
+
 # ------------------------------------------------------------------------------------------ cuda_graphs
 
 # A graph captured in the setup hook on a stream of its own, its node's arguments set per call, launched on the
