@@ -386,7 +386,8 @@ def test_the_aliased_join_fools_the_text(tmp_path):
 
 @pytest.mark.gpu
 def test_a_graph_replaying_its_setup_arguments_is_refused(tmp_path):
-    """A graph launched without this call's pointers replays the work it was built with: outputs unwritten."""
+    """A graph launched without this call's pointers replays the placeholders it was built with: it faults or
+    leaves this call's outputs unwritten, and fails either way."""
     from skillbase.harness.runtime import Options, evaluate
 
     example = EXAMPLES["cuda_graphs"]
