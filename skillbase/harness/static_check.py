@@ -186,7 +186,6 @@ class Capability:
     name: str
     in_hooks: frozenset[str]   # identifiers allowed inside the setup/teardown hooks only
     anywhere: frozenset[str]   # ... and in the launcher too: types, and calls that order work on the launch stream
-    why: str
 
 
 # Why a capability keeps the timing honest: the harness holds the launch stream with a spin kernel while the
@@ -199,12 +198,13 @@ class Capability:
 _STREAM_OBJECTS = frozenset({"cudaStreamCreate", "cudaStreamCreateWithFlags", "cudaStreamCreateWithPriority",
                              "cudaStreamDestroy"})
 CAPABILITIES: tuple[Capability, ...] = (
+    # sys.streams_overlap: independent kernels on side streams forked from and joined back to the launch stream.
     Capability("streams",
                in_hooks=_STREAM_OBJECTS | {"cudaEventCreate", "cudaEventCreateWithFlags", "cudaEventDestroy",
                                            "cudaEventDisableTiming"},
-               anywhere=frozenset({"cudaEvent_t", "cudaEventRecord", "cudaStreamWaitEvent"}),
-               why="independent kernels overlapped on side streams forked from and joined back to the launch "
-                   "stream (sys.streams_overlap)"),
+               anywhere=frozenset({"cudaEvent_t", "cudaEventRecord", "cudaStreamWaitEvent"})),
+    # sys.cuda_graphs: kernel-only graphs built (or captured) in the setup hook, their kernel arguments set per
+    # call and the graph launched on the launch stream.
     Capability("cuda_graphs",
                in_hooks=_STREAM_OBJECTS | {"cudaStreamBeginCapture", "cudaStreamEndCapture", "cudaGraphCreate",
                                            "cudaGraphAddKernelNode", "cudaGraphInstantiate",
@@ -212,16 +212,13 @@ CAPABILITIES: tuple[Capability, ...] = (
                                            "cudaGraphKernelNodeGetParams", "cudaGraphDestroy",
                                            "cudaGraphExecDestroy"},
                anywhere=frozenset({"cudaGraph_t", "cudaGraphExec_t", "cudaGraphNode_t", "cudaGraphLaunch",
-                                   "cudaGraphExecKernelNodeSetParams"}),
-               why="kernel-only graphs built in the setup hook, their kernel parameters set per call and "
-                   "launched on the launch stream (sys.cuda_graphs)"),
+                                   "cudaGraphExecKernelNodeSetParams"})),
+    # mem.l2_persistence: an access-policy window on one launch (cudaLaunchKernelEx's attribute, which ends with
+    # the launch); the persisting-L2 limit may be read in the hooks, never set, and stream attributes stay banned.
     Capability("l2_persistence",
                in_hooks=frozenset({"cudaLimitPersistingL2CacheSize", "cudaCtxResetPersistingL2Cache"}),
                anywhere=frozenset({"cudaLaunchAttributeAccessPolicyWindow", "cudaAccessPolicyWindow",
-                                   "accessPolicyWindow", "cudaAccessPropertyPersisting"}),
-               why="an access-policy window on one launch (cudaLaunchKernelEx's attribute, which ends with the "
-                   "launch) within the persisting-L2 limit the device already has, read in the setup hook; "
-                   "the limit itself and stream attributes stay banned (mem.l2_persistence)"),
+                                   "accessPolicyWindow", "cudaAccessPropertyPersisting"})),
 )
 CAPABILITY_BY_NAME = {c.name: c for c in CAPABILITIES}
 
