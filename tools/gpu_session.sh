@@ -9,6 +9,8 @@
 #   PLAN=gputests bash tools/gpu_session.sh     # GPU 0: the loop test, then every other gpu test
 #   PLAN=session5 bash tools/gpu_session.sh     # GPU 0: session 5's checks (loop, MCP, alignment, CUPTI timing,
 #                                               #   vendor/torch references, batch round, fidelity), each time-limited
+#   PLAN=session7 VERIFY_IDS="a b" BENCH_STEPS="vendor:fp32 torch:fp32" DEADLINE=560 bash tools/gpu_session.sh
+#                                               # examples, then bench columns, each step cut to the deadline
 #   PLAN=session6 VERIFY_IDS="a b" bash tools/gpu_session.sh  # the LLM run's three static-check refusals checked
 #                                               #   again (trip/recheck/, carried), then `skills verify` per id
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
@@ -143,6 +145,23 @@ case $PLAN in
                  for id in ${VERIFY_IDS:-}; do
                    run_step 0 "skills-verify-$id" "${VERIFY_LIMIT:-45}" skillbase skills verify "$id" \
                      --keep-profiles /tmp/results/population -o "/tmp/results/skills-verify-$id.md"
+                 done; }
+            b() { :; } ;;
+  session7) a() {   # new skill examples (one verify, parallel builds), then vendor and PyTorch bench columns;
+                   # each step's limit is cut to what is left before DEADLINE (seconds since the script started)
+                 local left
+                 until_deadline() { left=$(( ${DEADLINE:-560} - SECONDS )); [ "$left" -gt "$1" ] && left=$1; [ "$left" -gt 10 ]; }
+                 export SKILLBASE_BENCH_DIR=$repo/bench
+                 source "$repo/bench/tools/cudnn_env.sh" > /tmp/results/cudnn_env.log 2>&1
+                 if [ -n "${VERIFY_IDS:-}" ] && until_deadline "${VERIFY_LIMIT:-300}"; then
+                   VERIFY_LIMIT=$left verify 0 skills-verify-new $VERIFY_IDS
+                 fi
+                 for step in ${BENCH_STEPS:-}; do   # impl:dtype[:ops], e.g. vendor:fp32 torch:fp32:relu,gelu
+                   IFS=: read -r impl dtype ops <<< "$step"
+                   until_deadline "${BENCH_LIMIT:-300}" || break
+                   run_step 0 "bench-$impl-$dtype" "$left" skillbase bench run --impl "$impl" --dtype "$dtype" \
+                     ${ops:+--ops "$ops"} --results "$bench_results"
+                   save_bench
                  done; }
             b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
