@@ -378,6 +378,25 @@ def test_mma_issued_through_a_method_of_a_helper_struct():
     assert static_features(source)["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
 
 
+def test_shared_arrays_of_the_helpers_a_kernel_calls_are_its_own():
+    # issue 15, round 4: a block scan's `__shared__` warp totals live in a helper two calls down; the kernel that
+    # calls it uses shared memory (one copy per block), a kernel that does not call it uses none
+    source = ("#define NT 256\n"
+              "__device__ unsigned block_sum(unsigned v) { __shared__ unsigned warp_sums[NT / 32]; "
+              "warp_sums[threadIdx.x >> 5] = v; __syncthreads(); return warp_sums[0]; }\n"
+              "__device__ unsigned outer(unsigned v) { return block_sum(v) + 1; }\n"
+              "__global__ void scan(const unsigned* x, unsigned* y) { __shared__ float tile[64]; "
+              "tile[threadIdx.x & 63] = x[threadIdx.x]; y[threadIdx.x] = outer(x[threadIdx.x]); }\n"
+              "__global__ void map(const unsigned* x, unsigned* y) { y[threadIdx.x] = x[threadIdx.x] + 1; }\n"
+              "__global__ void dyn(const float* x, float* y) { y[threadIdx.x] = (float)outer(1u) + x[0]; }\n")
+    kernels = static_features(source)["kernels"]
+    assert [a["name"] for a in kernels["scan"]["shared"]["arrays"]] == ["tile", "warp_sums"]
+    assert kernels["scan"]["shared"]["static_bytes"] == 64 * 4 + 8 * 4
+    assert kernels["scan"]["shared"]["array_count"] == 2
+    assert kernels["map"]["shared"]["array_count"] == 0 and kernels["map"]["shared"]["static_bytes"] == 0
+    assert kernels["dyn"]["shared"]["static_bytes"] == 32 and not kernels["dyn"]["shared"]["dynamic"]
+
+
 def test_helpers_from_a_header_beside_the_source(tmp_path):
     (tmp_path / "mma_ptx.cuh").write_text("#pragma once\n#define TILE 32\n" + MMA_HELPER +
                                          "__global__ void header_kernel(float* o) { o[0] = 1.f; }\n")

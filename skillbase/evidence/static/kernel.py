@@ -85,6 +85,14 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) 
     pointer_params = {p.name for p in declared if p.pointer and p.name}
     constants = file_constants.child()
     shared = shared_arrays(node, constants)
+    for helper in called_helpers(node, functions):
+        # a `__shared__` array declared in a device helper the kernel calls (a block scan's warp totals,
+        # CUDA samples' SharedMemory<T>) is the kernel's shared memory too: one per block, like its own
+        found = shared_arrays(helper, constants.child())
+        shared["arrays"] += found["arrays"]
+        shared["dynamic"] = shared["dynamic"] or found["dynamic"]
+        known = shared["static_bytes"] is not None and found["static_bytes"] is not None
+        shared["static_bytes"] = shared["static_bytes"] + found["static_bytes"] if known else None
     scope = Scope(constants, pointer_params, {a["name"]: a for a in shared["arrays"]})
     for p in declared:
         if p.name:
@@ -107,6 +115,26 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) 
     out.update(features.result())
     out["template"] = {"value_params": len(template)}
     return out
+
+
+def called_helpers(function, functions: dict[str, Any]) -> list[Any]:
+    """The file's functions that FUNCTION calls, directly or through others (at most MAX_CALL_DEPTH deep),
+    each once, in the order first met."""
+    found: dict[str, Any] = {}
+    pending = [(function, 0)]
+    while pending:
+        node, depth = pending.pop(0)
+        if depth >= MAX_CALL_DEPTH:
+            continue
+        for call in syntax.walk(node.child_by_field_name("body") or node):
+            if call.type != "call_expression":
+                continue
+            target = call.child_by_field_name("function")
+            name = callee_name(syntax.text(target)) if target is not None else ""
+            if name in functions and name not in found and functions[name] is not function:
+                found[name] = functions[name]
+                pending.append((functions[name], depth + 1))
+    return list(found.values())
 
 
 def template_value_params(function) -> list[str]:
