@@ -139,7 +139,7 @@ def export_sources(git_root: Path, sources: Path = SOURCES) -> list[str]:
                                      capture_output=True, check=True)
             subprocess.run(["tar", "-x", "-C", str(partial)], input=archive.stdout, check=True)
         partial.rename(target)
-        print(f"exported {step.repo}@{step.commit[:12]} -> {target.relative_to(devset.REPO)}")
+        print(f"exported {step.repo}@{step.commit[:12]} -> {target}")
     return failed
 
 
