@@ -251,6 +251,7 @@ class KernelFeatures:
         self.math = {"transcendental_calls": 0, "fast_intrinsics": 0, "float_divisions": 0, "int_div_mod": 0,
                      "exp_calls": 0}
         self.branches = {"thread_dependent": 0, "in_loops": 0}
+        self.bits = {"runtime_shift_fields": 0}
         self.column_access = 0
         self.done: set[int] = set()   # store targets already counted, not to be counted as loads
         for p in params:
@@ -280,7 +281,7 @@ class KernelFeatures:
                 "async_copy": self.async_copy, "pipeline": self.pipeline,
                 "local_arrays": list(self.local.values()), "fp64": self.fp64,
                 "math": self.math, "branches": self.branches, "reduction": self.reduction,
-                "registers": registers}
+                "registers": registers, "bits": self.bits}
 
     def shared_result(self) -> dict[str, Any]:
         """Shared-memory access facts found on the walk (added to the `shared` block)."""
@@ -342,6 +343,7 @@ class KernelFeatures:
                 return
         elif kind == "binary_expression":
             self._division(node)
+            self._bit_field(node)
         if kind == "subscript_expression":
             # visit the index expressions (nested loads) of every level of s[a][b], not the array
             current = node
@@ -1049,6 +1051,25 @@ class KernelFeatures:
         if divisor is not None and divisor > 0 and divisor & (divisor - 1) == 0:
             return  # a power of two becomes a shift / mask
         self.math["int_div_mod"] += 1
+
+    def _bit_field(self, node) -> None:
+        """`(x >> s) & MASK`, MASK known at compile time, s a run-time scalar that is neither a loop counter nor
+        thread-dependent (a parameter): a field whose position is chosen per launch, as a radix sort's digit of
+        the pass. A shift by a loop counter or a lane (unpacking, bit tests) is not counted."""
+        if syntax.text(node.child_by_field_name("operator")) != "&":
+            return
+        left, right = unwrap(node.child_by_field_name("left")), unwrap(node.child_by_field_name("right"))
+        for shifted, mask in ((left, right), (right, left)):
+            if (shifted is None or shifted.type != "binary_expression"
+                    or syntax.text(shifted.child_by_field_name("operator")) != ">>"):
+                continue
+            if self.scope.constants.eval(mask) is None and not self._compile_time(mask):
+                continue
+            amount = unwrap(shifted.child_by_field_name("right"))
+            if (amount is not None and amount.type == "identifier" and not self._compile_time(amount)
+                    and not self._mentions_loop_var(amount) and not self._thread_dependent(amount)):
+                self.bits["runtime_shift_fields"] += 1
+                return
 
     def _is_float(self, node) -> bool:
         while node is not None and node.type == "parenthesized_expression" and node.named_children:
