@@ -33,8 +33,8 @@ def main() -> None:
     for row in new:
         rows[row["skill"]] = row
         if args.population and row["verdict"] == "faster":
-            for suffix in (".before.cu", ".before.ncu-rep"):
-                shutil.copy2(args.population / f"{row['skill']}{suffix}", RESULTS / "population" / f"{row['skill']}{suffix}")
+            for name in (f"{row['skill']}.before.cu", f"{row['skill']}.before.ncu-rep"):
+                shutil.copy2(args.population / name, RESULTS / "population" / name)
     merged = [rows[k] for k in sorted(rows)]
     table.write_text(json.dumps(merged, indent=1) + "\n")
     md = RESULTS / "skill-examples.md"
