@@ -107,12 +107,16 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (nothing verified or timed, no PyTorch baselines).")
 @click.option("--no-compile", is_flag=True, help="Time PyTorch eager only (no torch.compile baseline).")
+@click.option("--defer-baselines", is_flag=True,
+              help="Start without a GPU (--agent external): every generator prompt now; each member's PyTorch "
+                   "times are taken on the GPU by the `resume --all` that judges its first answer.")
 @batch_start_options
 @executor_options
 @store_option
 @json_option
 def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int, repairs: int, model: str | None,
-             no_gpu: bool, no_compile: bool, candidates: Path | None, gpus: str | None, time_limit_s: float | None,
+             no_gpu: bool, no_compile: bool, defer_baselines: bool, candidates: Path | None, gpus: str | None,
+             time_limit_s: float | None,
              executor_kind: str, address: str | None, store_path, as_json: bool) -> None:
     """One batch of generator runs, one per imported task in TASKS_DIR (`kernelbench import --out`).
 
@@ -130,7 +134,7 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
         outcome = start_kernelbench_batch(
             settings, tasks_dir, problems, gpu=not no_gpu, compile=not no_compile, store_path=store_path,
             candidates=candidates, gpus=comma_list(gpus),
-            time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
+            time_limit_s=time_limit_s, executor_kind=executor_kind, address=address, defer_baselines=defer_baselines,
             progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 

@@ -145,19 +145,30 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
                             compile: bool = True, store_path=None, candidates: Path | None = None,
                             gpus: Sequence[str] = (), executor: Executor | None = None,
                             progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
-                            executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
+                            executor_kind: str = "local", address: str | None = None,
+                            defer_baselines: bool = False) -> BatchOutcome:
     """One generator run per imported KernelBench task under `tasks_dir` (`kernelbench import --out`),
     recorded as a batch: with `--agent external` each run waits for its first kernel (a `generator`
     prompt in `pending`), and `resume --all` judges, repairs and then optimizes it like any batch run;
     with `--agent openai` the coder writes it at once. On a GPU each member also times the task's
     PyTorch eager (and, with `compile`, torch.compile) implementation with the harness when it starts:
     the baselines of `kernelbench report`. Checked before anything is recorded: a coder, the tasks,
-    and no task whose `model.cu` exists (a batch never overwrites a kernel)."""
+    and no task whose `model.cu` exists (a batch never overwrites a kernel).
+
+    `defer_baselines` (external coders only) starts the batch on a machine without a GPU: writing a
+    generator prompt needs none, so every prompt exists at once, and each member's PyTorch times are
+    taken on the GPU by the `resume --all` that judges its first answer (`advance_payload`)."""
     from skillbase.kernelbench.importer import imported_tasks
 
     if settings.agent not in ("external", "openai"):
         raise InputError(f"a KernelBench batch needs a coder to write each first kernel; --agent {settings.agent} "
                          "has none", hint="use --agent external (answers through pending / resume --all) or openai")
+    if defer_baselines and settings.agent != "external":
+        raise InputError("--defer-baselines needs --agent external (openai writes and judges each first kernel at "
+                         "once, on the GPU)", hint="leave --defer-baselines out, or use --agent external")
+    if defer_baselines and not gpu:
+        raise InputError("--defer-baselines with --no-gpu: a compile-only batch times no PyTorch baselines",
+                         hint="leave one of the two out")
     tasks = imported_tasks(Path(tasks_dir), tuple(problems))
     written = [t.folder.name for t in tasks if t.kernel.exists()]
     if written:
@@ -171,10 +182,12 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
                         "generator": True, "problem": task.problem, "level": task.level})
     if settings.agent == "openai":
         ChatClient(load_config(model=settings.model))
+    # A deferred start writes prompts only: no GPU is needed (nor checked) until the answers are judged.
     return _record_and_start({"kind": KERNELBENCH, "settings": asdict(settings), "dtype": None, "preset": None,
-                              "gpu": gpu, "compile": compile, "tasks": str(Path(tasks_dir).resolve())},
-                             members, store_path, candidates, gpu, gpus, executor, progress, time_limit_s,
-                             executor_kind, address)
+                              "gpu": gpu, "compile": compile, "defer_baselines": defer_baselines,
+                              "tasks": str(Path(tasks_dir).resolve())},
+                             members, store_path, candidates, gpu and not defer_baselines, gpus, executor, progress,
+                             time_limit_s, executor_kind, address)
 
 
 KERNELBENCH = "kernelbench"   # a batch's kind: its members are generator runs of imported KernelBench tasks
@@ -216,8 +229,6 @@ def _start_generator_member(kernel: Path, settings: Settings, store_path: str, b
     """A KernelBench member: a run waiting for its first kernel (external), or the coder's first kernel
     then the rounds (openai: a kernel a killed start already wrote is optimized as it is); on a GPU,
     the task's PyTorch times recorded in the run (`PYTORCH_STEP`)."""
-    from skillbase.kernelbench.scoring import time_pytorch
-
     gpu = batch.get("gpu", True)
     if settings.agent == "external":
         summary = start_generator_run(kernel, settings, store_path=store_path, gpu=gpu, on_created=join)
@@ -226,15 +237,37 @@ def _start_generator_member(kernel: Path, settings: Settings, store_path: str, b
             generate_from_reference(kernel, settings, gpu=gpu, progress=_quiet)
         summary = start_run(kernel, settings, store_path=store_path, gpu=gpu, progress=_quiet, on_created=join,
                             task_name=kernel.parent.name)
-    if gpu:
-        times = time_pytorch(kernel.parent, compile=batch.get("compile", True))
-        store = RunStore.open(store_path)
-        try:
-            with store.transaction() as tx:
-                tx.finish_step(store.get_run(summary["run"]).id, PYTORCH_STEP, times)
-        finally:
-            store.close()
+    if gpu and not batch.get("defer_baselines"):
+        _record_pytorch_times(store_path, summary["run"], kernel.parent, batch.get("compile", True))
     return summary
+
+
+def _record_pytorch_times(store_path: str, run_ref: str | int, task_folder: Path, compile: bool) -> None:
+    """The task's PyTorch eager (and torch.compile) times, by the harness on this GPU, into the run."""
+    from skillbase.kernelbench.scoring import time_pytorch
+
+    times = time_pytorch(task_folder, compile=compile)
+    store = RunStore.open(store_path)
+    try:
+        with store.transaction() as tx:
+            tx.finish_step(store.get_run(run_ref).id, PYTORCH_STEP, times)
+    finally:
+        store.close()
+
+
+def _baselines_owed(store: RunStore, batch: int | None) -> dict[int, bool]:
+    """The members of KernelBench batches started with `defer_baselines` whose PyTorch times are not
+    recorded yet (run id -> time torch.compile too): their next judging job takes them first."""
+    owed = {}
+    settings = {}
+    for member in store.batch_members(batch):
+        if member.batch_id not in settings:
+            settings[member.batch_id] = store.get_batch(member.batch_id).settings
+        of_batch = settings[member.batch_id]
+        if of_batch.get("defer_baselines") and of_batch.get("gpu", True) \
+                and store.step_result(member.run_id, PYTORCH_STEP) is None:
+            owed[member.run_id] = bool(of_batch.get("compile", True))
+    return owed
 
 
 # -- resume --all ---------------------------------------------------------------------------------
@@ -261,6 +294,7 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
         jobs: list[Job] = []
         needs_gpu = False
         killed = _killed(store, wanted)   # first: a killed run may be paused again, and judged below
+        owed = _baselines_owed(store, wanted)
         for prompt in pending_in(store, wanted):
             run = store.get_run(prompt.run_id)
             cu, meta = _candidate_paths(prompt, candidates)
@@ -270,18 +304,19 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
                 members.append(MemberOutcome(prompt.run, "waiting", read, RunStatus.PAUSED, prompt.run))
                 continue
             source, reply = read
-            jobs.append(_advance_job(store, run.id, source, reply, prompt.key))
+            jobs.append(_advance_job(store, run.id, source, reply, prompt.key, owed.get(run.id)))
             needs_gpu |= bool(run.manifest.get("gpu_run", True))
         for run_id in killed:
             run = store.get_run(run_id)
-            jobs.append(_advance_job(store, run_id, None, None, None))
+            jobs.append(_advance_job(store, run_id, None, None, None, owed.get(run_id)))
             needs_gpu |= bool(run.manifest.get("gpu_run", True))
         for batch_row in ([store.get_batch(wanted)] if wanted is not None else store.list_batches()):
             started = {(m.operator, m.dtype) for m in store.batch_members(batch_row.id)}
             for member in batch_row.settings.get("members", []):
                 if (member["operator"], member["dtype"]) not in started:
                     jobs.append(_start_job(store, batch_row.id, member))
-                    needs_gpu |= bool(batch_row.settings.get("gpu", True))
+                    needs_gpu |= bool(batch_row.settings.get("gpu", True)) and \
+                        not batch_row.settings.get("defer_baselines")
         if executor is None:
             executor = made = _executor(executor_kind if jobs else "local", needs_gpu and bool(jobs), gpus,
                                         time_limit_s, address if jobs else None)
@@ -326,15 +361,25 @@ def _killed(store: RunStore, batch: int | None) -> list[int]:
 
 
 def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderReply | None,
-                 key: str | None) -> Job:
+                 key: str | None, baselines_compile: bool | None = None) -> Job:
+    """`baselines_compile` not None: the run's PyTorch times are owed (`_baselines_owed`), taken first."""
     return Job("advance-run", "skillbase.run.batch:advance_payload",
                {"store": str(store.location), "run": run_id, "candidate": source, "key": key,
-                "reply": asdict(reply) if reply is not None else None}, label=run_name(run_id))
+                "reply": asdict(reply) if reply is not None else None, "baselines_compile": baselines_compile},
+               label=run_name(run_id))
 
 
 def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """The GPU job that judges one run's candidate (or continues a killed run) until its next pause."""
+    """The GPU job that judges one run's candidate (or continues a killed run) until its next pause;
+    a KernelBench member started with deferred baselines has its PyTorch times taken first."""
     reply = CoderReply(**payload["reply"]) if payload.get("reply") else None
+    if payload.get("baselines_compile") is not None:
+        store = RunStore.open(payload["store"])
+        try:
+            task_folder = Path(store.get_run(payload["run"]).task_path).parent
+        finally:
+            store.close()
+        _record_pytorch_times(payload["store"], payload["run"], task_folder, payload["baselines_compile"])
     summary = resume_run(payload["run"], store_path=payload["store"], candidate=payload.get("candidate"),
                          progress=_quiet, reply=reply)
     action, reason = "continued", summary["stop_reason"] or ""

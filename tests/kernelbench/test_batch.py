@@ -22,7 +22,9 @@ from click.testing import CliRunner
 
 from skillbase.cli import cli
 from skillbase.documents import DOCUMENTS, schema_path
+from skillbase.harness.jobs import NOT_STARTED, Job, JobResult
 from skillbase.kernelbench.importer import import_problems
+from skillbase.run.batch import PYTORCH_STEP, resume_all
 from skillbase.run.pending import list_pending
 from skillbase.run.store import RunStore
 
@@ -172,6 +174,100 @@ def test_with_openai_each_member_gets_its_first_kernel_from_the_endpoint_then_it
     assert (problem["task"], problem["status"]) == ("level1_2_ReLU", "finished")
 
 
+class RecordingExecutor:
+    """Reports every job handed to it as not started (a time limit reached at once), keeping the jobs: what
+    `resume --all` asks of the GPU workers, without a GPU here."""
+
+    remote = False
+
+    def __init__(self) -> None:
+        self.jobs: list[Job] = []
+
+    def run(self, jobs, on_result):
+        self.jobs.extend(jobs)
+        results = [JobResult(i, job, None, error=NOT_STARTED) for i, job in enumerate(jobs)]
+        for result in results:
+            on_result(result)
+        return results
+
+
+def test_a_deferred_start_writes_every_generator_prompt_without_a_gpu_and_judging_times_pytorch_first(tasks,
+                                                                                                     tmp_path):
+    """--defer-baselines: the batch is a GPU batch whose start needs no GPU (only prompts are written); each
+    member owes its PyTorch times, taken by the job that judges its first answer and never again."""
+    store = tmp_path / "store"
+    started = document("kernelbench", "optimize", tasks, "--agent", "external", "--defer-baselines", "--rounds",
+                       "1", "--store", store, "--problems", "level1/2", "--problems", "level2/2")
+    assert started["counts"] == {"started": 2}
+    prompts = {p.operator: p for p in list_pending(store)}
+    assert sorted(prompts) == ["level1_2_ReLU", "level2_2_Gemm_Scale_ReLU"]
+    assert {(p.kind, p.key) for p in prompts.values()} == {("generator", "g/a0")}
+    runs = RunStore.open(store)
+    batch = runs.get_batch("batch_1").settings
+    assert (batch["gpu"], batch["compile"], batch["defer_baselines"]) == (True, True, True)
+    members = by_task(runs)
+    assert all(r.manifest["gpu_run"] and runs.step_result(r.id, PYTORCH_STEP) is None for r in members.values())
+    runs.close()
+    relu, gemm = members["level1_2_ReLU"], members["level2_2_Gemm_Scale_ReLU"]
+
+    # only the answered member is judged, and its job takes the owed baselines (compile too) first
+    prompts["level1_2_ReLU"].candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    executor = RecordingExecutor()
+    outcome = resume_all(store, executor=executor)
+    (job,) = executor.jobs
+    assert (job.payload["run"], job.payload["key"], job.payload["baselines_compile"]) == (relu.id, "g/a0", True)
+    assert [(m.label, m.action) for m in outcome.members] == [("run_2", "waiting"), ("run_1", "deferred")]
+
+    # once recorded (as that job records them on the GPU) they are not owed again
+    runs = RunStore.open(store)
+    with runs.transaction() as tx:
+        tx.finish_step(relu.id, PYTORCH_STEP, {"eager": 10.0, "compile": 8.0})
+    runs.close()
+    prompts["level2_2_Gemm_Scale_ReLU"].candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    executor = RecordingExecutor()
+    resume_all(store, executor=executor)
+    assert sorted((j.payload["run"], j.payload["baselines_compile"]) for j in executor.jobs) == \
+        [(relu.id, None), (gemm.id, True)]
+
+    # a batch timed at its start owes nothing (compile-only here: it times no baselines at all)
+    other = tmp_path / "other"
+    fresh = Path(shutil.copytree(tasks, tmp_path / "fresh", ignore=shutil.ignore_patterns("model.cu")))
+    document("kernelbench", "optimize", fresh, "--agent", "external", "--no-gpu", "--store", other,
+             "--problems", "level1/2")
+    (prompt,) = list_pending(other)
+    prompt.candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    executor = RecordingExecutor()
+    resume_all(other, executor=executor)
+    assert [j.payload["baselines_compile"] for j in executor.jobs] == [None]
+
+
+@pytest.mark.skipif(shutil.which("nvidia-smi") is not None, reason="on a GPU machine judging proceeds")
+def test_without_a_gpu_a_deferred_batch_is_judged_nowhere_and_its_answers_stay(tasks, tmp_path):
+    store = tmp_path / "store"
+    document("kernelbench", "optimize", tasks, "--agent", "external", "--defer-baselines", "--store", store,
+             "--problems", "level1/2")
+    (prompt,) = list_pending(store)
+    prompt.candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    done = run_cli("resume", "--all", "--store", store)
+    assert done.returncode != 0 and done.stderr.splitlines()[0].startswith("error: no NVIDIA GPU found")
+    assert "Traceback" not in done.stderr
+    assert prompt.candidate_path.read_text() == (KERNELS / "relu.cu").read_text()
+    assert [(p.run, p.key) for p in list_pending(store)] == [("run_1", "g/a0")]
+
+
+def test_defer_baselines_is_refused_without_an_external_coder_or_with_no_gpu(tasks, tmp_path):
+    store = tmp_path / "store"
+    done = run_cli("kernelbench", "optimize", tasks, "--agent", "openai", "--defer-baselines", "--store", store)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == (
+        "error: --defer-baselines needs --agent external (openai writes and judges each first kernel at once, "
+        "on the GPU)")
+    done = run_cli("kernelbench", "optimize", tasks, "--agent", "external", "--no-gpu", "--defer-baselines",
+                   "--store", store)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == (
+        "error: --defer-baselines with --no-gpu: a compile-only batch times no PyTorch baselines")
+    assert not store.exists()
+
+
 @pytest.mark.gpu
 def test_on_the_gpu_the_report_scores_the_verified_kernel_against_pytorch_eager_and_compile(tasks, tmp_path):
     """ReLU answered with a correct kernel, the fused GEMM with ReLU's (it fails; its debugger's repair is
@@ -196,3 +292,22 @@ def test_on_the_gpu_the_report_scores_the_verified_kernel_against_pytorch_eager_
     assert math.isclose(level1["geomean_speedup_vs_eager"], relu["speedup_vs_eager"])
     assert level1["fast_p"]["fast_1"] == (1.0 if relu["speedup_vs_eager"] > 1 else 0.0)
     assert level2["fast_p"]["fast_0"] == 0.0 and level2["geomean_speedup_vs_eager"] is None
+
+
+@pytest.mark.gpu
+def test_on_the_gpu_a_deferred_batch_times_pytorch_when_it_judges_the_first_answers(tasks, tmp_path):
+    """Started with --defer-baselines (prompts only), the first `resume --all` times each answered member's
+    PyTorch eager and torch.compile before judging it, whether the answer passes (ReLU) or not (the fused
+    GEMM answered with ReLU's kernel); the report then scores ReLU against those times."""
+    store = tmp_path / "store"
+    document("kernelbench", "optimize", tasks, "--agent", "external", "--defer-baselines", "--rounds", "1",
+             "--repairs", "1", "--store", store, "--problems", "level1/2", "--problems", "level2/2")
+    report = document("kernelbench", "report", "--store", store)
+    assert all(p["eager_us"] is None for p in report["problems"])
+    for prompt in list_pending(store):
+        prompt.candidate_path.write_text((KERNELS / "relu.cu").read_text())
+    document("resume", "--all", "--store", store)
+    relu, gemm = document("kernelbench", "report", "--store", store)["problems"]
+    assert relu["verified"] and relu["eager_us"] > 0 and relu["compile_us"] > 0, relu
+    assert math.isclose(relu["speedup_vs_eager"], relu["eager_us"] / relu["kernel_us"])
+    assert not gemm["verified"] and gemm["eager_us"] > 0 and gemm["compile_us"] > 0, gemm
