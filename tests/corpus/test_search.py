@@ -101,9 +101,15 @@ def test_pick_example_uses_evidence_static_and_related_skills(tmp_path):
     from skillbase.evidence import Evidence, static_features
 
     corpus = load_corpus(strict=False)
-    # a skill without its own example falls back to the examples of its related skills
-    lonely = next(s for s in corpus if not examples.examples_of(s)
-                  and any(corpus.get(r) and examples.examples_of(corpus.get(r)) for r in s.data.get("related") or []))
+    # a skill without its own example falls back to the examples of its related skills (every skill of the
+    # corpus has one now: a copy of one without its examples/ stands in for a new skill)
+    skill = next(s for s in corpus
+                 if any(corpus.get(r) and examples.examples_of(corpus.get(r)) for r in s.data.get("related") or []))
+    copy = tmp_path / skill.id
+    shutil.copytree(skill.folder, copy, ignore=shutil.ignore_patterns("examples"))
+    lonely = type(skill)(skill.id, skill.data, copy, "test", "x")
+    corpus.skills[skill.id] = lonely
+    assert not examples.examples_of(lonely)
     before = REPO / "skills/mem/mem.coalesce/examples/before.cu"
     evidence = Evidence(static=static_features(before))
     match = examples.pick_example(corpus, lonely.id, evidence=evidence, use_text=False)
