@@ -17,6 +17,7 @@ from skillbase.engine import Engine
 from skillbase.engine.vocabulary import MISSING
 from skillbase.errors import InputError
 from skillbase.evidence import Evidence, KernelRecord, build_evidence, load_any
+from skillbase.evidence.compressed import plain_file, plain_name
 
 __all__ = ["MIN_KERNELS", "QUANTITIES", "Member", "Population", "Quantity", "calibrated_threshold_names",
            "check_population", "check_selection", "expand_paths", "load_population", "member_label"]
@@ -93,10 +94,11 @@ def member_label(path: Path) -> str:
     """A readable name for a profile, the key expectations use.
 
     tests/fixtures/profiles/naive_gemm/report.ncu-rep -> naive_gemm; k07.evidence.json -> k07;
-    pop/mem.vectorize/before/before.default.ncu-rep (what `skillbase profile` writes) -> mem.vectorize/before.
+    pop/mem.vectorize/before/before.default.ncu-rep (what `skillbase profile` writes) -> mem.vectorize/before;
+    mem.coalesce.before.ncu-rep.xz (compressed) -> mem.coalesce.before.
     """
     path = Path(path)
-    stem = path.name
+    stem = plain_name(path)
     for suffix in (".ncu-rep", ".evidence.json", ".json", ".csv"):
         if stem.lower().endswith(suffix):
             stem = stem[: -len(suffix)]
@@ -155,14 +157,16 @@ class Population:
 
 
 def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
-    """Files as given; folders searched recursively for *.ncu-rep and *.evidence.json (CSV files only when named)."""
+    """Files as given; folders searched recursively for *.ncu-rep (or *.ncu-rep.xz) and *.evidence.json (CSV
+    files only when named)."""
     out: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            found = sorted(set(path.rglob("*.ncu-rep")) | set(path.rglob("*.evidence.json")))
+            found = sorted(set(path.rglob("*.ncu-rep")) | set(path.rglob("*.ncu-rep.xz"))
+                           | set(path.rglob("*.evidence.json")))
             if not found:
-                raise InputError(f"{path}: no *.ncu-rep or *.evidence.json files under this folder",
+                raise InputError(f"{path}: no *.ncu-rep, *.ncu-rep.xz or *.evidence.json files under this folder",
                                  "give saved Nsight Compute reports or evidence JSON files")
             out.extend(found)
         elif path.is_file():
@@ -179,8 +183,10 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
 
 
 def _file_digest(path: Path) -> str:
+    """sha256 of the profile's content: of a compressed one, of its plain copy, so that a population's digest
+    does not change when its reports are compressed."""
     h = hashlib.sha256()
-    with path.open("rb") as handle:
+    with plain_file(path).open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):
             h.update(block)
     return "sha256:" + h.hexdigest()
@@ -193,10 +199,12 @@ def _measurement_key(member: Member, kernel: KernelRecord) -> tuple:
 
 
 def _source_beside(path: Path) -> Path | None:
-    """`K.before.cu` beside `K.before.ncu-rep` (never for evidence JSON, which carries its own)."""
-    if not path.name.endswith(".ncu-rep"):
+    """`K.before.cu` beside `K.before.ncu-rep` or `K.before.ncu-rep.xz` (never for evidence JSON, which carries
+    its own)."""
+    name = plain_name(path)
+    if not name.endswith(".ncu-rep"):
         return None
-    source = path.with_name(path.name[: -len(".ncu-rep")] + ".cu")
+    source = path.with_name(name[: -len(".ncu-rep")] + ".cu")
     return source if source.is_file() else None
 
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 from skillbase.cuda.names import base_name
 from skillbase.cuda.ptxas import parse_ptxas
-from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.evidence.compressed import is_compressed, plain_file
 from skillbase.evidence.model import Evidence
 from skillbase.evidence.ncu_csv import load_ncu_csv
 from skillbase.evidence.ncu_rep import load_ncu_report
@@ -31,12 +32,15 @@ def load_evidence_json(path: str | Path) -> Evidence:
 
 
 def load_any(path: str | Path, kernel: str | None = None) -> Evidence:
-    """Dispatch on suffix, then on content: `.ncu-rep`, raw-page `.csv`, evidence `.json`."""
+    """Dispatch on suffix, then on content: `.ncu-rep`, raw-page `.csv`, evidence `.json`, each of them
+    also xz-compressed (`R.ncu-rep.xz`: read from its decompressed copy in the cache)."""
     path = Path(path)
     if not path.exists():
         raise InputError(f"{path}: no such file")
     if path.is_dir():
         raise InputError(f"{path}: is a folder; give a .ncu-rep, a raw-page .csv or an evidence .json")
+    if is_compressed(path):
+        return _load_compressed(path, kernel)
     suffix = path.suffix.lower()
     if suffix != ".ncu-rep" and suffix not in (".csv", ".json"):
         with path.open("rb") as handle:
@@ -57,6 +61,19 @@ def load_any(path: str | Path, kernel: str | None = None) -> Evidence:
     evidence = load_evidence_json(path)
     if kernel:
         evidence.select_kernel(kernel)
+    return evidence
+
+
+def _load_compressed(path: Path, kernel: str | None) -> Evidence:
+    """The evidence of PATH's decompressed copy, as if PATH were that copy: the document and any
+    error name the file the user gave, not the cache."""
+    plain = plain_file(path)
+    try:
+        evidence = load_any(plain, kernel)
+    except SkillbaseError as error:
+        raise type(error)(error.message.replace(str(plain), str(path)), error.hint) from None
+    if evidence.producer.get("source_path") == str(plain):
+        evidence.producer["source_path"] = str(path)
     return evidence
 
 

@@ -5,8 +5,9 @@
 Each skill's row in results/nvidia-h200/skill-examples.json is replaced by the new one (new skills are
 added), the Markdown is rendered again under its unchanged preamble, the note is appended to the
 Command line, and, for rows verified faster, the kept `before` profile and source (DIR/<id>.before.*,
-from `--keep-profiles`) are copied into the population. A row that is not faster keeps its old profile
-out of the population (it is no example of its skill yet).
+from `--keep-profiles`) are copied into the population, the report xz-compressed (<id>.before.ncu-rep.xz:
+10x smaller, and every reader takes it). A row that is not faster keeps its old profile out of the
+population (it is no example of its skill yet).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import shutil
 from pathlib import Path
 
 from skillbase.corpus.verify import ExampleResult, to_markdown
+from skillbase.evidence.compressed import compress_file
 
 RESULTS = Path(__file__).resolve().parents[2] / "results" / "nvidia-h200"
 
@@ -33,8 +35,9 @@ def main() -> None:
     for row in new:
         rows[row["skill"]] = row
         if args.population and row["verdict"] == "faster":
-            for name in (f"{row['skill']}.before.cu", f"{row['skill']}.before.ncu-rep"):
-                shutil.copy2(args.population / name, RESULTS / "population" / name)
+            name = f"{row['skill']}.before"
+            shutil.copy2(args.population / f"{name}.cu", RESULTS / "population" / f"{name}.cu")
+            compress_file(args.population / f"{name}.ncu-rep", RESULTS / "population" / f"{name}.ncu-rep.xz")
     merged = [rows[k] for k in sorted(rows)]
     table.write_text(json.dumps(merged, indent=1) + "\n")
     md = RESULTS / "skill-examples.md"
