@@ -13,26 +13,10 @@
 # store; split into store.tar.gz.part-aa, -ab ... when over 15 MiB, the device tool's per-file limit),
 # trip.log (each command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
-repo=$PWD
-OUT=${OUT:-/tmp/out}
 STEP=${STEP:?STEP=start or STEP=resume}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} PRESET=${PRESET:-l}
-mkdir -p "$OUT"
-source tools/device_setup.sh > "$OUT/setup.log" 2>&1 || { cat "$OUT/setup.log"; exit 1; }
-export SKILLBASE_CACHE=/tmp/sbcache SKILLBASE_BENCH_DIR=$repo/bench PYTHONUNBUFFERED=1
+source tools/trip_lib.sh   # repo, OUT, the install, device.txt, left, step, pack_store_back
 store=/tmp/store
-t0=$SECONDS
-{ date -u +%FT%TZ; nvidia-smi --query-gpu=index,name,driver_version,clocks.sm,clocks.mem --format=csv,noheader
-  ncu --version | tail -1; nvcc --version | tail -1; } > "$OUT/device.txt"
-left() { local s=$((LIMIT - (SECONDS - t0))); echo $((s > 1 ? s : 1)); }
-step() {   # name command...: the command's JSON and its progress lines into trip.log, its wall time after
-  local name=$1; shift
-  local s0=$SECONDS
-  echo "== $name ($(date -u +%T)): $*" >> "$OUT/trip.log"
-  ( cd /tmp && timeout -k 5 $(( $(left) + 60 )) "$@" ) >> "$OUT/trip.log" 2>&1
-  echo "== $name rc=$? wall=$((SECONDS - s0))s" >> "$OUT/trip.log"
-  tail -n 1 "$OUT/trip.log"
-}
 case $STEP in
   start)
     IFS=';' read -ra batches <<< "${BATCHES:?BATCHES=on:all or e.g. on:relu,softmax;off:relu,softmax}"
@@ -47,9 +31,4 @@ case $STEP in
     step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --json ;;
   *) echo "STEP is start or resume"; exit 2 ;;
 esac
-step pending skillbase pending --store "$store"
-( cd /tmp && skillbase store pack "$OUT/store.tar.gz" --store "$store" --force ) >> "$OUT/trip.log" 2>&1
-if [ "$(stat -c %s "$OUT/store.tar.gz")" -gt $((15 << 20)) ]; then
-  split -b 15M "$OUT/store.tar.gz" "$OUT/store.tar.gz.part-" && rm "$OUT/store.tar.gz"
-fi
-ls -l "$OUT" | tail -n +2
+pack_store_back "$store"
