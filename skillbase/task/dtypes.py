@@ -13,7 +13,8 @@ import numpy as np
 
 from skillbase.cuda.launchers import normalize_c_type
 
-__all__ = ["DType", "DTYPES", "dtype", "float32_to_bf16_bits", "bf16_bits_to_float32", "c_type_dtypes"]
+__all__ = ["DType", "DTYPES", "SIGNIFICAND_BITS", "dtype", "float32_to_bf16_bits", "bf16_bits_to_float32",
+           "c_type_dtypes"]
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,11 @@ DTYPES: dict[str, DType] = {d.name: d for d in [
 ]}
 
 DTYPE_NAMES = tuple(DTYPES)
+
+# The precision of each float type: significand bits, the implicit leading one included. A value
+# rounded to it is off by at most 2^-bits relative, so converting between types loses nothing only
+# towards more bits: f16 (11) -> bf16 (8) rounds although both are 16 bits wide.
+SIGNIFICAND_BITS: dict[str, int] = {"f64": 53, "f32": 24, "f16": 11, "bf16": 8}
 
 
 def dtype(name: str) -> DType:

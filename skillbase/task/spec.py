@@ -27,7 +27,7 @@ from skillbase.datafile.problems import suggestions
 from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
 from skillbase.task import generators, inputs
-from skillbase.task.dtypes import DTYPES, c_type_dtypes
+from skillbase.task.dtypes import DTYPES, SIGNIFICAND_BITS, c_type_dtypes
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
@@ -340,10 +340,16 @@ class TaskSpec:
 
     def evidence(self) -> dict[str, Any]:
         """What the task allows, as evidence the rules read (`evidence.task`): the output dtypes,
-        the tightest relative tolerance of a float output, the libraries `allow:` permits."""
+        the tightest relative tolerance of a float output, the libraries `allow:` permits, the input
+        dtypes and the narrowest and widest precision of a float input (significand bits; 0 when no
+        input is a float). A tolerance is tight only relative to the inputs: an MMA on bf16 inputs
+        with fp32 accumulation rounds nothing that the task had not already rounded."""
         floats = [self.tolerance_rule(a).rtol for a in self.outputs if DTYPES[a.dtype].is_float]
+        precisions = [SIGNIFICAND_BITS[a.dtype] for a in self.inputs if a.dtype in SIGNIFICAND_BITS]
         return {"dtypes": sorted({a.dtype for a in self.outputs}), "min_rtol": min(floats) if floats else None,
-                "allow": list(self.allow)}
+                "allow": list(self.allow), "input_dtypes": sorted({a.dtype for a in self.inputs}),
+                "input_significand_bits": {"narrowest": min(precisions, default=0),
+                                           "widest": max(precisions, default=0)}}
 
     # -- inputs (skillbase.task.inputs) ------------------------------------------------------
     def make_inputs(self, sizes: str | dict[str, int], seed: int) -> dict[str, np.ndarray]:

@@ -28,9 +28,6 @@ EXPECTED_MISSES = {
                              "the cost is only instructions issued (2.84x measured), which no rule separates "
                              "from useful work yet",
     "cmp.mixed_precision_bf16": "same SGEMM as cmp.register_tiling; precision-preserving fixes rank first by design",
-    "cmp.tensor_core_mma": "rank 6 with its task (rank 2 without): task.lower-precision demotes tensor cores below "
-                           "every unconstrained skill at rtol 1e-3, but the operands are already bf16 (fp32 "
-                           "accumulation loses nothing more); the task evidence carries output dtypes only",
     "mem.l2_tile_rasterization": "rank 5: mem.l2_tile_rasterization.dram-reread fires (L2 read hit 0%, DRAM 94%) but "
                                  "with a fixed 0.1 estimate, below the measured estimates of the bank-conflict and "
                                  "coalescing advice; the estimate should grow with the DRAM-bound share",

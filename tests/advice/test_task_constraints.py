@@ -12,7 +12,9 @@ import pytest
 
 from skillbase.advise import advise
 
-EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "naive_sgemm"
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "examples" / "naive_sgemm"
+POPULATION = REPO / "results" / "nvidia-h200" / "population"
 REPORT = EXAMPLE / "naive_sgemm.h200.ncu-rep"
 
 
@@ -38,7 +40,8 @@ def _by_skill(advice) -> dict:
 
 def test_an_f32_task_demotes_lower_precision_and_a_library_it_does_not_allow(tmp_path):
     advice = advise(report=REPORT, source=_task(tmp_path))
-    assert advice.evidence.task == {"dtypes": ["f32"], "min_rtol": 1e-4, "allow": []}
+    assert advice.evidence.task == {"dtypes": ["f32"], "min_rtol": 1e-4, "allow": [], "input_dtypes": ["f32"],
+                                    "input_significand_bits": {"narrowest": 24, "widest": 24}}
     candidates = _by_skill(advice)
     tensor, library = candidates["cmp.tensor_core_mma"], candidates["cmp.use_library"]
     assert tensor.demoted == "task" and "rtol 0.0001" in tensor.constraint and "3xTF32" in tensor.constraint
@@ -46,7 +49,21 @@ def test_an_f32_task_demotes_lower_precision_and_a_library_it_does_not_allow(tmp
     free = [c.rank for c in advice.result.candidates if c.demoted is None]
     assert max(free) < min(tensor.rank, library.rank)        # every unconstrained skill ranks above them
     fired = {d.rule for d in advice.result.decisions if d.kind == "constrain" and d.fired}
-    assert fired == {"task.lower-precision", "task.no-library"}
+    assert fired == {"task.lower-precision", "task.lower-precision-fp8", "task.no-library"}
+
+
+def test_bf16_inputs_keep_tensor_cores_under_a_tight_tolerance_but_not_fp8(tmp_path):
+    # The cmp.tensor_core_mma example: a CUDA-core GEMM on bf16 A and B, f32 C at rtol 1e-3. A bf16 MMA with fp32
+    # accumulation reads those inputs exactly; FP8 operands would round them by up to 2^-4.
+    example = REPO / "skills" / "cmp" / "cmp.tensor_core_mma" / "examples"
+    shutil.copyfile(POPULATION / "cmp.tensor_core_mma.before.cu", tmp_path / "before.cu")
+    shutil.copyfile(example / "task.yaml", tmp_path / "before.task.yaml")
+    advice = advise(report=POPULATION / "cmp.tensor_core_mma.before.ncu-rep", source=tmp_path / "before.cu")
+    assert advice.evidence.task["min_rtol"] == 1e-3
+    assert advice.evidence.task["input_significand_bits"] == {"narrowest": 8, "widest": 8}
+    assert _by_skill(advice)["cmp.tensor_core_mma"].demoted is None
+    decisions = {d.rule: d for d in advice.result.decisions if d.kind == "constrain"}
+    assert not decisions["task.lower-precision"].fired and decisions["task.lower-precision-fp8"].fired
 
 
 def test_a_loose_tolerance_and_an_allowed_library_demote_nothing(tmp_path):
