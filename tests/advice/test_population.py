@@ -19,7 +19,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 POPULATION = REPO / "results" / "nvidia-h200" / "population"
 EXAMPLES_TABLE = REPO / "results" / "nvidia-h200" / "skill-examples.json"
-SKILLS = sorted(p.name[: -len(".before.ncu-rep")] for p in POPULATION.glob("*.before.ncu-rep"))
+SKILLS = sorted(p.name[: -len(".before.ncu-rep.xz")] for p in POPULATION.glob("*.before.ncu-rep.xz"))
 
 # Misses that are the evidence's fault, not the rules' (forcing them would bend a rule to one kernel), or a named
 # engine gap awaiting its fix.
@@ -65,7 +65,7 @@ def test_example_skill_in_top_3(skill, engine, tmp_path):
     source = tmp_path / "before.cu"
     shutil.copyfile(POPULATION / f"{skill}.before.cu", source)
     shutil.copyfile(_task_of(skill), tmp_path / "before.task.yaml")
-    evidence = attach_task(build_evidence(report=POPULATION / f"{skill}.before.ncu-rep", source=source), source)
+    evidence = attach_task(build_evidence(report=POPULATION / f"{skill}.before.ncu-rep.xz", source=source), source)
     assert evidence.task is not None, evidence.notes
     ranked = [c.skill for c in engine.evaluate(evidence).candidates]
     rank = ranked.index(skill) + 1 if skill in ranked else None

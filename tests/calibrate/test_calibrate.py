@@ -397,7 +397,7 @@ def test_a_source_beside_the_report_brings_static_features(tmp_path):
     from skillbase.engine import Engine
 
     population = Path(__file__).resolve().parents[2] / "results" / "nvidia-h200" / "population"
-    for name in ("mem.coalesce.before.ncu-rep", "mem.coalesce.before.cu"):
+    for name in ("mem.coalesce.before.ncu-rep.xz", "mem.coalesce.before.cu"):   # committed xz-compressed
         shutil.copyfile(population / name, tmp_path / name)
     with_source = cal.load_population([tmp_path], Engine.load(), focus_only=True)
     (tmp_path / "mem.coalesce.before.cu").unlink()

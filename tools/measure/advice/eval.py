@@ -118,8 +118,8 @@ def population_items():
     import yaml
 
     expect = yaml.safe_load((POPULATION / "expect.yaml").read_text())
-    for report in sorted(POPULATION.glob("*.before.ncu-rep")):
-        skill = report.name[: -len(".before.ncu-rep")]
+    for report in sorted(POPULATION.glob("*.before.ncu-rep.xz")):   # kept xz-compressed: every reader takes them
+        skill = report.name[: -len(".before.ncu-rep.xz")]
         label = expect.get(skill, skill) if isinstance(expect, dict) else skill
         yield skill, (label if isinstance(label, str) else label[0]), report, report.with_name(f"{skill}.before.cu")
 
