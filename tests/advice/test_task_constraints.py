@@ -58,7 +58,7 @@ def test_bf16_inputs_keep_tensor_cores_under_a_tight_tolerance_but_not_fp8(tmp_p
     example = REPO / "skills" / "cmp" / "cmp.tensor_core_mma" / "examples"
     shutil.copyfile(POPULATION / "cmp.tensor_core_mma.before.cu", tmp_path / "before.cu")
     shutil.copyfile(example / "task.yaml", tmp_path / "before.task.yaml")
-    advice = advise(report=POPULATION / "cmp.tensor_core_mma.before.ncu-rep", source=tmp_path / "before.cu")
+    advice = advise(report=POPULATION / "cmp.tensor_core_mma.before.ncu-rep.xz", source=tmp_path / "before.cu")
     assert advice.evidence.task["min_rtol"] == 1e-3
     assert advice.evidence.task["input_significand_bits"] == {"narrowest": 8, "widest": 8}
     assert _by_skill(advice)["cmp.tensor_core_mma"].demoted is None
