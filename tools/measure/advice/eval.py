@@ -9,8 +9,10 @@ Rows:
   once before any rule was changed). Each step is version k's H200 profile with its own source; a
   hit@k counts when the technique of version k+1 (the author's words, our id) is among the engine's
   first k distinct skills. `+history` gives the engine what the author did before (as a run's memory).
-- `in-sample`: each skill example's before.cu profile (results/nvidia-h200/population/): the rules
-  were written with these in view, so this is not a measure of generalisation.
+- `in-sample`: each skill example's before.cu profile (results/nvidia-h200/population/), ranked with the
+  example's task spec beside before.cu (skills/<cat>/<id>/examples/task.yaml), as `skills verify` and
+  tests/advice/test_population.py rank it: what the task allows is evidence. The rules were written with
+  these in view, so this is not a measure of generalisation.
 - `ncu`: Nsight Compute's own guided analysis on the same profiles: its OPT rule results ordered by
   their estimated speedup, each mapped to the skills its advice names (NCU_SKILLS below, from
   ncu's rule texts); a rule counts for every skill it names, which favours ncu.
@@ -22,8 +24,10 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -124,12 +128,30 @@ def population_items():
         yield skill, (label if isinstance(label, str) else label[0]), report, report.with_name(f"{skill}.before.cu")
 
 
-def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tune", "test")) -> dict:
-    from skillbase.engine import Engine
+def example_task(skill: str) -> Path:
+    """The task spec of a skill's example, which `skills verify` profiled before.cu with."""
+    return devset.REPO / "skills" / skill.split(".")[0] / skill / "examples" / "task.yaml"
+
+
+def population_evidence(report: Path, source: Path, task: Path, work: Path):
+    """before.cu's evidence with its task spec beside it (what the task allows is evidence, as in `skills verify`);
+    without a spec, the profile and source alone."""
     from skillbase.evidence import build_evidence
+    from skillbase.evidence.build import attach_task
+
+    if not task.is_file():
+        return build_evidence(report=report, source=source)
+    shutil.copyfile(source, work / "before.cu")
+    shutil.copyfile(task, work / "before.task.yaml")
+    return attach_task(build_evidence(report=report, source=work / "before.cu"), work / "before.cu")
+
+
+def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tune", "test"),
+             rules_dir: Path | None = None) -> dict:
+    from skillbase.engine import Engine
     from skillbase.evidence.model import Evidence
 
-    engine = Engine.load()
+    engine = Engine.load(rules_dirs=[rules_dir] if rules_dir else None)
     rows, details, pending = {}, [], {}
     for half in halves:
         ranks, ranks_h, ranks_ncu = [], [], []
@@ -153,9 +175,13 @@ def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tun
         rows[half] = hits(ranks)
         rows[f"{half} +history"] = hits(ranks_h)
         rows[f"{half} ncu"] = hits(ranks_ncu)
-    ranks, ranks_ncu = [], []
+    ranks, ranks_ncu, untasked = [], [], []
     for skill, label, report, source in population_items():
-        evidence = build_evidence(report=report, source=source)
+        task = example_task(skill)
+        if not task.is_file():
+            untasked.append(skill)
+        with tempfile.TemporaryDirectory() as work:
+            evidence = population_evidence(report, source, task, Path(work))
         r = rank_of(label, engine_ranking(engine, evidence))
         ranks.append(r)
         ranks_ncu.append(rank_of(label, ncu_ranking(evidence)))
@@ -163,7 +189,7 @@ def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tun
             details.append({"half": "in-sample", "step": skill, "label": label, "rank": r})
     rows["in-sample"] = hits(ranks)
     rows["in-sample ncu"] = hits(ranks_ncu)
-    return {"rows": rows, "details": details, "pending": pending}
+    return {"rows": rows, "details": details, "pending": pending, "in_sample_without_task": untasked}
 
 
 def _git() -> str:
@@ -183,6 +209,9 @@ def render(result: dict) -> str:
     for half, keys in result.get("pending", {}).items():
         lines += ["", f"{len(keys)} {half} steps have no evidence fixture yet and are not counted (profile them, then "
                   f"build_fixtures.py): {', '.join(keys)}"]
+    if result.get("in_sample_without_task"):
+        lines += ["", f"{len(result['in_sample_without_task'])} in-sample examples have no task.yaml and are ranked "
+                  f"without a spec: {', '.join(result['in_sample_without_task'])}"]
     if result["details"]:
         lines += ["", "| set | step | label | rank | rank +history | rank ncu | top 3 |",
                   "|---|---|---|---|---|---|---|"]
@@ -199,10 +228,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="per-step rows for this set (repeatable)")
     parser.add_argument("--halves", default="tune,test", help="which dev-set halves to evaluate (comma-separated; "
                         "while tuning rules, `--halves tune`: the test half is for reporting only)")
+    parser.add_argument("--rules-dir", type=Path, help="evaluate this rule folder instead of the built-in rules "
+                        "(e.g. `git archive` of an earlier commit's rules/, for a before/after)")
     parser.add_argument("--json", action="store_true", help="print JSON")
     parser.add_argument("--out", type=Path, help="also write the Markdown table here")
     args = parser.parse_args(argv)
-    result = evaluate(set(args.details), [h for h in args.halves.split(",") if h])
+    result = evaluate(set(args.details), [h for h in args.halves.split(",") if h], args.rules_dir)
     text = render(result)
     print(json.dumps(result, indent=1) if args.json else text)
     if args.out:
