@@ -51,8 +51,19 @@ def plain_file(path: str | Path) -> Path:
     target = private_dir(_root()) / digest / plain_name(path)
     if not target.is_file():
         private_dir(target.parent)
-        _decompress(path, target)
+        try:
+            _decompress(path, target)
+        except (InputError, EnvironmentProblem):
+            _remove_if_empty(target.parent)   # a damaged file leaves nothing behind
+            raise
     return target
+
+
+def _remove_if_empty(folder: Path) -> None:
+    try:
+        folder.rmdir()
+    except OSError:   # not empty: another process decompressed the same file meanwhile
+        pass
 
 
 def compress_file(plain: str | Path, target: str | Path) -> Path:
