@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
-REPORT = FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep"
+REPORT = FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep.xz"
 
 TILED = r"""
 #include <cuda_runtime.h>

@@ -24,13 +24,13 @@ OUT = ROOT / "rules" / "fixtures"
 def main() -> None:
     wanted = set(Engine.load(use_cache=False).required_ncu_metrics())
     OUT.mkdir(exist_ok=True)
-    for folder in sorted(p for p in PROFILES.iterdir() if (p / "report.ncu-rep").exists()):
-        evidence = build_evidence(report=folder / "report.ncu-rep", source=KERNELS / f"{folder.name}.cu",
+    for folder in sorted(p for p in PROFILES.iterdir() if (p / "report.ncu-rep.xz").exists()):
+        evidence = build_evidence(report=folder / "report.ncu-rep.xz", source=KERNELS / f"{folder.name}.cu",
                                   ptxas_text=(folder / "ptxas.txt").read_text())
         document = json.loads(evidence.to_json())
         for kernel in document["kernels"]:
             kernel["metrics"] = {k: v for k, v in sorted(kernel["metrics"].items()) if k in wanted}
-        document["producer"]["source_path"] = str((folder / "report.ncu-rep").relative_to(ROOT))
+        document["producer"]["source_path"] = str((folder / "report.ncu-rep.xz").relative_to(ROOT))
         if document.get("static") and document["static"].get("file"):
             document["static"]["file"]["path"] = str((KERNELS / f"{folder.name}.cu").relative_to(ROOT))
         target = OUT / f"{folder.name}.evidence.json"

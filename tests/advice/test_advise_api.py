@@ -63,7 +63,7 @@ def test_one_input_only(setup):
 
 
 def test_a_report_with_its_source_carries_static_features():
-    advice = advise(report=FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep",
+    advice = advise(report=FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep.xz",
                     source=FIXTURES / "kernels" / "naive_gemm.cu")
     assert advice.evidence.static and advice.result.kernel == "sgemm_naive"
     assert advice.notes[1] == f"static features from {FIXTURES / 'kernels' / 'naive_gemm.cu'}"

@@ -163,7 +163,7 @@ def test_unknown_kernel_lists_kernels(setup, capsys):
 
 
 def test_real_report_with_builtin_rules():
-    report = PROFILES / "naive_gemm" / "report.ncu-rep"
+    report = PROFILES / "naive_gemm" / "report.ncu-rep.xz"
     if not report.is_file():
         pytest.skip("profiler fixture not present")
     result = run("--report", str(report), "--json")

@@ -31,7 +31,7 @@ EXPERT = _expert_table()
 
 
 def test_the_table_covers_every_fixture():
-    folders = {p.name for p in (FIXTURES / "profiles").iterdir() if (p / "report.ncu-rep").exists()}
+    folders = {p.name for p in (FIXTURES / "profiles").iterdir() if (p / "report.ncu-rep.xz").exists()}
     assert len(EXPERT) >= 12 and set(EXPERT) == folders
 
 
@@ -39,7 +39,7 @@ def test_the_table_covers_every_fixture():
 def test_expert_skill_in_top_3(name, capsys, monkeypatch, tmp_path):
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
     try:
-        main(["advise", "--report", str(FIXTURES / "profiles" / name / "report.ncu-rep"),
+        main(["advise", "--report", str(FIXTURES / "profiles" / name / "report.ncu-rep.xz"),
               "--source", str(FIXTURES / "kernels" / f"{name}.cu"), "--json"])
     except SystemExit as exit_info:
         assert exit_info.code in (0, None)
@@ -56,7 +56,7 @@ def test_static_features_reach_the_rules(monkeypatch, tmp_path):
     from skillbase.evidence import build_evidence
 
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
-    evidence = build_evidence(report=FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep",
+    evidence = build_evidence(report=FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep.xz",
                               source=FIXTURES / "kernels" / "naive_gemm.cu")
     result = Engine.load().evaluate(evidence)
     observed = {name: value for d in result.decisions for leaf in d.leaves for name, value in leaf.observed.items()}

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from profile_kit import plain_report
 
 from skillbase.commands.evidence import evidence as evidence_command
 from skillbase.errors import InputError
@@ -24,7 +25,7 @@ needs_profiles = pytest.mark.skipif(not (PROFILES / "divergent_reduction").is_di
 @needs_profiles
 def test_profile_source_and_ptxas_log():
     d = PROFILES / "divergent_reduction"
-    ev = build_evidence(report=d / "report.ncu-rep", source=FIXTURES / "kernels" / "divergent_reduction.cu",
+    ev = build_evidence(report=d / "report.ncu-rep.xz", source=FIXTURES / "kernels" / "divergent_reduction.cu",
                         ptxas_text=(d / "ptxas.txt").read_text())
     assert ev.focus_kernel == "reduce_interleaved"
     assert ev.static["kernels"]["reduce_interleaved"]["shared"]["static_bytes"] == 2048
@@ -35,7 +36,7 @@ def test_profile_source_and_ptxas_log():
 
 @needs_profiles
 def test_existing_evidence_object_refocused():
-    ev = load_ncu_report(PROFILES / "divergent_reduction" / "report.ncu-rep")
+    ev = load_ncu_report(plain_report("divergent_reduction"))
     out = build_evidence(evidence=ev, kernel="reduce_final",
                          ptxas_text=(PROFILES / "divergent_reduction" / "ptxas.txt").read_text())
     assert out.focus_kernel == "reduce_final" and out.ptxas["reduce_final"]["registers"] == 12
@@ -102,7 +103,7 @@ def test_ptxas_is_the_harness_build_with_its_cache_and_headers(tmp_path, monkeyp
 @needs_profiles
 def test_cli_stdout_file_force_and_summary(tmp_path):
     runner = CliRunner()
-    report = str(PROFILES / "streaming_copy" / "report.ncu-rep")
+    report = str(PROFILES / "streaming_copy" / "report.ncu-rep.xz")
     ptxas = str(PROFILES / "streaming_copy" / "ptxas.txt")
     result = runner.invoke(evidence_command, [report, "--ptxas", ptxas])
     assert result.exit_code == 0, result.output

@@ -15,6 +15,7 @@ import stat
 from pathlib import Path
 
 import pytest
+from profile_kit import plain_report
 
 from skillbase.cli import main
 from skillbase.errors import InputError
@@ -23,7 +24,7 @@ from skillbase.evidence import compressed as compressed_module
 from skillbase.evidence.compressed import plain_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-REPORT = FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep"   # 377 kB, one kernel: sgemm_naive
+REPORT = plain_report("naive_gemm")   # 377 kB as ncu wrote it, one kernel: sgemm_naive
 SOURCE = FIXTURES / "kernels" / "naive_gemm.cu"
 
 
@@ -72,7 +73,7 @@ def test_decompressed_once_into_the_private_cache_keyed_by_content(cache, pair, 
     assert plain_file(packed) == first and first.stat().st_mtime_ns == written   # not decompressed again
 
     # the same name with other content (a re-captured report) is decompressed again, to its own copy
-    other = FIXTURES / "profiles" / "streaming_copy" / "report.ncu-rep"
+    other = plain_report("streaming_copy")
     packed.write_bytes(lzma.compress(other.read_bytes(), format=lzma.FORMAT_XZ))
     second = plain_file(packed)
     assert second != first and second.read_bytes() == other.read_bytes()

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from profile_kit import plain_report, report
 
 from skillbase.commands.advise import advise
 from skillbase.evidence import load_ncu_csv, load_ncu_report
@@ -17,7 +18,7 @@ from skillbase.evidence.model import Evidence, rule_summary
 
 PROFILES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
 UNCOALESCED = PROFILES / "uncoalesced_access"
-pytestmark = pytest.mark.skipif(not (UNCOALESCED / "report.ncu-rep").is_file(), reason="no profiler fixtures")
+pytestmark = pytest.mark.skipif(not report("uncoalesced_access").is_file(), reason="no profiler fixtures")
 
 
 def test_plain_message_reads_ncus_links_as_its_csv_export_does():
@@ -29,7 +30,7 @@ def test_plain_message_reads_ncus_links_as_its_csv_export_does():
 
 
 def test_a_report_keeps_what_ncu_said_with_its_focus_metrics():
-    evidence = load_ncu_report(UNCOALESCED / "report.ncu-rep")
+    evidence = load_ncu_report(plain_report("uncoalesced_access"))
     rules = evidence.focus().ncu_rules
     uncoalesced = next(r for r in rules if r["rule"] == "UncoalescedGlobalAccess")
     assert uncoalesced["name"] == "Uncoalesced Global Accesses" and uncoalesced["type"] == "OPT"
@@ -45,7 +46,7 @@ def test_a_report_keeps_what_ncu_said_with_its_focus_metrics():
 
 
 def test_guided_analysis_ranks_findings_before_information():
-    guided = load_ncu_report(UNCOALESCED / "report.ncu-rep").guided_analysis()
+    guided = load_ncu_report(plain_report("uncoalesced_access")).guided_analysis()
     kinds = [g["type"] for g in guided]
     assert kinds == sorted(kinds, key=["ERR", "WRN", "OPT", "INF"].index) and kinds[-1] == "INF" and "OPT" in kinds
     hints = [g["speedup_pct"] for g in guided if g["type"] == "OPT"]
@@ -58,7 +59,7 @@ def test_guided_analysis_ranks_findings_before_information():
 
 
 def test_the_csv_export_carries_the_same_messages():
-    report = load_ncu_report(UNCOALESCED / "report.ncu-rep").focus().ncu_rules
+    report = load_ncu_report(plain_report("uncoalesced_access")).focus().ncu_rules
     csv = load_ncu_csv(UNCOALESCED / "raw.csv", details=UNCOALESCED / "details.csv").focus().ncu_rules
     said = {(r["rule"], r["message"]) for r in csv if r["message"]}
     assert said and said <= {(r["rule"], r["message"]) for r in report}
@@ -72,12 +73,12 @@ def test_rule_summary_without_message_or_title_is_the_name():
 
 def test_advise_shows_ncus_findings_beside_its_own():
     runner = CliRunner()
-    text = runner.invoke(advise, ["--report", str(UNCOALESCED / "report.ncu-rep"), "--top", "3"])
+    text = runner.invoke(advise, ["--report", str(report("uncoalesced_access")), "--top", "3"])
     assert text.exit_code == 0, text.output
     section = text.output[text.output.index("Nsight Compute's guided analysis says"):]
     lines = section.splitlines()
     assert lines[1].startswith("  OPT High Pipe Utilization: Low Utilization") and "(est. 95% local)" in lines[1]
     assert "4 more" in section                                # 7 OPT findings, 3 shown; INF never listed
-    data = json.loads(runner.invoke(advise, ["--report", str(UNCOALESCED / "report.ncu-rep"), "--json"]).output)
+    data = json.loads(runner.invoke(advise, ["--report", str(report("uncoalesced_access")), "--json"]).output)
     assert [g["rule"] for g in data["ncu_guided_analysis"]][:2] == ["HighPipeUtilization", "MemoryCacheAccessPattern"]
     assert all(g["message"] for g in data["ncu_guided_analysis"])

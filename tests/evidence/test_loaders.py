@@ -6,6 +6,7 @@ import random
 from pathlib import Path
 
 import pytest
+from profile_kit import names, plain_report
 
 from skillbase.errors import InputError, SkillbaseError
 from skillbase.evidence import load_any, load_evidence_json, load_ncu_csv, load_ncu_report
@@ -14,7 +15,7 @@ from skillbase.evidence.units import parse_number, to_base
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 PROFILES = FIXTURES / "profiles"
 BAD = FIXTURES / "bad"
-NAMES = sorted(p.name for p in PROFILES.iterdir() if (p / "report.ncu-rep").is_file()) if PROFILES.is_dir() else []
+NAMES = names()
 KERNELS = {"streaming_copy": "copy_scalar", "uncoalesced_access": "strided_gather",
            "smem_bank_conflicts": "transpose_smem_unpadded", "naive_gemm": "sgemm_naive",
            "tiled_gemm": "sgemm_tiled", "divergent_reduction": "reduce_interleaved",
@@ -27,7 +28,7 @@ KERNELS = {"streaming_copy": "copy_scalar", "uncoalesced_access": "strided_gathe
 
 @pytest.fixture(scope="module")
 def loaded():
-    return {name: (load_ncu_report(PROFILES / name / "report.ncu-rep"),
+    return {name: (load_ncu_report(plain_report(name)),
                    load_ncu_csv(PROFILES / name / "raw.csv", details=PROFILES / name / "details.csv"))
             for name in NAMES}
 
@@ -91,7 +92,7 @@ def test_two_kernels_dominant_chosen_with_reason(loaded):
         assert [k.name for k in sorted(ev.kernels, key=lambda k: k.name)] == ["reduce_final", "reduce_interleaved"]
         assert ev.focus_kernel == "reduce_interleaved"
         assert ev.focus_reason == "88% of GPU time (1 of 2 kernels)"
-    ev = load_ncu_report(PROFILES / "divergent_reduction" / "report.ncu-rep", kernel="final")
+    ev = load_ncu_report(plain_report("divergent_reduction"), kernel="final")
     assert ev.focus_kernel == "reduce_final" and ev.focus().launch["grid"] == [1, 1, 1]
     with pytest.raises(InputError, match="kernels present: reduce_interleaved, reduce_final"):
         load_ncu_csv(PROFILES / "divergent_reduction" / "raw.csv", kernel="nothing_like_it")
@@ -152,7 +153,7 @@ def test_bad_reports(name, fragment):
 
 @pytest.mark.skipif(not NAMES, reason="no profiler fixtures")
 def test_truncated_and_corrupted_reports_never_crash(tmp_path):
-    data = (PROFILES / "divergent_reduction" / "report.ncu-rep").read_bytes()
+    data = plain_report("divergent_reduction").read_bytes()
     rng = random.Random(3)
     variants = [data[:cut] for cut in (4, 100, 5000, 50000, 150000, 300000, len(data) // 2)]
     for _ in range(6):
@@ -213,14 +214,14 @@ def test_bad_json():
 @pytest.mark.skipif(not NAMES, reason="no profiler fixtures")
 def test_load_any_dispatch(tmp_path):
     d = PROFILES / "tiny_grid"
-    assert load_any(d / "report.ncu-rep").producer["source_kind"] == "ncu-rep"
+    assert load_any(d / "report.ncu-rep.xz").producer["source_kind"] == "ncu-rep"
     assert load_any(d / "raw.csv").producer["source_kind"] == "ncu-csv"
     doc = tmp_path / "ev.json"
-    doc.write_text(load_any(d / "report.ncu-rep").to_json())
+    doc.write_text(load_any(d / "report.ncu-rep.xz").to_json())
     assert load_any(doc).focus_kernel == "saxpy_few_blocks"
     # by content when the suffix says nothing
     odd = tmp_path / "profile.bin"
-    odd.write_bytes((d / "report.ncu-rep").read_bytes())
+    odd.write_bytes(plain_report("tiny_grid").read_bytes())
     assert load_any(odd).producer["source_kind"] == "ncu-rep"
     other = tmp_path / "notes.txt"
     other.write_text("hello")

@@ -5,14 +5,14 @@ inherit a lock held forever, and a forked child that dies is checked again in a 
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 
 import pytest
+from profile_kit import plain_report
 
 from skillbase.errors import InputError
 from skillbase.evidence import ncu_rep
 
-REPORT = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "naive_gemm" / "report.ncu-rep"
+REPORT = plain_report("naive_gemm")
 
 
 def test_with_another_thread_alive_the_report_is_read_in_a_fresh_interpreter(monkeypatch):

@@ -4,14 +4,14 @@ compares false with every threshold and would silently change the advice, so the
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
+from profile_kit import plain_report
 
 from skillbase.errors import InputError
 from skillbase.evidence import load_evidence_json, load_ncu_report
 
-REPORT = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "naive_gemm" / "report.ncu-rep"
+REPORT = plain_report("naive_gemm")
 
 
 @pytest.mark.parametrize("constant", ["NaN", "Infinity", "-Infinity"])

@@ -14,11 +14,12 @@ from pathlib import Path
 from fuzz_kit import examples, snapshot, survive, unchanged
 from hypothesis import given
 from hypothesis import strategies as st
+from profile_kit import plain_report
 
 from skillbase.cli import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-REPORT = FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep"
+REPORT = plain_report("naive_gemm")
 
 
 @functools.cache

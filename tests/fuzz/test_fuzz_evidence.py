@@ -7,15 +7,15 @@ import copy
 import functools
 import json
 import math
-from pathlib import Path
 
 from fuzz_kit import examples, survive
 from hypothesis import given
 from hypothesis import strategies as st
+from profile_kit import plain_report
 
 from skillbase.evidence import load_evidence_json, load_ncu_report
 
-REPORT = Path(__file__).resolve().parents[1] / "fixtures" / "profiles" / "naive_gemm" / "report.ncu-rep"
+REPORT = plain_report("naive_gemm")   # the bytes mutated here are the plain report's
 WEIRD = st.one_of(st.none(), st.booleans(), st.integers(-2**70, 2**70), st.floats(), st.floats(-1e3, 1e3),
                   st.text(max_size=20),
                   st.sampled_from([10**400, -0.0, 1e308, "NaN", "inf", "", [], {}, [[[]]], {"a": {"b": None}}]))

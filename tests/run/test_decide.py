@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from profile_kit import plain_report
 
 from skillbase.agents.coder import FREE_CHOICE
 from skillbase.corpus.load import load_corpus
@@ -21,7 +22,7 @@ from skillbase.run.types import LoopState, Outcome, Tried, tabu_key
 PROFILES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "vector_add" / "vector_add.cu"
 KERNELS = ("streaming_copy", "naive_gemm", "tiny_grid")
-pytestmark = pytest.mark.skipif(not all((PROFILES / k / "report.ncu-rep").is_file() for k in KERNELS),
+pytestmark = pytest.mark.skipif(not all((PROFILES / k / "report.ncu-rep.xz").is_file() for k in KERNELS),
                                 reason="no profiler fixtures")
 
 
@@ -34,7 +35,7 @@ def parts():
 @pytest.mark.parametrize("agent", ["external", "openai"])
 def test_a_coder_gets_its_free_choice_once_the_engines_proposals_are_tabu(parts, kernel, agent):
     engine, corpus = parts
-    evidence = load_ncu_report(PROFILES / kernel / "report.ncu-rep")
+    evidence = load_ncu_report(plain_report(kernel))
     state = LoopState(best_source="// the kernel\n")
     candidates, _ = make_decide(agent, engine, corpus, mechanical=None)(evidence, state)
     proposed = [c for c in candidates if c.skill != FREE_CHOICE]
@@ -50,7 +51,7 @@ def test_a_coder_gets_its_free_choice_once_the_engines_proposals_are_tabu(parts,
 
 def test_a_rejected_free_choice_does_not_close_the_next_rounds(parts):
     engine, corpus = parts
-    evidence = load_ncu_report(PROFILES / "streaming_copy" / "report.ncu-rep")
+    evidence = load_ncu_report(plain_report("streaming_copy"))
     decide = make_decide("external", engine, corpus, mechanical=None)
     first, _ = decide(evidence, LoopState(best_source="k"))
     tried = [Tried(skill=FREE_CHOICE, status=Outcome.REJECTED)]
@@ -65,7 +66,7 @@ def test_no_free_choice_without_a_profile_or_without_a_coder(parts):
     assert unprofiled.focus() is None
     candidates, _ = make_decide("external", engine, corpus, mechanical=None)(unprofiled, LoopState(best_source="k"))
     assert FREE_CHOICE not in [c.skill for c in candidates]
-    profiled = load_ncu_report(PROFILES / "naive_gemm" / "report.ncu-rep")
+    profiled = load_ncu_report(plain_report("naive_gemm"))
     source = "__global__ void k(float* x) { x[0] = 1.f; }\n"
     mechanical = MechanicalApplier(lambda skill: corpus.get(skill).mechanical if corpus.get(skill) else None)
     candidates, _ = make_decide("none", engine, corpus, mechanical)(profiled, LoopState(best_source=source))

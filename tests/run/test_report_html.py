@@ -17,6 +17,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
+from profile_kit import plain_report
 
 from skillbase.corpus.load import load_corpus
 from skillbase.engine import Engine
@@ -28,7 +29,7 @@ from skillbase.run.types import LoopState
 
 PROFILES = Path(__file__).resolve().parents[1] / "fixtures" / "profiles"
 ROUNDS = ("naive_gemm", "tiled_gemm", "tensor_core_gemm")
-pytestmark = pytest.mark.skipif(not all((PROFILES / r / "report.ncu-rep").is_file() for r in ROUNDS),
+pytestmark = pytest.mark.skipif(not all((PROFILES / r / "report.ncu-rep.xz").is_file() for r in ROUNDS),
                                 reason="no profiler fixtures")
 
 
@@ -40,7 +41,7 @@ def _record_gpu_run(store: RunStore, task: Path) -> tuple[int, dict[str, float]]
     """A three-round run as the loop stores it; returns the run id and its timings (µs)."""
     engine, corpus = Engine.load(), load_corpus()
     decide = make_decide("openai", engine, corpus, mechanical=None)
-    evidence = {name: load_ncu_report(PROFILES / name / "report.ncu-rep") for name in ROUNDS}
+    evidence = {name: load_ncu_report(plain_report(name)) for name in ROUNDS}
     us = dict(US)
     run_id = store.create_run(str(task), "sgemm", {"agent": "openai", "model": "scripted", "gpu": "NVIDIA H200",
                                                   "seed": None, "git": "abc1234"})

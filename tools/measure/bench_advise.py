@@ -32,7 +32,7 @@ def wall(args: list[str], env: dict[str, str], runs: int) -> list[float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--report", default=str(REPO / "tests/fixtures/profiles/naive_gemm/report.ncu-rep"))
+    parser.add_argument("--report", default=str(REPO / "tests/fixtures/profiles/naive_gemm/report.ncu-rep.xz"))
     parser.add_argument("--evidence", default=str(REPO / "rules/fixtures/naive_gemm.evidence.json"))
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()

@@ -56,7 +56,7 @@ def main() -> None:
     rows = []
     for name in NAMES:
         source = FIXTURES / "kernels" / f"{name}.cu"
-        evidence = build_evidence(report=FIXTURES / "profiles" / name / "report.ncu-rep", source=source)
+        evidence = build_evidence(report=FIXTURES / "profiles" / name / "report.ncu-rep.xz", source=source)
         result = engine.evaluate(evidence)
         top = result.candidates[0]
         # what the loop hands the coder (skillbase.run.session.make_decide builds the same)
