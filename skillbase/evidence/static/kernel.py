@@ -217,6 +217,7 @@ class KernelFeatures:
         self.compile_time = compile_time or set()   # template value parameters: constants of unknown value
         self.g = {"loads": 0, "stores": 0, "vector_loads": 0, "vector_stores": 0, "max_vector_bytes": 0,
                   "ldg": 0, "cache_hint_calls": 0, "coalesced": 0, "strided": 0, "broadcast": 0, "unknown": 0,
+                  "thread_invariant_loads": 0,
                   "loads_in_loops": 0, "pairwise_loads": 0, "reread_loops": 0, "staging_loops": 0,
                   "struct_field_accesses": 0, "data_indexed_atomics": 0, "loads_in_store_free_loops": 0}
         self.reduction = {"tree_loops": 0, "tree_loops_below_warp": 0, "modulo_branches": 0}
@@ -635,6 +636,10 @@ class KernelFeatures:
                     and self._mentions_loop_var(index, runtime_only=True)):
                 # every lane reads the same element, a new one each step of a run-time loop
                 self._broadcast_walks[param] = self._broadcast_walks.get(param, 0) + 1
+        if is_load and info.tx == NONE and not info.thread:
+            # the same element for every thread of the block (a table of taps or coefficients), not merely for
+            # a warp (a GEMM's A[row * K + k] with row from threadIdx.y): what __constant__ can hold
+            self.g["thread_invariant_loads"] += 1
         if is_load and param is not None and info.tx in (UNIT, STRIDED):
             self._lane_loaded.add(param)
         if is_load and param is not None and self._top_loads is not None:
