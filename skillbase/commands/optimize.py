@@ -82,10 +82,13 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @click.option("--gpus", default=None, help="With --all: comma-separated GPU indices, one worker each (default: all).")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
               help="With --all: start no further run after this many seconds (the next --all takes them up).")
+@click.option("--jobs", type=click.IntRange(0, 64), default=None,
+              help="With --all: parallel nvcc processes that build every candidate before the GPU jobs judge them "
+                   "(default: one per core, at most 16; 0: build each when it is judged).")
 @executor_options
 @json_option
 @store_option
-def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, executor_kind, address, as_json,
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, jobs, executor_kind, address, as_json,
            store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
     or with --all every paused run of the store at once."""
@@ -104,14 +107,14 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
             outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
                                  gpus=comma_list(gpus),
                                  time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
-                                 progress=None if as_json else bar.step)
+                                 progress=None if as_json else bar.step, jobs=jobs)
         print_batch_outcome(outcome, as_json)
         return
     if run_ref is None:
         raise InputError("which run? pass RUN_REF, or --all for every paused run",
                          hint="`skillbase pending` lists the paused runs")
-    if candidates or batch or gpus or time_limit_s or executor_kind != "local" or address:
-        raise InputError("--candidates, --batch, --gpus, --time-limit, --executor and --address go with --all",
+    if candidates or batch or gpus or time_limit_s or jobs is not None or executor_kind != "local" or address:
+        raise InputError("--candidates, --batch, --gpus, --time-limit, --jobs, --executor and --address go with --all",
                          hint="skillbase resume --all --candidates DIR")
     from skillbase.datafile.yamldoc import read_text
     from skillbase.run.session import resume_run

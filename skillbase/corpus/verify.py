@@ -15,7 +15,6 @@ import datetime
 import json
 import shutil
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -70,21 +69,19 @@ def work_dir(skill_id: str) -> Path:
 
 def prebuild(folders: list[tuple[str, Path]], jobs: int, say: Callable[[str], None] = lambda m: None) -> None:
     """Build every staged before/after in parallel first: nvcc dominates, the GPU work is serial."""
-    from skillbase.harness.build import build
+    from skillbase.harness.build import build_all
     from skillbase.task import load_task
 
     paths = [p for skill_id, folder in folders for p in _stage(folder, work_dir(skill_id))]
-
-    def one(path: Path) -> None:
+    requests = []
+    for path in paths:
         try:
             spec = load_task(path, check_launcher=False)   # the build the harness makes: its link and arch
-            build(path, link=spec.link, task_arch=spec.arch)
         except SkillbaseError:
-            pass   # reported with its reason when the example is verified
-
-    say(f"building {len(paths)} kernels with {jobs} parallel nvcc jobs")
-    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(one, paths))
+            continue   # reported with its reason when the example is verified
+        requests.append({"cu_path": path, "link": spec.link, "task_arch": spec.arch})
+    say(f"building {len(requests)} kernels with {jobs} parallel nvcc jobs")
+    build_all(requests, jobs)   # failures are reported with their reason when the example is verified
 
 
 def _stage(folder: Path, work: Path) -> tuple[Path, Path]:

@@ -41,6 +41,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -51,7 +52,7 @@ from skillbase.harness.static_check import banned_identifier
 from skillbase.task.spec import LINKABLE
 
 __all__ = ["build", "BuildResult", "BuildError", "default_cache_dir", "normalize_arch", "base_flags", "arch_flags",
-           "runs_on",
+           "runs_on", "build_all",
            "target_arch", "require_device_for",
            "ALLOWED_FLAG_PREFIXES", "link_flags", "first_error", "check_extra_flags"]
 
@@ -368,6 +369,20 @@ def build(cu_path, arch: str | None = None, compile_only: bool = False, extra_fl
         if scratch.exists():
             shutil.rmtree(scratch, ignore_errors=True)
     return _result(artifact, compile_only, log, False, chosen, command, key)
+
+
+def build_all(requests: list[dict], jobs: int) -> list[BuildResult | SkillbaseError]:
+    """`build(**request)` for every request, `jobs` nvcc processes at a time, in request order: each
+    a result or the error that build raised (one broken kernel never stops the others). Warms the
+    cache for work that then builds the same kernels one at a time (nvcc dominates, the GPU is serial)."""
+    def one(request: dict) -> BuildResult | SkillbaseError:
+        try:
+            return build(**request)
+        except SkillbaseError as error:
+            return error
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        return list(pool.map(one, requests))
 
 
 def _result(artifact: Path, compile_only: bool, log: str, cached: bool, arch: str, command, key) -> BuildResult:

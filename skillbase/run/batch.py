@@ -10,7 +10,10 @@ finished step; members a killed `bench optimize` never started are started. Ever
 one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
 GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: each job then works on a private copy of its
 run's store and the driver applies the result, `skillbase.run.transfer`): two runs never verify or
-time on one GPU at once. Everything is in the store, so a batch
+time on one GPU at once. Before the jobs start, every candidate present is built into the build cache
+by `jobs` parallel nvcc processes (`prebuild_candidates`), exactly as its judge will build it, so the
+serial GPU jobs find cache hits; the prebuild decides nothing (a candidate that fails to build is
+judged, and reported, as without it). Everything is in the store, so a batch
 killed at any point is resumed by running `resume --all` again.
 
 `start_kernelbench_batch()` (`skillbase kernelbench optimize`) is the same batch with another kind of
@@ -21,6 +24,7 @@ also records the task's PyTorch eager and torch.compile times (`kernelbench repo
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -37,20 +41,25 @@ from skillbase.agents.coder import NoCodeInReply, extract_cuda
 from skillbase.bench.runner import visible_devices
 from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
-from skillbase.errors import InputError
+from skillbase.errors import InputError, SkillbaseError
 from skillbase.harness import env
+from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult
+from skillbase.harness.scratch import scratch_copy
+from skillbase.harness.static_check import check_source, errors_only
 from skillbase.run.artifacts import digest_bytes
+from skillbase.run.judges import CompileOnlyJudge
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
-from skillbase.run.types import RunStatus, Settings
+from skillbase.run.types import Outcome, RunStatus, Settings
 from skillbase.task import load_task
 
-__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "advance_payload", "read_candidate",
-           "resume_all", "start_batch", "start_kernelbench_batch", "start_payload"]
+__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "advance_payload", "default_jobs",
+           "prebuild_candidates", "read_candidate", "resume_all", "start_batch", "start_kernelbench_batch",
+           "start_payload"]
 
 
 @dataclass(frozen=True)
@@ -275,7 +284,7 @@ def _baselines_owed(store: RunStore, batch: int | None) -> dict[int, bool]:
 def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
                gpus: Sequence[str] = (), executor: Executor | None = None,
                progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
-               executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
+               executor_kind: str = "local", address: str | None = None, jobs: int | None = None) -> BatchOutcome:
     """Judge every paused run's candidate present, continue killed runs, start missing members.
 
     `candidates` overrides where candidates are looked for (default: each run's expected path);
@@ -283,7 +292,9 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
     its reason (also shown by `skillbase pending`). After `time_limit_s` no further job starts: the
     runs not reached stay as they were (`deferred`), and the next call takes them up. `executor_kind`
     and `address` as for `start_batch` (a batch started with either executor resumes with either);
-    `progress` as for `start_batch`, over the jobs run (runs judged, continued or started)."""
+    `progress` as for `start_batch`, over the jobs run (runs judged, continued or started). The
+    candidates are first built by `jobs` parallel nvcc processes (default `default_jobs()`; 0: each
+    is built when it is judged), unless the jobs run on other machines (Ray), whose caches are not here."""
     store = RunStore.open(store_path)
     made = None
     try:
@@ -291,7 +302,8 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
         if wanted is not None:
             store.get_batch(wanted)
         members: list[MemberOutcome] = []
-        jobs: list[Job] = []
+        work: list[Job] = []
+        answers: list[tuple[int, str]] = []   # (run id, candidate source): what the prebuild builds
         needs_gpu = False
         killed = _killed(store, wanted)   # first: a killed run may be paused again, and judged below
         owed = _baselines_owed(store, wanted)
@@ -304,29 +316,89 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
                 members.append(MemberOutcome(prompt.run, "waiting", read, RunStatus.PAUSED, prompt.run))
                 continue
             source, reply = read
-            jobs.append(_advance_job(store, run.id, source, reply, prompt.key, owed.get(run.id)))
+            answers.append((run.id, source))
+            work.append(_advance_job(store, run.id, source, reply, prompt.key, owed.get(run.id)))
             needs_gpu |= bool(run.manifest.get("gpu_run", True))
         for run_id in killed:
             run = store.get_run(run_id)
-            jobs.append(_advance_job(store, run_id, None, None, None, owed.get(run_id)))
+            work.append(_advance_job(store, run_id, None, None, None, owed.get(run_id)))
             needs_gpu |= bool(run.manifest.get("gpu_run", True))
         for batch_row in ([store.get_batch(wanted)] if wanted is not None else store.list_batches()):
             started = {(m.operator, m.dtype) for m in store.batch_members(batch_row.id)}
             for member in batch_row.settings.get("members", []):
                 if (member["operator"], member["dtype"]) not in started:
-                    jobs.append(_start_job(store, batch_row.id, member))
+                    work.append(_start_job(store, batch_row.id, member))
                     needs_gpu |= bool(batch_row.settings.get("gpu", True)) and \
                         not batch_row.settings.get("defer_baselines")
         if executor is None:
-            executor = made = _executor(executor_kind if jobs else "local", needs_gpu and bool(jobs), gpus,
-                                        time_limit_s, address if jobs else None)
-        outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, jobs, executor, progress)
+            executor = made = _executor(executor_kind if work else "local", needs_gpu and bool(work), gpus,
+                                        time_limit_s, address if work else None)
+        if answers and not executor.remote:
+            prebuild_candidates(store, answers, default_jobs() if jobs is None else jobs)
+        outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, work, executor, progress)
         outcome.members[:0] = members
         return outcome
     finally:
         if made is not None:
             made.close()
         store.close()
+
+
+def default_jobs() -> int:
+    """Parallel nvcc processes of a prebuild: one per core, at most 16."""
+    return min(os.cpu_count() or 1, 16)
+
+
+def prebuild_candidates(store: RunStore, answers: Sequence[tuple[int, str]], jobs: int) -> int:
+    """Build each (run id, candidate source) into the build cache as its run's judge will (the same
+    scratch copy, flags, arch, link: the same cache key), `jobs` nvcc processes at a time; returns
+    how many builds were asked for. Only warms the cache: a candidate the judge would not build (the
+    static check refuses it) is skipped, and a build failure is left for the judge to report."""
+    if jobs < 1:
+        return 0
+    requests = []
+    for run_id, source in answers:
+        try:
+            request = _judge_build(store, run_id, source)
+        except SkillbaseError:
+            continue   # the judge meets the same problem and reports it
+        if request is not None:
+            requests.append(request)
+    build_all(requests, jobs)
+    return len(requests)
+
+
+def _judge_build(store: RunStore, run_id: int, source: str) -> dict | None:
+    """The `build()` arguments with which run `run_id`'s judge builds `source` (None: it builds nothing).
+
+    Both judges build the scratch copy of the source with the task's link and arch: the harness (GPU)
+    a loadable library for the GPU here, the compile-only judge an object for its arch. A candidate
+    takes the flags of the run's best (the external coder's candidate does); a generator run's first
+    kernel, judged as a baseline, none."""
+    run = store.get_run(run_id)
+    kernel = Path(run.task_path)
+    spec = load_task(kernel, check_launcher=False)
+    if errors_only(check_source(source, allow=spec.allow, hooks=spec.hook_names)):
+        return None   # both judges stop at the static check
+    generator = run.manifest.get("from_reference") and not run.manifest.get("task_digest")
+    request = {"cu_path": scratch_copy(kernel, source), "extra_flags": () if generator else _best_flags(store, run_id),
+               "link": spec.link, "task_arch": spec.arch}
+    if not run.manifest.get("gpu_run", True):
+        judge = CompileOnlyJudge(kernel, link=spec.link, task_arch=spec.arch)
+        request.update(arch=judge.arch, compile_only=True)
+    return request
+
+
+def _best_flags(store: RunStore, run_id: int) -> tuple[str, ...]:
+    """The flags of the run's current best: those of the last round that accepted a kernel (the loop's `best_flags`)."""
+    flags: tuple[str, ...] = ()
+    for idx in itertools.count():
+        outcome = store.step_result(run_id, f"r{idx}/outcome")
+        if outcome is None:
+            return flags
+        if outcome.get("status") == Outcome.ACCEPTED and outcome.get("best"):
+            flags = tuple(outcome["best"].get("flags", ()))
+    return flags
 
 
 def _candidate_paths(prompt: PendingPrompt, candidates: Path | None) -> tuple[Path, Path]:
