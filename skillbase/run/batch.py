@@ -360,7 +360,7 @@ def prebuild_candidates(store: RunStore, answers: Sequence[tuple[int, str]], job
     for run_id, source in answers:
         try:
             request = _judge_build(store, run_id, source)
-        except SkillbaseError:
+        except (SkillbaseError, OSError):
             continue   # the judge meets the same problem and reports it
         if request is not None:
             requests.append(request)

@@ -139,6 +139,29 @@ def test_resume_jobs_goes_with_all(tmp_path):
 
 
 
+
+def test_a_kernelbench_first_kernel_is_prebuilt_for_its_generator_judge(tmp_path, monkeypatch, nvcc_calls):
+    """A generator run's answer is judged as the task's first kernel (a scratch copy of the task, no
+    flags): the prebuild makes that build too."""
+    from skillbase.kernelbench.importer import import_problems
+
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("SKILLBASE_CACHE", str(cache))
+    tasks, store = tmp_path / "tasks", tmp_path / "store"
+    import_problems(fixtures, tasks, problems=("2_ReLU",))
+    result = CliRunner().invoke(cli, ["kernelbench", "optimize", str(tasks), "--agent", "external", "--no-gpu",
+                                      "--rounds", "1", "--store", str(store), "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    [prompt] = list_pending(store)
+    prompt.candidate_path.write_text((fixtures / "kernels" / "relu.cu").read_text())
+    nvcc_calls.clear()
+    [member] = resume_all(store, jobs=2).members
+    assert member.action == "judged" and member.reason.startswith("g/a0: unverified: compiled"), member
+    pooled, by_judge = judged(nvcc_calls, cache)
+    assert len(pooled) == 1 and by_judge == []
+
+
 @pytest.mark.gpu
 @pytest.mark.timeout(600)
 def test_on_a_gpu_the_harness_finds_the_prebuilt_library_in_the_cache(tmp_path, monkeypatch, nvcc_calls):
