@@ -6,6 +6,7 @@ happen inside the functions that need them, so importing this module is cheap.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from skillbase.cuda.names import base_name
@@ -79,27 +80,49 @@ def _load_compressed(path: Path, kernel: str | None) -> Evidence:
 
 # -- ptxas through nvcc -------------------------------------------------------------------------
 
-def ptxas_for_source(source: str | Path, arch: str = "sm_90",
-                     extra_flags: tuple[str, ...] = ()) -> tuple[str | None, str | None]:
-    """(the `ptxas -v` log, note) of SOURCE's compile-only build (harness.build, cached); without nvcc,
-    or when SOURCE does not compile, (None, a note saying why: the evidence is still built)."""
+def ptxas_for_source(source: str | Path, arch: str | None = None, extra_flags: tuple[str, ...] = (),
+                     task_arch: str | None = None) -> tuple[str | None, str | None]:
+    """(the `ptxas -v` log, note) of SOURCE's compile-only build (harness.build, cached, for the arch its
+    `target_arch` picks: TASK_ARCH, the task spec's `arch:`, refined by ARCH; else ARCH, the GPU's, sm_90);
+    without nvcc, or when SOURCE does not compile, (None, a note saying why: the evidence is still built)."""
     try:
-        built = build(source, arch=arch, compile_only=True, extra_flags=extra_flags)
+        built = build(source, arch=arch, compile_only=True, extra_flags=extra_flags, task_arch=task_arch)
     except EnvironmentProblem as error:
         return None, f"{error.message}: ptxas resources (registers, spills) omitted"
     except BuildError as error:
-        return None, f"nvcc failed: {error.message}; ptxas resources omitted"
+        # nvcc names its temporary files at random (/tmp/tmpxft_00003e02_00000000-6_k.ptx): the note keeps
+        # only the file's own name, so the same source gives the same evidence on every run
+        message = _NVCC_TEMP.sub("", error.message)
+        return None, f"nvcc failed: {message}; ptxas resources omitted"
     return built.log, None
+
+
+_NVCC_TEMP = re.compile(r"\S*tmpxft_[0-9a-f]+_[0-9a-f]+-\d+_")
+
+
+def _spec_arch(source: str | Path) -> tuple[str | None, str | None]:
+    """(the `arch:` of the task spec beside SOURCE (K.task.yaml), note): (None, None) without a spec or
+    when it names no arch; (None, a note) when the spec does not load."""
+    from skillbase.task.spec import load_task, spec_path_for
+
+    _, spec_path = spec_path_for(Path(source))
+    if not spec_path.is_file():
+        return None, None
+    try:
+        return load_task(source, check_launcher=False).arch, None
+    except InputError as error:
+        return None, f"the task spec's arch was not read ({error.message}): ptxas built for the default arch"
 
 
 # -- assembling one document --------------------------------------------------------------------
 
 def build_evidence(report: str | Path | None = None, evidence: Evidence | str | Path | None = None,
                    source: str | Path | None = None, ptxas_text: str | None = None, kernel: str | None = None,
-                   arch: str = "sm_90", details: str | Path | None = None) -> Evidence:
+                   arch: str | None = None, details: str | Path | None = None) -> Evidence:
     """One evidence document from a profile (REPORT or EVIDENCE) plus the SOURCE's static features and
-    ptxas report (PTXAS_TEXT, or compiled from SOURCE with nvcc when available). DETAILS: the
-    `--page details` CSV export that adds ncu's rule results to a raw-page CSV REPORT."""
+    ptxas report (PTXAS_TEXT, or compiled from SOURCE with nvcc when available, for the arch the task
+    spec beside SOURCE needs, refined by ARCH: see `ptxas_for_source`). DETAILS: the `--page details`
+    CSV export that adds ncu's rule results to a raw-page CSV REPORT."""
     if isinstance(evidence, Evidence):
         result = evidence
         if kernel:
@@ -118,9 +141,10 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
     if source is not None:
         result.static = static_features(source)
         if ptxas_text is None:
-            ptxas_text, note = ptxas_for_source(source, arch)
-            if note:
-                result.notes.append(note)
+            # an sm_90a kernel (wgmma, setmaxnreg) does not assemble for sm_90: build it as the task does
+            needed, spec_note = _spec_arch(source)
+            ptxas_text, note = ptxas_for_source(source, arch, task_arch=needed)
+            result.notes.extend(n for n in (spec_note, note) if n)
     if ptxas_text is not None:
         result.ptxas = parse_ptxas(ptxas_text) or None
         if result.ptxas is None:
