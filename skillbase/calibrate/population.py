@@ -229,6 +229,8 @@ def load_population(paths: Sequence[str | Path], engine: Engine, focus_only: boo
         source = _source_beside(Path(path))
         # With the kernel's source beside its report (as `skills verify --keep-profiles` writes
         # them), the member carries static features and ptxas too: advise sees what it sees live.
+        # Its ptxas is built for the arch of the task spec beside the source (K.before.task.yaml), if
+        # any: without it an sm_90a kernel (wgmma) does not assemble and the member has no ptxas facts.
         evidence = build_evidence(report=path, source=source) if source is not None else load_any(path)
         digest = _file_digest(path)
         label = member_label(path)

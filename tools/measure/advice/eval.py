@@ -11,8 +11,9 @@ Rows:
   first k distinct skills. `+history` gives the engine what the author did before (as a run's memory).
 - `in-sample`: each skill example's before.cu profile (results/nvidia-h200/population/), ranked with the
   example's task spec beside before.cu (skills/<cat>/<id>/examples/task.yaml), as `skills verify` and
-  tests/advice/test_population.py rank it: what the task allows is evidence. The rules were written with
-  these in view, so this is not a measure of generalisation.
+  tests/advice/test_population.py rank it: what the task allows is evidence, and its `arch:` is the target
+  of before.cu's ptxas facts (the hop.* kernels need sm_90a). The rules were written with these in view, so
+  this is not a measure of generalisation.
 - `ncu`: Nsight Compute's own guided analysis on the same profiles: its OPT rule results ordered by
   their estimated speedup, each mapped to the skills its advice names (NCU_SKILLS below, from
   ncu's rule texts); a rule counts for every skill it names, which favours ncu.
