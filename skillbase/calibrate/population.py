@@ -17,7 +17,7 @@ from skillbase.engine import Engine
 from skillbase.engine.vocabulary import MISSING
 from skillbase.errors import InputError
 from skillbase.evidence import Evidence, KernelRecord, build_evidence, load_any
-from skillbase.evidence.compressed import plain_file, plain_name
+from skillbase.evidence.compressed import file_sha256, plain_file, plain_name
 
 __all__ = ["MIN_KERNELS", "QUANTITIES", "Member", "Population", "Quantity", "calibrated_threshold_names",
            "check_population", "check_selection", "expand_paths", "load_population", "member_label"]
@@ -185,11 +185,7 @@ def expand_paths(paths: Sequence[str | Path]) -> list[Path]:
 def _file_digest(path: Path) -> str:
     """sha256 of the profile's content: of a compressed one, of its plain copy, so that a population's digest
     does not change when its reports are compressed."""
-    h = hashlib.sha256()
-    with plain_file(path).open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            h.update(block)
-    return "sha256:" + h.hexdigest()
+    return "sha256:" + file_sha256(plain_file(path))
 
 
 def _measurement_key(member: Member, kernel: KernelRecord) -> tuple:

@@ -25,6 +25,7 @@ from skillbase.errors import InputError, SkillbaseError
 
 if TYPE_CHECKING:
     from skillbase.engine import Engine
+    from skillbase.evidence import Evidence
 
 PROFILE_TIMEOUT_S = 240.0
 
@@ -140,6 +141,22 @@ def verify_example(skill_id: str, folder: Path, engine: Engine | None, preset: s
             top3 = ranked[:3]
     return ExampleResult(skill=skill_id, before_us=before_us, after_us=after_us, speedup=speedup, spread=spread,
                          verdict=verdict, rank=rank, top3=top3, reason=reason, date=date, gpu=gpu)
+
+
+def kept_profile_evidence(report: Path, source: Path, task: Path, work: Path) -> Evidence:
+    """What `skills verify` ranks an example's skill on, rebuilt from what `--keep-profiles` kept: REPORT
+    with SOURCE (before.cu) and the example's TASK spec beside it, staged in WORK (what the task allows is
+    evidence, and its arch is the target of before.cu's ptxas facts); without a TASK file, the profile and
+    source alone."""
+    from skillbase.evidence import build_evidence
+    from skillbase.evidence.build import attach_task
+
+    if not task.is_file():
+        return build_evidence(report=report, source=source)
+    staged = work / "before.cu"
+    shutil.copyfile(source, staged)
+    shutil.copyfile(task, work / "before.task.yaml")
+    return attach_task(build_evidence(report=report, source=staged), staged)
 
 
 def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None, *, preset: str | None = None,

@@ -47,7 +47,7 @@ def plain_file(path: str | Path) -> Path:
         return path
     if not path.is_file():
         raise InputError(f"{path}: no such file")
-    digest = _sha256(path)
+    digest = file_sha256(path)
     target = private_dir(_root()) / digest / plain_name(path)
     if not target.is_file():
         private_dir(target.parent)
@@ -91,7 +91,8 @@ def _root() -> Path:
     return cache_root() / "decompressed"
 
 
-def _sha256(path: Path) -> str:
+def file_sha256(path: Path) -> str:
+    """The hex sha256 of PATH's bytes, read in blocks; an unreadable file is an InputError naming it."""
     h = hashlib.sha256()
     try:
         with path.open("rb") as handle:

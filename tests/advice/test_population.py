@@ -11,7 +11,6 @@ so this is a consistency check, not a measure of the advice on unseen kernels.
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -58,14 +57,11 @@ def _task_of(skill: str) -> Path:
 
 @pytest.mark.parametrize("skill", SKILLS)
 def test_example_skill_in_top_3(skill, engine, tmp_path):
-    from skillbase.evidence import build_evidence
-    from skillbase.evidence.build import attach_task
+    from skillbase.corpus.verify import kept_profile_evidence
 
     # before.cu with its task spec beside it, as `skills verify` profiles it
-    source = tmp_path / "before.cu"
-    shutil.copyfile(POPULATION / f"{skill}.before.cu", source)
-    shutil.copyfile(_task_of(skill), tmp_path / "before.task.yaml")
-    evidence = attach_task(build_evidence(report=POPULATION / f"{skill}.before.ncu-rep.xz", source=source), source)
+    evidence = kept_profile_evidence(POPULATION / f"{skill}.before.ncu-rep.xz", POPULATION / f"{skill}.before.cu",
+                                     _task_of(skill), tmp_path)
     assert evidence.task is not None, evidence.notes
     ranked = [c.skill for c in engine.evaluate(evidence).candidates]
     rank = ranked.index(skill) + 1 if skill in ranked else None

@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -134,21 +133,9 @@ def example_task(skill: str) -> Path:
     return devset.REPO / "skills" / skill.split(".")[0] / skill / "examples" / "task.yaml"
 
 
-def population_evidence(report: Path, source: Path, task: Path, work: Path):
-    """before.cu's evidence with its task spec beside it (what the task allows is evidence, as in `skills verify`);
-    without a spec, the profile and source alone."""
-    from skillbase.evidence import build_evidence
-    from skillbase.evidence.build import attach_task
-
-    if not task.is_file():
-        return build_evidence(report=report, source=source)
-    shutil.copyfile(source, work / "before.cu")
-    shutil.copyfile(task, work / "before.task.yaml")
-    return attach_task(build_evidence(report=report, source=work / "before.cu"), work / "before.cu")
-
-
 def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tune", "test"),
              rules_dir: Path | None = None) -> dict:
+    from skillbase.corpus.verify import kept_profile_evidence
     from skillbase.engine import Engine
     from skillbase.evidence.model import Evidence
 
@@ -182,7 +169,7 @@ def evaluate(show_details: set[str], halves: list[str] | tuple[str, ...] = ("tun
         if not task.is_file():
             untasked.append(skill)
         with tempfile.TemporaryDirectory() as work:
-            evidence = population_evidence(report, source, task, Path(work))
+            evidence = kept_profile_evidence(report, source, task, Path(work))
         r = rank_of(label, engine_ranking(engine, evidence))
         ranks.append(r)
         ranks_ncu.append(rank_of(label, ncu_ranking(evidence)))
