@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from skillbase.cuda.names import base_name
+from skillbase.cuda.names import base_name, without_params
 from skillbase.cuda.ptxas import parse_ptxas
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.evidence.compressed import is_compressed, plain_file
@@ -139,7 +139,7 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
         result.producer["source_path"] = str(source) if source else None
 
     if source is not None:
-        result.static = static_features(source)
+        result.static = static_features(source, instances=_instances(result))
         if ptxas_text is None:
             # an sm_90a kernel (wgmma, setmaxnreg) does not assemble for sm_90: build it as the task does
             needed, spec_note = _spec_arch(source)
@@ -162,7 +162,7 @@ def attach_source(evidence: Evidence, source: str | Path) -> Evidence:
     and describes nothing. A task spec beside the source (K.task.yaml) adds what the task allows."""
     attach_task(evidence, source)
     try:
-        evidence.static = static_features(source)
+        evidence.static = static_features(source, instances=_instances(evidence))
     except InputError as error:      # advice still comes, from the profile alone
         evidence.notes.append(f"no static features: {error.message}")
         return evidence
@@ -185,18 +185,27 @@ def attach_task(evidence: Evidence, source: str | Path) -> Evidence:
     return evidence
 
 
+def _instances(evidence: Evidence) -> list[str]:
+    """The profiled kernels' demangled names that carry template arguments (what static_features binds)."""
+    return [k.demangled for k in evidence.kernels if k.demangled and "<" in k.demangled]
+
+
 def _align_names(evidence: Evidence) -> None:
     """Make `static.kernels[focus]` and `ptxas[focus]` resolve for the focus kernel's name.
 
     ncu, ptxas and the source name a kernel differently; they are matched by mangled name when
-    known, else by base function name, and the focus name is added as an alias key.
+    known, else by base function name, and the focus name is added as an alias key. A template
+    instance the source analysed as such (`k<&helper>`: static_features' INSTANCES) is the focus's.
     """
     focus_name = evidence.focus_kernel
     if not focus_name:
         return
     record = evidence.focus()
     base = record.base_name if record else base_name(focus_name)
-    if evidence.static and focus_name not in evidence.static["kernels"]:
+    instance = without_params(record.demangled) if record and record.demangled else None
+    if evidence.static and instance and instance != focus_name and instance in evidence.static["kernels"]:
+        evidence.static["kernels"][focus_name] = evidence.static["kernels"][instance]
+    elif evidence.static and focus_name not in evidence.static["kernels"]:
         if base in evidence.static["kernels"]:
             evidence.static["kernels"][focus_name] = evidence.static["kernels"][base]
         else:

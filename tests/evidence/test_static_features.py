@@ -569,3 +569,48 @@ def test_cooperative_group_barriers_count_by_the_group_they_wait_on():
     # not counted as block barriers: a grid's sync, or sync() on an object that is no cooperative group
     other = kernels["other_syncs"]["barriers"]
     assert other["grid_sync"] == 1 and other["syncthreads"] == 0 and other["syncwarp"] == 0
+
+
+# -- a kernel templated on a function pointer: which helper runs is named only by the profiled instance --
+
+FN_TEMPLATE = ("using step_fn = void (*)(float* out, const float* in, int n);\n"
+               "__device__ void naive(float* out, const float* in, int n) {\n"
+               "  float acc = 0.f;\n  for (int i = 0; i < n; ++i) acc += in[i];\n  out[threadIdx.x] = acc;\n}\n"
+               "__device__ void tiled(float* out, const float* in, int n) {\n"
+               "  __shared__ float tile[256];\n  float acc = 0.f;\n"
+               "  for (int t = 0; t < n; t += 256) {\n    tile[threadIdx.x] = in[t + threadIdx.x];\n"
+               "    __syncthreads();\n    for (int j = 0; j < 256; ++j) acc += tile[j];\n    __syncthreads();\n  }\n"
+               "  out[threadIdx.x] = acc;\n}\n"
+               "template <int SCALE, step_fn STEP>\n"
+               "__global__ void run(float* out, const float* in, int n) { STEP(out, in, n * SCALE); }\n"
+               "template <step_fn STEP> void launch(float* o, const float* i, int n) {\n"
+               "  run<1, STEP><<<1, 256>>>(o, i, n);\n}\n")
+
+
+def test_a_function_pointer_template_is_followed_into_the_profiled_instances_helper():
+    # issue 15, round 5: llm.c's trimul_global<&matmul_tri_naive> does its work in the helper its template argument
+    # names; the generic kernel calls only its parameter, so its loops and shared tiles were invisible
+    instances = ["void run<1, &naive>(float *, const float *, int)", "void run<1, &tiled>(float *, const float *, int)"]
+    kernels = static_features(FN_TEMPLATE, instances=instances)["kernels"]
+    assert kernels["run<1,&naive>"]["loops"]["count"] == 1 and kernels["run<1,&naive>"]["shared"]["array_count"] == 0
+    tiled = kernels["run<1,&tiled>"]
+    assert tiled["loops"]["count"] == 2 and tiled["loops"]["max_depth"] == 2
+    assert tiled["shared"]["static_bytes"] == 256 * 4 and tiled["barriers"]["in_loops"] == 2
+    assert tiled["host"] == kernels["run"]["host"]
+    # not detected: the generic kernel calls a name that is no function, and an instance of another kernel or one
+    # whose argument names no function of the file adds nothing
+    assert kernels["run"]["loops"]["count"] == 0 and kernels["run"]["shared"]["array_count"] == 0
+    others = static_features(FN_TEMPLATE, instances=["void run<1, &absent>(float *, const float *, int)",
+                                                     "void other<&naive>(float *)", "void run(float *)"])
+    assert set(others["kernels"]) == {"run"}
+
+
+def test_the_profiled_instance_is_the_focus_kernels_static_features():
+    from skillbase.evidence import build_evidence
+    from skillbase.evidence.model import Evidence, KernelRecord
+
+    tiled = "void run<1, &tiled>(float *, const float *, int)"
+    evidence = Evidence(kernels=[KernelRecord(name="run", demangled=tiled)], focus_kernel="run")
+    evidence.static = static_features(FN_TEMPLATE, instances=[tiled])
+    focus = build_evidence(evidence=evidence).focus_static()
+    assert focus["loops"]["count"] == 2 and focus["shared"]["static_bytes"] == 1024

@@ -27,11 +27,12 @@ from typing import Any
 
 from skillbase.cuda import syntax
 from skillbase.cuda.launchers import is_launcher, parameters
+from skillbase.cuda.names import base_name, without_params
 from skillbase.errors import InputError
 from skillbase.evidence.static.constants import Constants
 from skillbase.evidence.static.cuda_names import HOST_TIMERS, LAUNCH_CALLS, LIBRARY_CALL, LIBRARY_NAMESPACES, LOOPS
 from skillbase.evidence.static.indexing import unwrap
-from skillbase.evidence.static.kernel import kernel_features
+from skillbase.evidence.static.kernel import callee_name, kernel_features, template_params
 
 __all__ = ["static_features"]
 
@@ -42,8 +43,10 @@ MAX_HEADER_BYTES = 1 << 20       # of each
 class _FileAnalysis:
     """One source file: its constants, functions, kernels and launchers, then the features of each."""
 
-    def __init__(self, source: bytes, path: str, folder: Path | None = None, include_dirs: Sequence[Path] = ()):
+    def __init__(self, source: bytes, path: str, folder: Path | None = None, include_dirs: Sequence[Path] = (),
+                 instances: Sequence[str] = ()):
         self.source = source
+        self.instances = list(instances)         # demangled names of profiled kernels (template instances)
         self.path = path
         self.tree = syntax.parse(source)
         self.root = self.tree.root_node
@@ -72,6 +75,10 @@ class _FileAnalysis:
             key = name if name not in kernels else f"{name}@{syntax.line(node)}"
             kernels[key] = kernel_features(node, self.constants, self.functions)
             kernels[key]["host"] = self._host(name, launch_nodes)
+            for instance, bound in self._function_arguments(name, node):
+                # what this instantiation runs: its function-pointer arguments' helpers, loops and all
+                kernels[instance] = kernel_features(node, self.constants, self.functions, bound)
+                kernels[instance]["host"] = kernels[key]["host"]
         launchers = {name: self._launcher(node) for name, node in self.launchers}
         return {
             "file": {
@@ -90,6 +97,27 @@ class _FileAnalysis:
             "kernels": kernels,
             "launchers": launchers,
         }
+
+    def _function_arguments(self, name: str, node) -> list[tuple[str, dict[str, str]]]:
+        """For kernel template NAME, each profiled instance (`void k<&helper>(float *)`) whose template
+        arguments name functions of this file: (`k<&helper>`, {template parameter: function}). A kernel
+        templated on a function pointer calls it through the parameter's name, which names no function:
+        only the instance says which helper runs."""
+        params = template_params(node)
+        found = []
+        for instance in self.instances:
+            if not params or base_name(instance) != name:
+                continue
+            head = without_params(instance)
+            arguments = _template_arguments(head)
+            bound = {}
+            for param, argument in zip(params, arguments, strict=False):
+                function = callee_name(argument.lstrip("&(").rstrip(")").strip())
+                if param and function in self.functions:
+                    bound[param] = function
+            if bound:
+                found.append((head, bound))
+        return found
 
     # -- collection --
 
@@ -351,9 +379,32 @@ def _config_name(call) -> str:
     return syntax.text(_through_casts(call.child_by_field_name("arguments").named_children[0]))
 
 
+def _template_arguments(head: str) -> list[str]:
+    """`k<&f, 128>` -> ["&f", "128"]: the top-level template arguments of a name without parameters."""
+    start = head.find("<")
+    if start < 0 or not head.endswith(">"):
+        return []
+    arguments, depth, current = [], 0, []
+    for char in head[start + 1:-1]:
+        if char in "<(":
+            depth += 1
+        elif char in ">)":
+            depth -= 1
+        if char == "," and depth == 0:
+            arguments.append("".join(current).strip())
+            current = []
+        else:
+            current.append(char)
+    return arguments + ["".join(current).strip()]
+
+
 def static_features(path_or_text: str | Path, name: str | None = None,
-                    include_dirs: Sequence[str | Path] = ()) -> dict[str, Any]:
+                    include_dirs: Sequence[str | Path] = (), instances: Sequence[str] = ()) -> dict[str, Any]:
     """Features of a `.cu` file (a path, or source text when it contains a newline).
+
+    INSTANCES: the demangled names of the profiled kernels (`void k<&helper>(float *)`); a kernel templated
+    on a function pointer gets a second entry per instance, `kernels["k<&helper>"]`, with the call through
+    its parameter followed into the helper that instance runs (the generic `kernels["k"]` cannot know it).
 
     The `__device__` helpers of the project headers it includes with quotes (found beside the file
     or in INCLUDE_DIRS, as nvcc's `-I`) count as part of the kernels that call them; `file.headers`
@@ -376,4 +427,4 @@ def static_features(path_or_text: str | Path, name: str | None = None,
         label = name or "<source>"
     if b"\x00" in source[:4096]:
         raise InputError(f"{label}: binary data, not CUDA source")
-    return _FileAnalysis(source, label, folder, [Path(d) for d in include_dirs]).run()
+    return _FileAnalysis(source, label, folder, [Path(d) for d in include_dirs], instances).run()

@@ -76,9 +76,14 @@ def callee_name(call_text: str) -> str:
     return name.split()[-1] if name.split() else name
 
 
-def kernel_features(node, file_constants: Constants, functions: dict[str, Any]) -> dict[str, Any]:
+def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
+                    bound: dict[str, str] | None = None) -> dict[str, Any]:
     """The features of kernel definition `node`; `functions` are the file's other functions by name
-    (device helpers the kernel may call), `file_constants` the file-scope constants."""
+    (device helpers the kernel may call), `file_constants` the file-scope constants. `bound`: template
+    parameters of the kernel that name a function in this instantiation (`template <fn_ptr F>` profiled as
+    `k<&helper>`: F -> "helper"), so that a call `F(...)` is followed into the helper that runs."""
+    if bound:
+        functions = dict(functions) | {param: functions[name] for param, name in bound.items() if name in functions}
     declared = parameters(node)
     params = [{"name": p.name, "type": p.declared, "pointer": p.pointer, "const": p.const, "restrict": p.restrict}
               for p in declared]
@@ -135,6 +140,26 @@ def called_helpers(function, functions: dict[str, Any]) -> list[Any]:
                 found[name] = functions[name]
                 pending.append((functions[name], depth + 1))
     return list(found.values())
+
+
+def template_params(function) -> list[str]:
+    """The names of a kernel template's parameters in order, of any kind (`template <typename T, int N,
+    fn_ptr F>` -> ["T", "N", "F"]): the positions of the template arguments in a demangled instance name."""
+    parent = function.parent
+    if parent is None or parent.type != "template_declaration":
+        return []
+    plist = parent.child_by_field_name("parameters") or next(
+        (c for c in parent.children if c.type == "template_parameter_list"), None)
+    names = []
+    for child in plist.named_children if plist is not None else []:
+        if child.type == "comment":
+            continue
+        declarator = child.child_by_field_name("declarator") or child.child_by_field_name("name")
+        name = syntax.declarator_name(declarator) if declarator is not None else None
+        if name is None:   # `typename T` has no declarator field: its identifier is a plain child
+            name = next((syntax.text(c) for c in child.named_children if c.type == "type_identifier"), None)
+        names.append(name or "")
+    return names
 
 
 def template_value_params(function) -> list[str]:

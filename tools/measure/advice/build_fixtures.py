@@ -70,7 +70,9 @@ def with_static(evidence: Evidence, step: devset.Step, root: Path) -> Evidence:
     runs), the profiled kernel's name aligned with the source's, and the source named by repository, commit
     and path, not by the local folder."""
     includes = (devset.progression(step.prog).get("ptxas") or {}).get("includes", ())
-    evidence.static = static_features(root / step.path, include_dirs=[root / d for d in includes])
+    instances = [k.demangled for k in evidence.kernels if k.demangled]   # a kernel templated on a helper: which
+    evidence.static = static_features(root / step.path, include_dirs=[root / d for d in includes],
+                                      instances=instances)
     evidence = build_evidence(evidence=evidence)        # no source or report: only aligns the kernel names
     evidence.static["file"]["path"] = f"{step.repo}@{step.commit[:12]}:{step.path}"
     # The local folder names mean nothing elsewhere: keep the notes, without them (and each once).
