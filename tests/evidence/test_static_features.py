@@ -614,3 +614,33 @@ def test_the_profiled_instance_is_the_focus_kernels_static_features():
     evidence.static = static_features(FN_TEMPLATE, instances=[tiled])
     focus = build_evidence(evidence=evidence).focus_static()
     assert focus["loops"]["count"] == 2 and focus["shared"]["static_bytes"] == 1024
+
+
+# -- a helper's global accesses are the kernel's: its parameters are bound to the call's arguments --
+
+TILE_LOADER = ("#define TILE 32\n"
+               "__device__ void load_tile(const float* src, float* tile, int ld, int row) {\n"
+               "  tile[threadIdx.y * TILE + threadIdx.x] = src[row * ld + threadIdx.x];\n}\n"
+               "__device__ float dot_row(const float* x, int n, int lane_row) {\n"
+               "  float s = 0.f;\n  for (int i = 0; i < n; ++i) s += x[lane_row * n + i];\n  return s;\n}\n"
+               "__global__ void tiled(const float* A, float* C, int K) {\n"
+               "  __shared__ float As[TILE * TILE];\n  float acc = 0.f;\n"
+               "  for (int k = 0; k < K; k += TILE) {\n"
+               "    load_tile(A + k, As, K, blockIdx.y * TILE + threadIdx.y);\n    __syncthreads();\n"
+               "    for (int j = 0; j < TILE; ++j) acc += As[threadIdx.y * TILE + j];\n    __syncthreads();\n  }\n"
+               "  C[blockIdx.x * blockDim.x + threadIdx.x] = acc;\n}\n"
+               "__global__ void rows(const float* X, float* Y, int n) {\n"
+               "  float local[4] = {0};\n  Y[threadIdx.x] = dot_row(X, n, threadIdx.x) + dot_row(local, 4, 0);\n}\n")
+
+
+def test_a_tile_loaders_global_loads_and_staging_are_the_kernels():
+    # issue 15, round 5: GEMMs that copy their tiles through `__device__` loaders (a header's load_tile(A + k, As,
+    # ...)) showed no global load at all, so no rule could see their staging loop or their access pattern
+    kernels = static_features(TILE_LOADER)["kernels"]
+    g = kernels["tiled"]["global_access"]
+    assert (g["loads"], g["stores"], g["coalesced"], g["loads_in_loops"], g["staging_loops"]) == (1, 1, 2, 1, 1)
+    # the row index it is given walks the lanes by n: each lane reads its own row, a strided load
+    g = kernels["rows"]["global_access"]
+    assert (g["loads"], g["strided"], g["loads_in_loops"]) == (1, 1, 1)
+    # not detected: the second call passes a thread-private array (and a constant row): no global load, no broadcast
+    assert g["broadcast"] == 0 and g["thread_invariant_loads"] == 0

@@ -14,8 +14,9 @@ from the config's `gridDim` / `blockDim` assignments.
 
 The analysis is syntactic: no macro expansion (object-like `#define` constants are folded), no
 types beyond declarations in the file. `__device__` functions a kernel calls are analysed as part
-of the kernel (with loop context), except for global-index classification, which needs the
-kernel's own pointer parameters.
+of the kernel (with loop context), their parameters bound to the call's arguments: a pointer into a
+kernel parameter or a shared array is that memory, an integer carries how its argument varies across
+the lanes, so a tile loader's global loads and shared stores are the kernel's.
 """
 
 from __future__ import annotations

@@ -546,7 +546,7 @@ class KernelFeatures:
                     self.defs.setdefault(name, value)
                 stripped = unwrap(value)
                 # a local pointer into a kernel parameter keeps the parameter's identity
-                if "*" in syntax.text(declarator).split("=")[0] and not in_callee:
+                if "*" in syntax.text(declarator).split("=")[0]:
                     alias = self._pointer_alias(stripped)
                     if alias is not None:
                         self.scope.aliases[name] = alias
@@ -593,8 +593,8 @@ class KernelFeatures:
         if left is not None and left.type == "field_expression":  # p[i].x = v stores into p[i]
             inner = unwrap(left.child_by_field_name("argument"))
             left = inner if inner is not None and inner.type == "subscript_expression" else left
-        if left is not None and left.type == "subscript_expression" and not in_callee:
-            self._roles(left, op, node.child_by_field_name("right"), loop_depth)
+        if left is not None and left.type == "subscript_expression":
+            self._roles(left, op, node.child_by_field_name("right"), loop_depth, in_callee)
         if left is not None and left.type == "subscript_expression":
             self._subscript(left, is_store=True, is_load=op != "=", in_callee=in_callee)
             self.done.add(left.id)
@@ -643,8 +643,6 @@ class KernelFeatures:
             if any(not self._static_index(i) for i in chain):
                 self.local[name]["dynamic_index"] = True
             return
-        if in_callee:
-            return
         if parent_is_address_of(node):
             return  # &p[i]: an address; counted where it is used (__ldg, atomics, casts)
         param, offset, vector = self._resolve_base(base_node if len(chain) == 1 else stripped)
@@ -685,7 +683,7 @@ class KernelFeatures:
 
     def _deref(self, node, is_store: bool, in_callee: bool) -> None:
         """`*reinterpret_cast<float4*>(&p[i])`, `*(p + i)`: a global access through a pointer."""
-        if in_callee or node.id in self.done or syntax.text(node.child_by_field_name("operator")) != "*":
+        if node.id in self.done or syntax.text(node.child_by_field_name("operator")) != "*":
             return
         argument = unwrap(node.child_by_field_name("argument"))
         vector = 0
@@ -775,9 +773,10 @@ class KernelFeatures:
             counters -= self.scope.loop_vars_constant
         return bool(names & counters)
 
-    def _roles(self, left, op: str, right, loop_depth: int) -> None:
+    def _roles(self, left, op: str, right, loop_depth: int, in_callee: bool = False) -> None:
         """Register arrays: accumulated in a loop (`acc[i] += ...`: a per-thread output tile) or
-        loaded from shared memory (`a[i] = As[...]`: register fragments of a tile)."""
+        loaded from shared memory (`a[i] = As[...]`: register fragments of a tile); and shared stores of
+        global values (tile staging, also in a helper: its parameters are bound to the kernel's arrays)."""
         base = unwrap(left.child_by_field_name("argument"))
         while base is not None and base.type == "subscript_expression":
             base = unwrap(base.child_by_field_name("argument"))
@@ -786,7 +785,7 @@ class KernelFeatures:
             if right is not None and self._reads_global(right):
                 self._staged += 1
             return
-        if name is None or name not in self.local:
+        if in_callee or name is None or name not in self.local:
             return
         roles = self.roles.setdefault(name, set())
         if op in ("+=", "-=") and loop_depth:
@@ -874,7 +873,7 @@ class KernelFeatures:
                 self.g["ldg"] += 1
             else:
                 self.g["cache_hint_calls"] += 1
-            if arg_nodes and not in_callee:
+            if arg_nodes:
                 self._hinted_access(arg_nodes[0], is_store=name in HINT_STORES)
         elif name in PRECISE_FLOAT_MATH:
             self.math["transcendental_calls"] += 1
@@ -900,9 +899,9 @@ class KernelFeatures:
                 self._issues.append(("copy", loop_depth))
         elif "wgmma" in name:
             self.tensor["wgmma"] = True
-            self._follow(name, loop_depth, seen)     # a wrapper: its asm says whether it issues the MMA
+            self._follow(name, loop_depth, seen, arg_nodes)   # a wrapper: its asm says whether it issues the MMA
         else:
-            self._follow(name, loop_depth, seen)
+            self._follow(name, loop_depth, seen, arg_nodes)
 
     def _group_of(self, full: str, arg_nodes: list) -> str | None:
         """The cooperative group a `.sync()` / `cg::sync(g)` call waits on: "block" for a thread block,
@@ -924,11 +923,54 @@ class KernelFeatures:
             return "block"
         return None
 
-    def _follow(self, name: str, loop_depth: int, seen: set[str]) -> None:
-        """Walk the body of a helper the kernel calls, as part of the kernel (depth-bounded)."""
-        if name in self.functions and name not in seen and len(seen) <= MAX_CALL_DEPTH:
-            callee = self.functions[name]
+    def _follow(self, name: str, loop_depth: int, seen: set[str], args: list | None = None) -> None:
+        """Walk the body of a helper the kernel calls, as part of the kernel (depth-bounded). The helper sees
+        its own parameters only: one that receives a kernel pointer (`A + k * lda`, `&A[row * K]`) is that
+        pointer at that offset, one that receives a shared array is that array, an integer one carries how
+        its argument varies across the lanes; a tile loader's global loads are then the kernel's."""
+        if name not in self.functions or name in seen or len(seen) > MAX_CALL_DEPTH:
+            return
+        callee = self.functions[name]
+        aliases: dict[str, tuple[str, IndexInfo]] = {}
+        shared = {k: v for k, v in self.scope.shared.items()}
+        values: dict[str, IndexInfo] = {}
+        for param, arg in zip(parameters(callee), args or [], strict=False):
+            if not param.name:
+                continue
+            shared.pop(param.name, None)        # the parameter hides a kernel array of the same name
+            argument = unwrap(arg)
+            if param.pointer:
+                array = self._shared_argument(argument)
+                if array is not None:
+                    shared[param.name] = array
+                    continue
+                alias = self._pointer_alias(argument)
+                if alias is not None:
+                    aliases[param.name] = alias
+            else:
+                values[param.name] = self.scope.info(arg)
+        saved = (self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared)
+        self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared = (
+            set(), aliases, values, shared)
+        try:
             self.visit(callee.child_by_field_name("body"), loop_depth, seen | {name}, in_callee=True)
+        finally:
+            self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared = saved
+
+    def _shared_argument(self, node) -> dict[str, Any] | None:
+        """The shared array an argument points into (`s`, `&s[i][0]`, `s + off`), or None."""
+        while node is not None:
+            if node.type == "identifier":
+                return self.scope.shared.get(syntax.text(node))
+            if node.type == "pointer_expression" and syntax.text(node.child_by_field_name("operator")) == "&":
+                node = unwrap(node.child_by_field_name("argument"))
+            elif node.type == "subscript_expression":
+                node = unwrap(node.child_by_field_name("argument"))
+            elif node.type == "binary_expression" and syntax.text(node.child_by_field_name("operator")) in "+-":
+                node = unwrap(node.child_by_field_name("left"))
+            else:
+                return None
+        return None
 
     def _hinted_access(self, address, is_store: bool) -> None:
         """`__ldg(&p[i])`, `__stcs(p + i, v)`: classify the address like a subscript."""
