@@ -27,9 +27,6 @@ EXPECTED_MISSES = {
                              "the cost is only instructions issued (2.84x measured), which no rule separates "
                              "from useful work yet",
     "cmp.mixed_precision_bf16": "same SGEMM as cmp.register_tiling; precision-preserving fixes rank first by design",
-    "mem.l2_tile_rasterization": "rank 5: mem.l2_tile_rasterization.dram-reread fires (L2 read hit 0%, DRAM 94%) but "
-                                 "with a fixed 0.1 estimate, below the measured estimates of the bank-conflict and "
-                                 "coalescing advice; the estimate should grow with the DRAM-bound share",
     "mem.recompute_vs_lut": "the float64 timestamps are derivable from the index only by the task's init (arange) and "
                             "work model (8n compulsory bytes), and the work model never reaches the evidence "
                             "(roofline_bytes is unset): a coalesced DRAM-bound pass over a table looks like any input",
