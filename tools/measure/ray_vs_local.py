@@ -27,7 +27,11 @@ OPS = ("relu", "gelu", "softmax", "layer_norm", "rms_norm", "matrix_mul", "matri
 
 def timed(kind: str, ops: list[str], presets: list[str], folder: Path):
     start = time.perf_counter()
-    done = run_bench(ops, "fp32", "baseline", presets=presets, results=folder, executor_kind=kind)
+    def progress(result, done: int, total: int) -> None:   # a killed run still shows how far it got
+        print(f"  [{kind} {done}/{total}] {result.op} {result.preset}: {result.status} "
+              f"({time.perf_counter() - start:.0f} s)", flush=True)
+
+    done = run_bench(ops, "fp32", "baseline", presets=presets, results=folder, executor_kind=kind, progress=progress)
     return time.perf_counter() - start, done
 
 
