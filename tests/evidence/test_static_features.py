@@ -644,3 +644,23 @@ def test_a_tile_loaders_global_loads_and_staging_are_the_kernels():
     assert (g["loads"], g["strided"], g["loads_in_loops"]) == (1, 1, 1)
     # not detected: the second call passes a thread-private array (and a constant row): no global load, no broadcast
     assert g["broadcast"] == 0 and g["thread_invariant_loads"] == 0
+
+
+FUNCTOR = ("struct Gelu {\n  __device__ float operator()(float x) const {\n"
+           "    return 0.5f * x * (1.f + tanhf(0.79788456f * (x + 0.044715f * x * x * x)));\n  }\n};\n"
+           "struct Scale { float s; __device__ float operator()(float x) const { return s * x; } };\n"
+           "template <typename Op>\n"
+           "__global__ void apply(float* y, const float* x, Op op) { y[threadIdx.x] = op(x[threadIdx.x]); }\n"
+           "__global__ void gelu_direct(float* y, const float* x, Gelu op) { y[threadIdx.x] = op(x[threadIdx.x]); }\n")
+
+
+def test_a_functor_kernel_runs_its_operator():
+    # issue 15, round 5: an elementwise kernel templated on its operation calls `op(x)`, which names no function:
+    # the profiled instance (`apply<Gelu>`) or the parameter's own type says which operator() runs
+    found = static_features(FUNCTOR, instances=["void apply<Gelu>(float *, const float *, Gelu)",
+                                                "void apply<Scale>(float *, const float *, Scale)"])["kernels"]
+    assert found["apply<Gelu>"]["math"]["transcendental_calls"] == 1
+    assert found["gelu_direct"]["math"]["transcendental_calls"] == 1
+    # not detected: the generic template and a functor without transcendental math
+    assert found["apply"]["math"]["transcendental_calls"] == 0
+    assert found["apply<Scale>"]["math"]["transcendental_calls"] == 0

@@ -74,7 +74,7 @@ class _FileAnalysis:
         launch_nodes = [n for n in syntax.walk(self.root) if _launch_site(n)]
         for name, node in self.kernels:
             key = name if name not in kernels else f"{name}@{syntax.line(node)}"
-            kernels[key] = kernel_features(node, self.constants, self.functions)
+            kernels[key] = kernel_features(node, self.constants, self.functions, self._functor_params(node))
             kernels[key]["host"] = self._host(name, launch_nodes)
             for instance, bound in self._function_arguments(name, node):
                 # what this instantiation runs: its function-pointer arguments' helpers, loops and all
@@ -111,14 +111,25 @@ class _FileAnalysis:
                 continue
             head = without_params(instance)
             arguments = _template_arguments(head)
-            bound = {}
+            bound = self._functor_params(node)
             for param, argument in zip(params, arguments, strict=False):
                 function = callee_name(argument.lstrip("&(").rstrip(")").strip())
                 if param and function in self.functions:
                     bound[param] = function
+                elif param and f"{function}::operator()" in self.functions:
+                    # a functor type: the kernel's parameters of that type are called through its operator()
+                    for kernel_param in parameters(node):
+                        if kernel_param.name and kernel_param.base.split("::")[-1] == param:
+                            bound[kernel_param.name] = f"{function}::operator()"
             if bound:
                 found.append((head, bound))
         return found
+
+    def _functor_params(self, node) -> dict[str, str]:
+        """Kernel parameters whose declared type is a functor of this file (`Gelu op`): `op(x)` runs its
+        operator()."""
+        return {p.name: f"{p.base.split('::')[-1]}::operator()" for p in parameters(node)
+                if p.name and not p.pointer and f"{p.base.split('::')[-1]}::operator()" in self.functions}
 
     # -- collection --
 
@@ -140,6 +151,9 @@ class _FileAnalysis:
                     self.constants.add_declaration(node)
             elif node.type == "function_definition":
                 name = syntax.declarator_name(node.child_by_field_name("declarator"))
+                functor = _call_operator_of(node)
+                if functor:     # `struct Op { __device__ float operator()(...) }`: what a kernel's `op(x)` runs
+                    self.functions.setdefault(functor, node)
                 if not name:
                     continue
                 if header:
@@ -378,6 +392,19 @@ def _launch_config(call, configs: dict[str, dict[str, Any]]) -> dict[str, Any]:
 def _config_name(call) -> str:
     """The `cudaLaunchConfig_t` a runtime launch reads: `config` in `cudaLaunchKernelEx(&config, ...)`."""
     return syntax.text(_through_casts(call.child_by_field_name("arguments").named_children[0]))
+
+
+def _call_operator_of(function) -> str | None:
+    """`S::operator()` for the call operator defined inside `struct S { ... }`, else None."""
+    declarator = syntax.function_declarator(function.child_by_field_name("declarator"))
+    if declarator is None or not any(c.type == "operator_name" and syntax.text(c).replace(" ", "") == "operator()"
+                                     for c in declarator.children):
+        return None
+    owner = function.parent
+    while owner is not None and owner.type not in ("struct_specifier", "class_specifier"):
+        owner = owner.parent
+    name = owner.child_by_field_name("name") if owner is not None else None
+    return f"{syntax.text(name)}::operator()" if name is not None else None
 
 
 def _template_arguments(head: str) -> list[str]:
