@@ -531,27 +531,28 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
+        calls = _fact_functions(functions)
         global_writes: dict[str, list[tuple[object, str]]] = {}   # name -> (use, kind of write)
         for fn in functions:
             body = fn.child_by_field_name("body")
             if body is None:
                 continue
             facts = _device_facts(body)
-            self.static_locals(body, facts)
+            self.static_locals(body, facts, calls)
             for node in syntax.descendants(body):
                 if node.type != "identifier":
                     continue
                 name = syntax.text(node)
                 if name in host_globals and _is_written(node):
-                    global_writes.setdefault(name, []).append(_write(node, facts, set(host_globals)))
+                    global_writes.setdefault(name, []).append(_write(node, facts, set(host_globals), calls))
                 elif name in device_globals and _is_written(node):
                     self.report("device-global-state", node, name)
         for name, writes in global_writes.items():
-            if not _device_fact_cache(writes, _initializer(host_globals[name], name)):
+            if not _device_fact_cache(writes, _initializer(host_globals[name], name), calls):
                 for node, _ in writes:
                     self.report("host-static-state", node, name)
 
-    def static_locals(self, body, facts: set[str]) -> None:
+    def static_locals(self, body, facts: set[str], calls: frozenset[str] = frozenset()) -> None:
         for node in syntax.descendants(body):
             if node.type != "declaration":
                 continue
@@ -563,10 +564,10 @@ class _Checker:
             names = _declared_names(node)
             cached = bool(names)
             for name in names:
-                writes = [_write(use, facts, set(names)) for use in syntax.descendants(body)
+                writes = [_write(use, facts, set(names), calls) for use in syntax.descendants(body)
                           if use.type == "identifier" and syntax.text(use) == name
                           and use.start_byte > node.end_byte and _is_written(use)]
-                cached &= _device_fact_cache(writes, _initializer(node, name))
+                cached &= _device_fact_cache(writes, _initializer(node, name), calls)
             if not cached:
                 self.report("host-static-state", node, "static local")
 
@@ -680,36 +681,89 @@ def _device_facts(body) -> set[str]:
             if node.type == "identifier" and _query_write(node)}
 
 
-def _fact_expression(node, facts: set[str]) -> bool:
-    """An expression of literals and device facts only (no call, subscript, pointer or assignment)."""
-    nodes = [node, *syntax.descendants(node)]
-    return all(n.type in _FACT_EXPRESSION_NODES or not n.is_named for n in nodes) and \
-        all(syntax.text(n) in facts for n in nodes if n.type == "identifier")
+def _fact_expression(node, facts: set[str], calls: frozenset[str] = frozenset()) -> bool:
+    """An expression of literals, device facts and calls of `calls` (functions of the file that return
+    device facts, whatever their arguments) only: no other call, subscript, pointer or assignment."""
+    if node.type == "call_expression":
+        function = node.child_by_field_name("function")
+        return function is not None and syntax.text(function) in calls
+    if node.type == "identifier":
+        return syntax.text(node) in facts
+    if node.is_named and node.type not in _FACT_EXPRESSION_NODES:
+        return False
+    return all(_fact_expression(child, facts, calls) for child in node.children)
 
 
-def _fact_assignment(identifier, facts: set[str]):
+def _fact_functions(functions) -> frozenset[str]:
+    """Names of the file's functions that only ever return device facts (`static int resident_blocks(...)`:
+    queries the SM count and an occupancy figure, returns their product): each local a query writes
+    starts from a literal and is otherwise only assigned literals and facts, and every return is an
+    expression of those (a parameter returned, or anything read through a pointer, disqualifies it).
+    Found to a fixed point, so such a function may call another."""
+    found: set[str] = set()
+    while True:
+        grown = set(found)
+        for fn in functions:
+            name = _function_name(fn)
+            body = fn.child_by_field_name("body")
+            if name is None or name in grown or body is None:
+                continue
+            if _returns_device_facts(body, frozenset(grown)):
+                grown.add(name)
+        if grown == found:
+            return frozenset(found)
+        found = grown
+
+
+def _function_name(function) -> str | None:
+    node = function.child_by_field_name("declarator")
+    while node is not None and node.type != "function_declarator":
+        node = node.child_by_field_name("declarator")
+    name = node.child_by_field_name("declarator") if node is not None else None
+    return syntax.text(name) if name is not None else None
+
+
+def _returns_device_facts(body, calls: frozenset[str]) -> bool:
+    facts = _device_facts(body)
+    for node in syntax.descendants(body):
+        if node.type == "declaration":
+            for name in set(_declared_names(node)) & facts:
+                initial = _initializer(node, name)
+                if initial is not None and not _fact_expression(initial, set()):
+                    return False
+        elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node) \
+                and _write(node, facts, set(), calls)[1] == "other":
+            return False
+    returns = [node for node in syntax.descendants(body) if node.type == "return_statement"]
+    values = [next((c for c in r.named_children if c.type != "comment"), None) for r in returns]
+    return bool(returns) and all(v is not None and _fact_expression(v, facts, calls) for v in values)
+
+
+def _fact_assignment(identifier, facts: set[str], calls: frozenset[str] = frozenset()):
     """The right side of `x = <literals and device facts>` when this use is its left side, else None."""
     node, parent = _outermost(identifier, _MEMBER_OF)
     if parent is None or parent.type != "assignment_expression" or parent.child_by_field_name("left") != node:
         return None
     operator = parent.child_by_field_name("operator")
     right = parent.child_by_field_name("right")
-    if operator is None or syntax.text(operator) != "=" or right is None or not _fact_expression(right, facts):
+    if operator is None or syntax.text(operator) != "=" or right is None or not _fact_expression(right, facts, calls):
         return None
     return right
 
 
-def _write(identifier, facts: set[str], statics: set[str]) -> tuple[object, str]:
+def _write(identifier, facts: set[str], statics: set[str], calls: frozenset[str] = frozenset()) -> tuple[object, str]:
     """A write to a static, classified: "query" (a device query writes through its address), "derived"
     (assigned an expression that reads a queried value), "literal" (assigned literals or other statics
     only), or "other" (anything else: an input, a pointer, a counter)."""
     if _query_write(identifier):
         return identifier, "query"
-    right = _fact_assignment(identifier, facts | statics)
+    right = _fact_assignment(identifier, facts | statics, calls)
     if right is None:
         return identifier, "other"
-    reads = {syntax.text(n) for n in (right, *syntax.descendants(right)) if n.type == "identifier"}
-    return identifier, "derived" if reads & (facts - statics) else "literal"
+    nodes = (right, *syntax.descendants(right))
+    reads = {syntax.text(n) for n in nodes if n.type == "identifier"}
+    queried = reads & (facts - statics) or any(n.type == "call_expression" for n in nodes)
+    return identifier, "derived" if queried else "literal"
 
 
 def _initializer(declaration, name: str):
@@ -722,13 +776,16 @@ def _initializer(declaration, name: str):
     return None
 
 
-def _device_fact_cache(writes, initial) -> bool:
-    """Does a static only ever hold device facts: a literal (or no) initial value, no write but device
-    queries and assignments of literals and device facts, and at least one write that stores a queried
-    value (a flag set to a literal, `done = 1`, is call state, not a device fact)?"""
+def _device_fact_cache(writes, initial, calls: frozenset[str] = frozenset()) -> bool:
+    """Does a static only ever hold device facts: a literal (or no) initial value or one a fact function
+    returns, no write but device queries and assignments of literals, device facts and fact functions'
+    results, and at least one of them a queried value (a flag set to a literal, `done = 1`, is call
+    state, not a device fact)?"""
     kinds = {kind for _, kind in writes}
-    return (initial is None or _fact_expression(initial, set())) and "other" not in kinds \
-        and bool(kinds & {"query", "derived"})
+    initial_kind = "literal" if initial is None or _fact_expression(initial, set()) else \
+        "derived" if _fact_expression(initial, set(), calls) else "other"
+    kinds |= {initial_kind}
+    return "other" not in kinds and bool(kinds & {"query", "derived"})
 
 
 def _declares(identifier) -> bool:

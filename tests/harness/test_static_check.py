@@ -75,6 +75,17 @@ POSITIVES = [
                                  "int pick(int n);"), 6),
     ("host-static-state", kernel("", "int d; cudaGetDevice(&d); cached = d + x[0] > 0; k<<<1,1>>>(x, n);",
                                  "int cached = 0;"), 6),
+    # A helper's result is a device fact only when all it returns is queried (NEGATIVES): not a parameter,
+    # not a value read through a pointer, not a queried local overwritten from an argument.
+    ("host-static-state", kernel("", "static int w = 0; if (!w) w = waves(n); k<<<w,1>>>(x, n);",
+                                 "static int waves(int n) { int s = 0; cudaGetDevice(&s); return n; }"), 6),
+    ("host-static-state", kernel("", "static float w = 0; if (!w) w = first(x); k<<<1,1>>>(x, n);",
+                                 "static float first(const float* p) { int d = 0; cudaGetDevice(&d); "
+                                 "return d + p[0]; }"), 6),
+    ("host-static-state", kernel("", "static int w = 0; if (!w) w = waves(n); k<<<w,1>>>(x, n);",
+                                 "static int waves(int n) { int s = 0; cudaGetDevice(&s); s = n; return s; }"), 6),
+    ("host-static-state", kernel("", "static int w = waves(n); k<<<w,1>>>(x, n);",
+                                 "int waves(int n);"), 6),
     ("device-global-state", kernel("atomicAdd(&counter, 1);", prelude="__device__ int counter;"), 3),
     ("device-global-state", kernel("cache[threadIdx.x] = x[threadIdx.x];", prelude="__device__ float cache[32];"), 3),
     ("local-include", kernel("", prelude='#include "helpers.h"'), 1),
@@ -129,6 +140,21 @@ NEGATIVES = [
      kernel("", "static int sms = 0; if (sms <= 0) { int d = 0, v = 0; "
                 "if (cudaGetDevice(&d) == cudaSuccess && cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d)"
                 " == cudaSuccess && v > 0) sms = v; else sms = 132; } k<<<sms, 256>>>(x, n);")),
+    # Seen refused on an honest round-2 candidate of the LLM bench run (issue 16): the occupancy
+    # query lived in a helper the launcher's static was assigned from.
+    ("a static assigned from a helper that returns SM count x resident blocks",
+     kernel("", "static int wave = 0; if (wave == 0) wave = resident_blocks((const void*)k, 256); "
+                "k<<<wave, 256>>>(x, n);",
+            "static int resident_blocks(const void* f, int threads) { int dev = 0; cudaGetDevice(&dev); "
+            "int sms = 0; cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev); int per_sm = 0; "
+            "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, f, threads, 0); if (sms < 1) sms = 1; "
+            "if (per_sm < 1) per_sm = 1; return sms * per_sm; }")),
+    ("a static initialised from a helper that calls another such helper",
+     kernel("", "static int grid = 2 * waves(); k<<<grid, 256>>>(x, n);",
+            "static int sm_count() { int d = 0, v = 0; cudaGetDevice(&d); "
+            "cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d); return v > 0 ? v : 132; }\n"
+            "static int waves() { int per = 0; cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, 256, 0); "
+            "return sm_count() * per; }\n__global__ void k(float* x, int n);")),
     ("a host global filled from cudaGetDeviceProperties",
      kernel("", "if (!blocks) { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); "
                 "blocks = p.multiProcessorCount * (p.maxThreadsPerMultiProcessor / 256); } k<<<blocks, 256>>>(x, n);",
