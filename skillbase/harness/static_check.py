@@ -531,7 +531,7 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
-        calls = _fact_functions(functions)
+        calls = _fact_functions(functions, _file_constants(root))
         global_writes: dict[str, list[tuple[object, str]]] = {}   # name -> (use, kind of write)
         for fn in functions:
             body = fn.child_by_field_name("body")
@@ -682,25 +682,44 @@ def _device_facts(body) -> set[str]:
 
 
 def _fact_expression(node, facts: set[str], calls: frozenset[str] = frozenset()) -> bool:
-    """An expression of literals, device facts and calls of `calls` (functions of the file that return
-    device facts, whatever their arguments) only: no other call, subscript, pointer or assignment."""
+    """An expression of literals, device facts and the file's names in `calls` (its literal constants,
+    and functions that return device facts, called with whatever arguments) only: no other call,
+    subscript, pointer or assignment."""
     if node.type == "call_expression":
         function = node.child_by_field_name("function")
         return function is not None and syntax.text(function) in calls
     if node.type == "identifier":
-        return syntax.text(node) in facts
+        return syntax.text(node) in facts or syntax.text(node) in calls
     if node.is_named and node.type not in _FACT_EXPRESSION_NODES:
         return False
     return all(_fact_expression(child, facts, calls) for child in node.children)
 
 
-def _fact_functions(functions) -> frozenset[str]:
+_NUMERIC_MACRO = re.compile(r"[\s\d.xXa-fA-FuUlL()+\-*/%<>|&~^]+")
+
+
+def _file_constants(root) -> set[str]:
+    """Names the file gives a literal value: `#define THREADS 256`, `constexpr int WAVES = 1;` at file scope."""
+    names: set[str] = set()
+    for node in root.children:
+        if node.type == "preproc_def":
+            name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
+            if name is not None and value is not None and _NUMERIC_MACRO.fullmatch(syntax.text(value).strip()):
+                names.add(syntax.text(name))
+        elif node.type == "declaration" and \
+                {"const", "constexpr"} & set(_IDENT.findall(syntax.text(node).split("=")[0])):
+            names.update(n for n in _declared_names(node)
+                         if (v := _initializer(node, n)) is not None and _fact_expression(v, set(), frozenset(names)))
+    return names
+
+
+def _fact_functions(functions, constants: set[str] = frozenset()) -> frozenset[str]:
     """Names of the file's functions that only ever return device facts (`static int resident_blocks(...)`:
     queries the SM count and an occupancy figure, returns their product): each local a query writes
     starts from a literal and is otherwise only assigned literals and facts, and every return is an
     expression of those (a parameter returned, or anything read through a pointer, disqualifies it).
-    Found to a fixed point, so such a function may call another."""
-    found: set[str] = set()
+    Found to a fixed point, so such a function may call another; the result holds `constants` too."""
+    found: set[str] = set(constants)
     while True:
         grown = set(found)
         for fn in functions:
@@ -729,7 +748,7 @@ def _returns_device_facts(body, calls: frozenset[str]) -> bool:
         if node.type == "declaration":
             for name in set(_declared_names(node)) & facts:
                 initial = _initializer(node, name)
-                if initial is not None and not _fact_expression(initial, set()):
+                if initial is not None and not _fact_expression(initial, set(), calls):
                     return False
         elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node) \
                 and _write(node, facts, set(), calls)[1] == "other":
@@ -782,8 +801,13 @@ def _device_fact_cache(writes, initial, calls: frozenset[str] = frozenset()) -> 
     results, and at least one of them a queried value (a flag set to a literal, `done = 1`, is call
     state, not a device fact)?"""
     kinds = {kind for _, kind in writes}
-    initial_kind = "literal" if initial is None or _fact_expression(initial, set()) else \
-        "derived" if _fact_expression(initial, set(), calls) else "other"
+    if initial is None:
+        initial_kind = "literal"
+    elif not _fact_expression(initial, set(), calls):
+        initial_kind = "other"
+    else:   # a call can only be a fact function's here
+        initial_kind = "derived" if any(n.type == "call_expression" for n in syntax.descendants(initial)) or \
+            initial.type == "call_expression" else "literal"
     kinds |= {initial_kind}
     return "other" not in kinds and bool(kinds & {"query", "derived"})
 

@@ -50,7 +50,7 @@ class RunResult:
     status: str
     baseline_us: float | None
     best_us: float | None
-    speedup: float | None                  # verified; 1.0 when nothing was accepted; None when not timed
+    speedup: float | None                  # verified; 1.0 when nothing was accepted; None: not timed or judged
     vendor_speedup: float | None           # the vendor library's speedup over the same baseline (bench run)
     vs_vendor: float | None                # speedup / vendor_speedup
     roofline_pct: float | None
@@ -148,9 +148,9 @@ class BatchReport:
 
 
 def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["group", "runs", "geomean", "fast_1", "fast_1.5", "verified attempts", "≥ vendor", "tokens",
+    header = ["group", "runs (judged)", "geomean", "fast_1", "fast_1.5", "verified attempts", "≥ vendor", "tokens",
               "judge min"]
-    return header, [[name, str(s["runs"]), _x(s["geomean_speedup"]), _share_pct(s["fast_1"]),
+    return header, [[name, f"{s['runs']} ({s['timed']})", _x(s["geomean_speedup"]), _share_pct(s["fast_1"]),
                      _share_pct(s["fast_1_5"]), _share_pct(s["verified_attempt_rate"]),
                      f"{_share_pct(s['at_or_above_vendor'])} of {s['vendor_covered']}",
                      str(s["prompt_tokens"] + s["reply_tokens"]), f"{s['judge_minutes']:.1f}"]
@@ -193,7 +193,8 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
     decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}
     accepted = [decisions.get(r["idx"]) or "?" for r in rounds if r["outcome"] == Outcome.ACCEPTED]
     calls = store.llm_calls(run.id)
-    speedup = run.speedup if run.best_us else None
+    # A run whose first candidate was never judged has no result yet: it stays out of every geomean.
+    speedup = run.speedup if run.best_us and judged else None
     vendor_speedup = vendor.get((member.operator, member.dtype, size))
     return RunResult(
         operator=member.operator, category=category, dtype=member.dtype, size=size, batch=batch, engine=engine,

@@ -86,6 +86,9 @@ POSITIVES = [
                                  "static int waves(int n) { int s = 0; cudaGetDevice(&s); s = n; return s; }"), 6),
     ("host-static-state", kernel("", "static int w = waves(n); k<<<w,1>>>(x, n);",
                                  "int waves(int n);"), 6),
+    # A named constant is a literal, not a queried value: a flag set to it is still call state.
+    ("host-static-state", kernel("", "static int done = 0; if (done) return; k<<<1,1>>>(x, n); done = ONE;",
+                                 "#define ONE 1"), 6),
     ("device-global-state", kernel("atomicAdd(&counter, 1);", prelude="__device__ int counter;"), 3),
     ("device-global-state", kernel("cache[threadIdx.x] = x[threadIdx.x];", prelude="__device__ float cache[32];"), 3),
     ("local-include", kernel("", prelude='#include "helpers.h"'), 1),
@@ -155,6 +158,13 @@ NEGATIVES = [
             "cudaDeviceGetAttribute(&v, cudaDevAttrMultiProcessorCount, d); return v > 0 ? v : 132; }\n"
             "static int waves() { int per = 0; cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, 256, 0); "
             "return sm_count() * per; }\n__global__ void k(float* x, int n);")),
+    ("a helper whose fallbacks are the file's named constants",
+     kernel("", "static int wave = 0; if (!wave) wave = resident(); k<<<wave, THREADS>>>(x, n);",
+            "#define THREADS 256\nconstexpr int FALLBACK_SMS = 132;\n"
+            "static int resident() { int d = 0, sms = 0, per = 0; cudaGetDevice(&d); "
+            "if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) sms = FALLBACK_SMS; "
+            "if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, THREADS, 0) != cudaSuccess) "
+            "per = 2048 / THREADS; return sms * per; }\n__global__ void k(float* x, int n);")),
     ("a host global filled from cudaGetDeviceProperties",
      kernel("", "if (!blocks) { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); "
                 "blocks = p.multiProcessorCount * (p.maxThreadsPerMultiProcessor / 256); } k<<<blocks, 256>>>(x, n);",
