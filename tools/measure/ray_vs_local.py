@@ -4,10 +4,14 @@ printed (Ray's includes starting its instance). Issue 21; docs/ray.md.
 
     python tools/measure/ray_vs_local.py                              # 10 operators at presets s and l
     python tools/measure/ray_vs_local.py --ops relu,gelu --preset m --out results/nvidia-h200/ray
+    python tools/measure/ray_vs_local.py --ops all --preset l --executors ray --out DIR    # one pass only
+    python tools/measure/ray_vs_local.py --compare DIR/local.json DIR/ray.json             # compare two passes
 
 Exit 0 when every (operator, preset) has the same status under both executors, else 1 (each
-difference printed). The results go to two temporary results folders, never to the real one; with
---out, a JSON record (wall times, statuses, medians) is written there as ray_vs_local.json.
+difference printed). The results go to temporary results folders, never to the real one; with --out,
+each pass's record (wall time, statuses, medians) is written there as <executor>.json as soon as that
+pass ends, and the comparison as ray_vs_local.json. One pass per run (`--executors`) fits a long
+selection into separate time-limited calls; `--compare` then joins them.
 """
 
 from __future__ import annotations
@@ -20,54 +24,90 @@ import time
 from pathlib import Path
 
 from skillbase.bench.runner import run_bench
+from skillbase.bench.suite import discover
 
 OPS = ("relu", "gelu", "softmax", "layer_norm", "rms_norm", "matrix_mul", "matrix_transpose", "reverse_array",
        "prefix_sum", "dot_product")
+EXECUTORS = ("local", "ray")
 
 
-def timed(kind: str, ops: list[str], presets: list[str], folder: Path):
+def one_pass(kind: str, ops: list[str], presets: list[str], folder: Path) -> dict:
+    """Run the baselines with one executor; its record: wall time, GPU model, one row per result."""
     start = time.perf_counter()
+
     def progress(result, done: int, total: int) -> None:   # a killed run still shows how far it got
         print(f"  [{kind} {done}/{total}] {result.op} {result.preset}: {result.status} "
               f"({time.perf_counter() - start:.0f} s)", flush=True)
 
     done = run_bench(ops, "fp32", "baseline", presets=presets, results=folder, executor_kind=kind, progress=progress)
-    return time.perf_counter() - start, done
+    wall = time.perf_counter() - start
+    print(f"{kind} executor: {len(done.results)} results in {wall:.1f} s (GPU model {done.gpu})", flush=True)
+    return {"executor": kind, "gpu": done.gpu, "ops": ops, "presets": presets, "wall_s": round(wall, 2),
+            "results": [{"op": r.op, "preset": r.preset, "status": r.status, "runtime_us": r.runtime_us,
+                         "device": r.device} for r in done.results]}
+
+
+def compare(local: dict, ray: dict) -> tuple[dict, bool]:
+    """Print each (operator, preset) of the Ray pass beside the local one; the joint record and whether
+    every verdict is the same."""
+    by_key = {(r["op"], r["preset"]): r for r in local["results"]}
+    rows, differ = [], 0
+    for r in ray["results"]:
+        mine = by_key.get((r["op"], r["preset"]))
+        same = mine is not None and mine["status"] == r["status"]
+        differ += not same
+        rows.append({"op": r["op"], "preset": r["preset"], "local": mine["status"] if mine else None,
+                     "ray": r["status"], "local_us": mine["runtime_us"] if mine else None,
+                     "ray_us": r["runtime_us"], "ray_device": r["device"]})
+        ratio = f"{r['runtime_us'] / mine['runtime_us']:.3f}" \
+            if mine and mine["runtime_us"] and r["runtime_us"] else "-"
+        print(f"{'  ' if same else '!!'} {r['op']:<18} {r['preset']:<3} local {str(rows[-1]['local']):<10} "
+              f"ray {r['status']:<10} median ray/local {ratio}")
+    missing = len(local["results"]) - len(ray["results"])
+    identical = not differ and not missing
+    print(f"verdicts: {'identical' if identical else f'{differ} differ, {missing} missing'} "
+          f"({len(ray['results'])} results); wall time local {local['wall_s']:.1f} s, ray {ray['wall_s']:.1f} s")
+    record = {"gpu": ray["gpu"], "ops": ray["ops"], "presets": ray["presets"], "local_wall_s": local["wall_s"],
+              "ray_wall_s": ray["wall_s"], "identical": identical, "results": rows}
+    return record, identical
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--ops", default=",".join(OPS))
+    parser.add_argument("--ops", default=",".join(OPS), help="comma-separated operators, or `all` (the suite)")
     parser.add_argument("--preset", default="s,l", help="comma-separated presets (default: s,l)")
-    parser.add_argument("--out", type=Path, default=None, help="write ray_vs_local.json into this folder")
+    parser.add_argument("--executors", default="local,ray", help="the passes to run, in order (default: local,ray)")
+    parser.add_argument("--out", type=Path, default=None, help="write <executor>.json and ray_vs_local.json here")
+    parser.add_argument("--compare", nargs=2, type=Path, metavar=("LOCAL_JSON", "RAY_JSON"),
+                        help="compare two passes written earlier with --out; runs nothing")
     args = parser.parse_args()
-    ops = [o for o in args.ops.split(",") if o]
-    presets = [p for p in args.preset.split(",") if p]
-    with tempfile.TemporaryDirectory(prefix="ray-vs-local-") as tmp:
-        local_s, local = timed("local", ops, presets, Path(tmp) / "local")
-        print(f"local executor: {len(local.results)} results in {local_s:.1f} s", flush=True)
-        ray_s, ray = timed("ray", ops, presets, Path(tmp) / "ray")
-        print(f"ray executor:   {len(ray.results)} results in {ray_s:.1f} s (GPU model {ray.gpu})", flush=True)
-    by_key = {(r.op, r.preset): r for r in local.results}
-    rows, differ = [], 0
-    for r in ray.results:
-        mine = by_key.get((r.op, r.preset))
-        same = mine is not None and mine.status == r.status
-        differ += not same
-        rows.append({"op": r.op, "preset": r.preset, "local": mine.status if mine else None, "ray": r.status,
-                     "local_us": mine.runtime_us if mine else None, "ray_us": r.runtime_us, "ray_device": r.device})
-        ratio = f"{r.runtime_us / mine.runtime_us:.3f}" if mine and mine.runtime_us and r.runtime_us else "-"
-        print(f"{'  ' if same else '!!'} {r.op:<18} {r.preset:<3} local {rows[-1]['local']:<10} ray {r.status:<10} "
-              f"median ray/local {ratio}")
-    missing = len(local.results) - len(ray.results)
-    print(f"verdicts: {'identical' if not differ and not missing else f'{differ} differ, {missing} missing'} "
-          f"({len(ray.results)} results); wall time local {local_s:.1f} s, ray {ray_s:.1f} s")
+    if args.compare:
+        try:
+            local, ray = (json.loads(path.read_text()) for path in args.compare)
+        except (OSError, ValueError) as error:
+            sys.exit(f"error: cannot read a pass record: {error}")
+        passes = {"local": local, "ray": ray}
+    else:
+        executors = [e for e in args.executors.split(",") if e]
+        if not executors or set(executors) - set(EXECUTORS):
+            sys.exit(f"error: --executors takes local and/or ray, not {args.executors!r}")
+        ops = [op.name for op in discover()] if args.ops == "all" else [o for o in args.ops.split(",") if o]
+        ops = sorted(set(ops), key=ops.index)
+        presets = [p for p in args.preset.split(",") if p]
+        passes = {}
+        with tempfile.TemporaryDirectory(prefix="ray-vs-local-") as tmp:
+            for kind in executors:
+                passes[kind] = one_pass(kind, ops, presets, Path(tmp) / kind)
+                if args.out is not None:
+                    args.out.mkdir(parents=True, exist_ok=True)
+                    (args.out / f"{kind}.json").write_text(json.dumps(passes[kind], indent=1) + "\n")
+    if set(passes) != set(EXECUTORS):
+        return 0
+    record, identical = compare(passes["local"], passes["ray"])
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
-        record = {"gpu": ray.gpu, "ops": ops, "presets": presets, "local_wall_s": round(local_s, 2),
-                  "ray_wall_s": round(ray_s, 2), "identical": not differ and not missing, "results": rows}
         (args.out / "ray_vs_local.json").write_text(json.dumps(record, indent=1) + "\n")
-    return 0 if not differ and not missing else 1
+    return 0 if identical else 1
 
 
 if __name__ == "__main__":
