@@ -46,10 +46,8 @@ from skillbase.harness import env
 from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult
-from skillbase.harness.scratch import scratch_copy
-from skillbase.harness.static_check import check_source, errors_only
 from skillbase.run.artifacts import digest_bytes
-from skillbase.run.judges import CompileOnlyJudge
+from skillbase.run.judges import judge_for
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
@@ -369,24 +367,14 @@ def prebuild_candidates(store: RunStore, answers: Sequence[tuple[int, str]], job
 
 
 def _judge_build(store: RunStore, run_id: int, source: str) -> dict | None:
-    """The `build()` arguments with which run `run_id`'s judge builds `source` (None: it builds nothing).
-
-    Both judges build the scratch copy of the source with the task's link and arch: the harness (GPU)
-    a loadable library for the GPU here, the compile-only judge an object for its arch. A candidate
-    takes the flags of the run's best (the external coder's candidate does); a generator run's first
-    kernel, judged as a baseline, none."""
+    """The `build()` arguments with which run `run_id`'s judge builds `source` (None: it builds nothing),
+    asked of that judge itself. A candidate takes the flags of the run's best (the external coder's
+    candidate does); a generator run's first kernel, judged as a baseline, none."""
     run = store.get_run(run_id)
     kernel = Path(run.task_path)
-    spec = load_task(kernel, check_launcher=False)
-    if errors_only(check_source(source, allow=spec.allow, hooks=spec.hook_names)):
-        return None   # both judges stop at the static check
+    judge = judge_for(kernel, load_task(kernel, check_launcher=False), gpu=run.manifest.get("gpu_run", True))
     generator = run.manifest.get("from_reference") and not run.manifest.get("task_digest")
-    request = {"cu_path": scratch_copy(kernel, source), "extra_flags": () if generator else _best_flags(store, run_id),
-               "link": spec.link, "task_arch": spec.arch}
-    if not run.manifest.get("gpu_run", True):
-        judge = CompileOnlyJudge(kernel, link=spec.link, task_arch=spec.arch)
-        request.update(arch=judge.arch, compile_only=True)
-    return request
+    return judge.build_request(source, () if generator else _best_flags(store, run_id))
 
 
 def _best_flags(store: RunStore, run_id: int) -> tuple[str, ...]:

@@ -15,6 +15,7 @@ kernel (the bench times a vendor library against its operator's baseline kernel,
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from skillbase.errors import EnvironmentProblem
 from skillbase.harness.build import BuildError, build
@@ -23,7 +24,7 @@ from skillbase.harness.runtime import Options, evaluate
 from skillbase.harness.scratch import scratch_copy
 from skillbase.harness.static_check import check_source, errors_only
 from skillbase.run.types import Status, Verdict
-from skillbase.task import spec_path_for
+from skillbase.task import TaskSpec, load_task, spec_path_for
 
 # CheckResult.status -> Verdict.status (the repairable ones: build-failed, incorrect, crashed).
 STATUS_OF_CHECK = {
@@ -54,12 +55,21 @@ class CompileOnlyJudge:
         if violations:
             first = violations[0]
             return Verdict(status=Status.REJECTED_STATIC, reason=f"line {first.line}: {first.rule}: {first.rationale}")
-        path = scratch_copy(self.task_path, source)
         try:
-            build(path, arch=self.arch, compile_only=True, extra_flags=flags, link=self.link, task_arch=self.task_arch)
+            build(**self._request(source, flags))
         except BuildError as error:
             return Verdict(status=Status.BUILD_FAILED, reason=error.message, details=error.log or error.message)
         return None
+
+    def build_request(self, source: str, flags: tuple[str, ...]) -> dict[str, Any] | None:
+        """The `build()` arguments with which this judge builds `source` (None: the static check stops it first)."""
+        if errors_only(check_source(source, allow=self.allow, hooks=self.hooks)):
+            return None
+        return self._request(source, flags)
+
+    def _request(self, source: str, flags: tuple[str, ...]) -> dict[str, Any]:
+        return {"cu_path": scratch_copy(self.task_path, source), "arch": self.arch, "compile_only": True,
+                "extra_flags": tuple(flags), "link": self.link, "task_arch": self.task_arch}
 
     def baseline(self, source: str) -> Verdict:
         failure = self._compile(source, ())
@@ -78,12 +88,31 @@ class HarnessJudge:
         self.task_path = task_path
         self.preset = preset
 
+    def build_request(self, source: str, flags: tuple[str, ...]) -> dict[str, Any] | None:
+        """The `build()` arguments with which `evaluate` builds `source` as this judge's candidate: a loadable
+        library with the task's link and arch, the GPU's when the task names none (None: the static check
+        stops it first, or the task's kernel is a PyTorch file, which is not built). tests/run/test_prebuild.py
+        holds this to the build `evaluate` makes."""
+        spec = load_task(self.task_path, check_launcher=False)
+        if self.task_path.suffix == ".py" or errors_only(check_source(source, allow=spec.allow, hooks=spec.hook_names)):
+            return None
+        return {"cu_path": scratch_copy(self.task_path, source), "arch": None, "extra_flags": tuple(flags),
+                "link": spec.link, "task_arch": spec.arch}
+
     def baseline(self, source: str) -> Verdict:
         return time_baseline(self.task_path, source, preset=self.preset)
 
     def judge(self, source, flags, best_source, best_flags) -> Verdict:
         return compare_candidate(self.task_path, candidate_source=source, candidate_flags=flags,
                                  best_source=best_source, best_flags=best_flags, preset=self.preset)
+
+
+def judge_for(task_path: Path, spec: TaskSpec, gpu: bool, preset: str | None = None) -> CompileOnlyJudge | HarnessJudge:
+    """A run's judge: the harness on a GPU machine, else compile-only under the task spec's static-check
+    exemptions, link and arch (`spec` is the task's, loaded by the caller)."""
+    if gpu:
+        return HarnessJudge(task_path, preset=preset)
+    return CompileOnlyJudge(task_path, allow=spec.allow, hooks=spec.hook_names, link=spec.link, task_arch=spec.arch)
 
 
 def verdict_of(result: CheckResult) -> Verdict:

@@ -31,7 +31,7 @@ from skillbase.harness.runtime import require_gpu
 from skillbase.harness.scratch import copy_spec
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run
-from skillbase.run.judges import CompileOnlyJudge, HarnessJudge
+from skillbase.run.judges import judge_for
 from skillbase.run.loop import Loop
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.pending import pending_in
@@ -178,12 +178,9 @@ def generate_from_reference(kernel: Path, settings: Settings, gpu: bool = True,
 
 
 def _generator_judge(spec: TaskSpec, gpu: bool) -> Callable[[Path], Judge]:
-    def judge_for(task_kernel: Path) -> Judge:
-        if gpu:
-            return HarnessJudge(task_kernel)
-        return CompileOnlyJudge(task_kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link,
-                                task_arch=spec.arch)
-    return judge_for
+    def judge_of(task_kernel: Path) -> Judge:
+        return judge_for(task_kernel, spec, gpu)
+    return judge_of
 
 
 GENERATOR_KEY = "g/a{attempt}"     # pending.py reads it: kind generator (a0) or debugger (a1...)
@@ -296,9 +293,7 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
     corpus = load_corpus()
     if gpu:
         _require_gpu()
-        judge: Judge = HarnessJudge(kernel, preset=preset)
-    else:
-        judge = CompileOnlyJudge(kernel, allow=spec.allow, hooks=spec.hook_names, link=spec.link, task_arch=spec.arch)
+    judge = judge_for(kernel, spec, gpu, preset=preset)
     # The run's own engine names the metrics to profile: a user's --extra-rules may read more.
     evidence = EvidenceCollector(kernel, profile=gpu, arch=spec.arch or "sm_90", preset=preset,
                                  saved_report=saved_report,
