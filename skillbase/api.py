@@ -55,10 +55,11 @@ def _file(path: str | Path, what: str) -> Path:
 # -- evidence ------------------------------------------------------------------------------------
 
 def make_evidence(report: str | Path | None = None, source: str | Path | None = None, *, kernel: str | None = None,
-             ptxas: str | Path | None = None, details: str | Path | None = None, arch: str = "sm_90") -> Evidence:
+             ptxas: str | Path | None = None, details: str | Path | None = None, arch: str | None = None) -> Evidence:
     """The evidence document of a profile (`.ncu-rep`, raw-page CSV or evidence JSON) and/or a kernel
     source (`.cu`: static features and a compile-only ptxas report). `ptxas`: an `nvcc -Xptxas -v`
-    log to use instead of compiling; `details`: the `--page details` CSV beside a raw CSV."""
+    log to use instead of compiling; `details`: the `--page details` CSV beside a raw CSV; `arch`: the
+    ptxas report's (default: the task spec's beside the source, else the GPU's, else sm_90)."""
     from skillbase.evidence import build_evidence
 
     if report is None and source is None:

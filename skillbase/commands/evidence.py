@@ -19,12 +19,14 @@ from skillbase.evidence.model import Evidence
 @click.option("--details", "details", type=click.Path(path_type=Path),
               help="The `--page details` CSV of the same report: adds ncu's rule results to a raw CSV.")
 @click.option("--kernel", "kernel", help="Focus kernel: substring or regex of its name (default: the dominant one).")
-@click.option("--arch", default="sm_90", show_default=True, help="Architecture for the compile-only ptxas report.")
+@click.option("--arch", default=None,
+              help="Architecture for the compile-only ptxas report (default: the `arch:` of the task spec beside "
+                   "the source, else this machine's GPU, else sm_90; a task's arch may only be refined).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--summary", is_flag=True, help="Print a short human summary instead of (or, with -o, besides) the JSON.")
 def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details: Path | None, kernel: str | None,
-             arch: str, output: Path | None, force: bool, summary: bool) -> None:
+             arch: str | None, output: Path | None, force: bool, summary: bool) -> None:
     """Convert REPORT (.ncu-rep, raw-page .csv, evidence .json, or a bare .cu) into an evidence JSON."""
     from skillbase.api import make_evidence
 

@@ -61,7 +61,7 @@ def test_an_explicit_sm_90_is_refined_to_the_spec_s_sm_90a(tmp_path, monkeypatch
     log, note = ptxas_for_source(_staged(tmp_path), "sm_90", task_arch="sm_90a")
     assert note is None
     assert "for 'sm_90a'" in log and "for 'sm_90'" not in log
-    evidence = build_evidence(source=tmp_path / "before.cu", arch="sm_90")   # what `skillbase evidence` passes
+    evidence = build_evidence(source=tmp_path / "before.cu", arch="sm_90")   # `skillbase evidence --arch sm_90`
     assert evidence.ptxas, evidence.notes
 
 
