@@ -8,16 +8,20 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillbase.corpus.load import load_corpus
+from skillbase.corpus.verify import kept_profile_evidence
 from skillbase.engine import Engine
 from skillbase.engine.vocabulary import MISSING
 from skillbase.errors import InputError
 from skillbase.evidence import Evidence, KernelRecord, build_evidence, load_any
 from skillbase.evidence.compressed import file_sha256, plain_file, plain_name
+from skillbase.task import spec_path_for
 
 __all__ = ["MIN_KERNELS", "QUANTITIES", "Member", "Population", "Quantity", "calibrated_threshold_names",
            "check_population", "check_selection", "expand_paths", "load_population", "member_label"]
@@ -204,6 +208,41 @@ def _source_beside(path: Path) -> Path | None:
     return source if source.is_file() else None
 
 
+class _KeptExamples:
+    """A member's evidence. With the kernel's source beside its report (as `skills verify --keep-profiles`
+    writes them), the member carries static features and ptxas too: advise sees what it sees live. With
+    the task spec the kernel was profiled with, it is what `skills verify` ranked on (`kept_profile_evidence`,
+    as the advice eval's in-sample row reads it): the task's allowances, and ptxas built for its arch (an
+    sm_90a kernel, wgmma or setmaxnreg, does not assemble for sm_90 and would have no ptxas facts). That
+    spec is the one beside the source (K.before.task.yaml) when there is one, else, for a kept
+    `<skill id>.before` profile, that skill's example's. The skill corpus is loaded once, at the first
+    member that needs it."""
+
+    def __init__(self) -> None:
+        self.corpus: Any = None
+
+    def evidence(self, report: Path) -> Evidence:
+        source = _source_beside(report)
+        if source is None:
+            return load_any(report)
+        beside = spec_path_for(source)[1]
+        task = beside if beside.is_file() else self.task_of(member_label(report))
+        if task is None:
+            return build_evidence(report=report, source=source)
+        with tempfile.TemporaryDirectory(prefix="skillbase-member-") as work:
+            return kept_profile_evidence(report, source, task, Path(work))
+
+    def task_of(self, label: str) -> Path | None:
+        """The example task spec of skill `X` for a profile kept as `X.before` (None: no such skill or spec)."""
+        if not label.endswith(".before"):
+            return None
+        if self.corpus is None:
+            self.corpus = load_corpus(strict=False)   # a broken user skill must not stop a calibration
+        skill = self.corpus.get(label[: -len(".before")])
+        task = skill.examples_dir / "task.yaml" if skill is not None else None
+        return task if task is not None and task.is_file() else None
+
+
 def load_population(paths: Sequence[str | Path], engine: Engine, focus_only: bool = False,
                     ncu_version: str | None = None, clock_control: str | None = None,
                     progress: Callable[[int, int, Path], None] | None = None) -> Population:
@@ -215,6 +254,7 @@ def load_population(paths: Sequence[str | Path], engine: Engine, focus_only: boo
     override a recorded value).
     """
     files = expand_paths(paths)
+    examples = _KeptExamples()
     members: list[Member] = []
     duplicates: list[str] = []
     seen: dict[tuple, Member] = {}
@@ -222,12 +262,7 @@ def load_population(paths: Sequence[str | Path], engine: Engine, focus_only: boo
     for index, path in enumerate(files):
         if progress is not None:
             progress(index, len(files), path)
-        source = _source_beside(Path(path))
-        # With the kernel's source beside its report (as `skills verify --keep-profiles` writes
-        # them), the member carries static features and ptxas too: advise sees what it sees live.
-        # Its ptxas is built for the arch of the task spec beside the source (K.before.task.yaml), if
-        # any: without it an sm_90a kernel (wgmma) does not assemble and the member has no ptxas facts.
-        evidence = build_evidence(report=path, source=source) if source is not None else load_any(path)
+        evidence = examples.evidence(Path(path))
         digest = _file_digest(path)
         label = member_label(path)
         producer, device = evidence.producer, evidence.device
