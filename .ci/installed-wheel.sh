@@ -54,8 +54,8 @@ skillbase --version
 say "the README quick start: copy an example, advise from its saved H200 profile"
 skillbase examples list
 skillbase examples copy naive_sgemm
-skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep --source naive_sgemm/naive_sgemm.cu
-skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep --source naive_sgemm/naive_sgemm.cu --json \
+skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep.xz --source naive_sgemm/naive_sgemm.cu
+skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep.xz --source naive_sgemm/naive_sgemm.cu --json \
   | python -c "import json, sys; d = json.load(sys.stdin); assert d['candidates'], d; print('top:', d['candidates'][0]['skill'])"
 
 say "the corpus and the rules ship whole"

@@ -4,11 +4,11 @@ The CLI's commands and the MCP server (`skillbase mcp`) are faces over these fun
 calls them directly (docs/api.md):
 
     import skillbase
-    advice = skillbase.advise(report="naive_sgemm.h200.ncu-rep", source="naive_sgemm.cu")
+    advice = skillbase.advise(report="naive_sgemm.h200.ncu-rep.xz", source="naive_sgemm.cu")
     advice.result.candidates[0].skill                 # the top-ranked skill
     skillbase.why_not(advice, "mem.vectorize")        # the rules that could propose it, and their failed leaves
     run = skillbase.Run.start("naive_sgemm.cu", agent="external", gpu=False,
-                              saved_report="naive_sgemm.h200.ncu-rep")
+                              saved_report="naive_sgemm.h200.ncu-rep.xz")
     run.pending().prompt_path.read_text()              # what a coder is asked to do
     submission = run.submit(open("my_try.cu").read())  # judged; the verdict and the next prompt
 

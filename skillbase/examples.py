@@ -3,7 +3,7 @@
 They live inside the installed package (read-only), so a user copies one out to work on it:
 
     skillbase examples copy naive_sgemm          # -> ./naive_sgemm/ (the kernel, its spec, its profile)
-    skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep --source naive_sgemm/naive_sgemm.cu
+    skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep.xz --source naive_sgemm/naive_sgemm.cu
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Example:
 
     @property
     def saved_profiles(self) -> tuple[str, ...]:
-        return tuple(f for f in self.files if f.endswith(".ncu-rep"))
+        return tuple(f for f in self.files if f.endswith((".ncu-rep", ".ncu-rep.xz")))   # committed xz-compressed
 
     def to_dict(self) -> dict:
         return {"name": self.name, "summary": self.summary, "folder": str(self.folder), "files": list(self.files),

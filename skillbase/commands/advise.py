@@ -48,7 +48,7 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
     given = [x for x in (source_cu, report, evidence_path) if x]
     if len(given) != 1:
         raise InputError("give exactly one of K.cu, --report R.ncu-rep or --evidence E.json",
-                         "e.g. `skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep` "
+                         "e.g. `skillbase advise --report naive_sgemm/naive_sgemm.h200.ncu-rep.xz` "
                          "(after `skillbase examples copy naive_sgemm`)")
     if source_path and not report:
         raise InputError("--source goes with --report",

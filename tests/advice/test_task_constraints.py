@@ -15,7 +15,7 @@ from skillbase.advise import advise
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "naive_sgemm"
 POPULATION = REPO / "results" / "nvidia-h200" / "population"
-REPORT = EXAMPLE / "naive_sgemm.h200.ncu-rep"
+REPORT = EXAMPLE / "naive_sgemm.h200.ncu-rep.xz"
 
 
 @pytest.fixture(autouse=True)

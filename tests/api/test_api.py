@@ -17,7 +17,7 @@ from skillbase.errors import EnvironmentProblem, InputError
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "naive_sgemm"
-REPORT, SOURCE = EXAMPLE / "naive_sgemm.h200.ncu-rep", EXAMPLE / "naive_sgemm.cu"
+REPORT, SOURCE = EXAMPLE / "naive_sgemm.h200.ncu-rep.xz", EXAMPLE / "naive_sgemm.cu"
 
 
 def run_python(code: str) -> str:
@@ -92,7 +92,7 @@ def test_the_external_loop_through_run(tmp_path):
     shutil.copytree(EXAMPLE, task)
     store = tmp_path / "store"
     run = skillbase.Run.start(task / "naive_sgemm.cu", agent="external", gpu=False, rounds=2, store=store,
-                              saved_report=task / "naive_sgemm.h200.ncu-rep", progress=lambda message: None)
+                              saved_report=task / "naive_sgemm.h200.ncu-rep.xz", progress=lambda message: None)
     assert run.status == "paused"
     waiting = run.pending()
     assert waiting is not None and waiting.kind == "coder" and waiting.round == 0

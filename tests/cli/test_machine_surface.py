@@ -16,7 +16,7 @@ from skillbase.cli import main
 from skillbase.errors import EXIT_CODES, EnvironmentProblem
 
 REPO = Path(__file__).resolve().parents[2]
-REPORT = REPO / "examples" / "naive_sgemm" / "naive_sgemm.h200.ncu-rep"
+REPORT = REPO / "examples" / "naive_sgemm" / "naive_sgemm.h200.ncu-rep.xz"
 CUBLAS_CHEAT = REPO / "tests" / "cheats" / "sgemm" / "cublas.cu"
 CLEAN_KERNEL = REPO / "examples" / "naive_sgemm" / "naive_sgemm.cu"
 

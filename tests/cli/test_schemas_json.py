@@ -19,7 +19,7 @@ from skillbase.documents import DOCUMENTS, schema_path
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "naive_sgemm"
-REPORT = EXAMPLE / "naive_sgemm.h200.ncu-rep"
+REPORT = EXAMPLE / "naive_sgemm.h200.ncu-rep.xz"
 SCHEMAS = schema_path("advise").parent
 REGISTRY = Registry().with_resources(
     (json.loads(p.read_text())["$id"], Resource.from_contents(json.loads(p.read_text())))
@@ -46,7 +46,7 @@ def work(tmp_path_factory):
     root = tmp_path_factory.mktemp("schemas")
     invoke("examples", "copy", "naive_sgemm", str(root), "--json")
     kernel = root / "naive_sgemm" / "naive_sgemm.cu"
-    report = root / "naive_sgemm" / "naive_sgemm.h200.ncu-rep"
+    report = root / "naive_sgemm" / "naive_sgemm.h200.ncu-rep.xz"
     store = root / "store"
     for agent in ("none", "external"):
         validate("run-summary", invoke("optimize", str(kernel), "--no-gpu", "--agent", agent, "--rounds", "1",

@@ -81,22 +81,22 @@ async def test_every_tool_declares_a_closed_json_schema(client):
 
 
 async def test_advise_returns_the_librarys_own_document(client, root):
-    got = await call(client, "advise", {"report": "sg/naive_sgemm.h200.ncu-rep", "source": "sg/naive_sgemm.cu",
+    got = await call(client, "advise", {"report": "sg/naive_sgemm.h200.ncu-rep.xz", "source": "sg/naive_sgemm.cu",
                                         "top": 3, "why_not": "mem.vectorize"})
-    advice = api.advise(report=root / "sg/naive_sgemm.h200.ncu-rep", source=root / "sg/naive_sgemm.cu")
+    advice = api.advise(report=root / "sg/naive_sgemm.h200.ncu-rep.xz", source=root / "sg/naive_sgemm.cu")
     want = json.loads(json.dumps(api.advice_json(advice, top=3, why_not_skill="mem.vectorize"), default=str))
     assert got == want
     assert len(got["candidates"]) == 3 and got["focus_kernel"] == "sgemm_naive"
     assert got["why_not"]["skill"] == "mem.vectorize" and got["why_not"]["rules"]
     # the CLI's face prints the same document
-    cli = subprocess.run([sys.executable, "-m", "skillbase", "advise", "--report", "sg/naive_sgemm.h200.ncu-rep",
+    cli = subprocess.run([sys.executable, "-m", "skillbase", "advise", "--report", "sg/naive_sgemm.h200.ncu-rep.xz",
                           "--source", "sg/naive_sgemm.cu", "--top", "3", "--why-not", "mem.vectorize", "--json"],
                          cwd=root, capture_output=True, text=True, check=True)
     assert json.loads(cli.stdout) == got
 
 
 async def test_evidence_of_a_report(client):
-    got = await call(client, "evidence", {"report": "sg/naive_sgemm.h200.ncu-rep"})
+    got = await call(client, "evidence", {"report": "sg/naive_sgemm.h200.ncu-rep.xz"})
     assert got["focus_kernel"] == "sgemm_naive"
     assert got["kernels"][0]["metrics"], "the report's metrics are in the document"
 
@@ -105,7 +105,7 @@ async def test_skills_show_and_rules_explain(client, root):
     card = await call(client, "skills_show", {"skill": "mem.smem_tiling"})
     assert card["id"] == "mem.smem_tiling" and card["proposed_by"]
     rule = await call(client, "rules_explain", {"rule": "mem.smem_tiling.cache-reuse",
-                                                "report": "sg/naive_sgemm.h200.ncu-rep"})
+                                                "report": "sg/naive_sgemm.h200.ncu-rep.xz"})
     assert rule["proposes"][0]["skill"] == "mem.smem_tiling" and "l1_pct" in rule["reads"]
     assert rule["decision"]["fired"] is True      # the naive SGEMM re-reads its inputs through L1
     written = await call(client, "rules_explain", {"rule": "mem.smem_tiling.cache-reuse"})
@@ -141,7 +141,7 @@ def api_gpu() -> bool:
 async def test_optimize_start_pauses_at_a_prompt(client):
     progress: list[str] = []
     got = await call(client, "optimize_start", {"kernel": "sg/naive_sgemm.cu", "no_gpu": True, "rounds": 2,
-                                                "saved_report": "sg/naive_sgemm.h200.ncu-rep"}, progress)
+                                                "saved_report": "sg/naive_sgemm.h200.ncu-rep.xz"}, progress)
     assert got["run"] == "run_1" and got["summary"]["status"] == "paused"
     waiting = got["pending"]
     assert waiting["run"] == "run_1" and waiting["kind"] == "coder" and waiting["round"] == 0
@@ -192,7 +192,7 @@ async def test_resources_are_skill_cards_and_run_records(client):
 
 async def test_bad_calls_are_one_sentence_tool_errors(client, root):
     assert "unknown argument `reportx`" in await error_of(client, "advise", {"reportx": "a.ncu-rep"})
-    assert "argument `top`" in await error_of(client, "advise", {"report": "sg/naive_sgemm.h200.ncu-rep",
+    assert "argument `top`" in await error_of(client, "advise", {"report": "sg/naive_sgemm.h200.ncu-rep.xz",
                                                                  "top": "three"})
     assert "'skill' is a required property" in await error_of(client, "skills_show", {})
     outside = root.parent / "elsewhere.ncu-rep"
@@ -222,12 +222,13 @@ async def test_a_candidate_for_a_run_that_is_not_waiting_is_refused(client):
 
 async def test_root_and_allowed_folders(root):
     """`--root` is where relative paths start; `--allow-path` adds a folder; everything else is refused."""
-    shutil.copy(EXAMPLE / "naive_sgemm.h200.ncu-rep", root / "outside" / "copy.ncu-rep")
+    shutil.copy(EXAMPLE / "naive_sgemm.h200.ncu-rep.xz", root / "outside" / "copy.ncu-rep.xz")
     params = StdioServerParameters(command=sys.executable, cwd=str(root.parent), args=[
         "-m", "skillbase", "mcp", "--root", str(root / "sg"), "--allow-path", str(root / "outside"),
         "--store", str(root / "store")])
     async with Client(params, read_timeout_seconds=300) as other:
-        assert (await call(other, "evidence", {"report": "naive_sgemm.h200.ncu-rep"}))["focus_kernel"] == "sgemm_naive"
-        allowed = await call(other, "evidence", {"report": str(root / "outside" / "copy.ncu-rep")})
+        in_root = await call(other, "evidence", {"report": "naive_sgemm.h200.ncu-rep.xz"})
+        assert in_root["focus_kernel"] == "sgemm_naive"
+        allowed = await call(other, "evidence", {"report": str(root / "outside" / "copy.ncu-rep.xz")})
         assert allowed["focus_kernel"] == "sgemm_naive"
         assert "outside the server's folder" in await error_of(other, "evidence", {"report": "../outside/../x.cu"})
