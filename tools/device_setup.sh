@@ -18,4 +18,24 @@ if ! python3 -c "import ncu_report" 2>/dev/null; then
   done
 fi
 export PATH=/usr/local/cuda/bin:/tmp/site/bin:$PATH
-(cd /tmp && python3 -c "import skillbase, skillbase.engine, ncu_report, rule_engine, tree_sitter_cuda, jsonschema, cupy; print('skillbase importable; cupy', cupy.__version__)")
+# Each module in its own interpreter, one line each: one combined import segfaulted on the H200 with
+# ncu_report from Nsight Compute's extras/python (`import ray, ncu_report` alone worked), and a crash
+# must name the module that crashed, not hide the others. From /tmp: the checkout would shadow skillbase.
+# The status (what `source ... ||` sees) is non-zero when any module does not import.
+(
+  failed=""
+  for module in skillbase skillbase.engine ncu_report rule_engine tree_sitter_cuda jsonschema cupy; do
+    said=$(cd /tmp && python3 -c "import importlib, sys; m = importlib.import_module(sys.argv[1]); \
+print(getattr(m, '__version__', '-'), getattr(m, '__file__', '') or '')" "$module" 2>&1)
+    status=$?
+    if [ "$status" -eq 0 ]; then
+      printf 'import %-16s ok      %s\n' "$module" "$(printf '%s\n' "$said" | tail -n 1)"
+    else
+      if [ "$status" -gt 128 ]; then why="killed by SIG$(kill -l $((status - 128)))"; else why="exit $status:"; fi
+      printf 'import %-16s FAILED  %s %s\n' "$module" "$why" "$(printf '%s\n' "$said" | tail -n 1)"
+      failed="$failed $module"
+    fi
+  done
+  if [ -n "$failed" ]; then echo "device setup: not importable:$failed"; exit 1; fi
+  echo "device setup: every module imports"
+)
