@@ -14,14 +14,16 @@ touches the run store.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from skillbase.agents.client import ChatClient, LLMUnavailable
 from skillbase.agents.coder import (
     FREE_CHOICE,
+    UNKNOWN_STANDING,
     NoCodeInReply,
     Prompt,
     coder_prompt,
@@ -75,6 +77,135 @@ def render_memory(state: LoopState) -> str:
     return "\n".join(f"- {t.skill}: {t.status}" for t in state.tried)
 
 
+@dataclass(frozen=True)
+class TimedSize:
+    """One size a run is timed at: its preset, the size symbols, the task's work model there, and the
+    roofline floor it gives (None where the work model or the GPU gives none)."""
+
+    preset: str
+    sizes: dict[str, int]
+    nbytes: float
+    flops: float
+    memory_us: float | None              # bytes at the GPU's DRAM bandwidth
+    compute_us: float | None             # flops at the GPU's compute peak
+    floor_us: float | None               # the roofline floor (the larger of the two)
+
+    @property
+    def bound(self) -> str | None:
+        """Which side sets the floor: memory or compute."""
+        if self.floor_us is None:
+            return None
+        return "compute" if self.compute_us is not None and self.compute_us == self.floor_us else "memory"
+
+
+@dataclass(frozen=True)
+class Standing:
+    """Where the kernel stands: the task's sizes and the run's measured times against the roofline floor.
+
+    Only measurements and the task, never the engine's choice: the engine-on and engine-off prompts
+    carry the same section. A figure nobody measured is None, and `render_standing` says unknown."""
+
+    dtype: str                           # the task's array types, e.g. "f32" or "bf16, f32"
+    timed: tuple[TimedSize, ...]         # the sizes the run is timed at (its time is their geometric mean)
+    checked: tuple[str, ...] = ()        # the presets every candidate is verified at
+    irregular: dict[str, int] = field(default_factory=dict)
+    gpu: str | None = None
+    floor_us: float | None = None        # at the timed size (the geometric mean of their floors when several)
+    floor_unknown: str = ""              # why floor_us is None
+    baseline_us: float | None = None
+    best_us: float | None = None
+
+    @property
+    def speedup(self) -> float | None:
+        return self.baseline_us / self.best_us if self.baseline_us and self.best_us else None
+
+    @property
+    def pct_of_floor(self) -> float | None:
+        """floor / time of the current best in percent (100: at the roofline)."""
+        return 100.0 * self.floor_us / self.best_us if self.floor_us and self.best_us else None
+
+    @property
+    def max_gain(self) -> float | None:
+        """How much faster the current best can get before it reaches the floor."""
+        return self.best_us / self.floor_us if self.floor_us and self.best_us else None
+
+
+def render_standing(standing: Standing | None) -> str:
+    """The prompt's "Where the kernel stands" section: the same text whether the engine chose or not."""
+    if standing is None:
+        return UNKNOWN_STANDING
+    one = len(standing.timed) == 1
+    where = "at that size" if one else "over the timed sizes"
+    lines = [f"- Data type: {standing.dtype}."]
+    if one:
+        size = standing.timed[0]
+        lines.append(f"- Timed at preset {size.preset}: {_symbols(size.sizes)}.")
+        lines.append(f"- Work per call at that size (the task's work model): {_work(size)}.")
+    else:
+        lines.append(f"- Timed at {len(standing.timed)} presets; each time below is the geometric mean over them:")
+        for size in standing.timed:
+            floor = (f"floor {_fig(size.floor_us)} µs, bound by {size.bound}" if size.floor_us is not None
+                     else "floor unknown")
+            lines.append(f"  - {size.preset}: {_symbols(size.sizes)}: {_work(size)}; {floor}")
+    if standing.checked:
+        lines.append(f"- Verified at presets {', '.join(standing.checked)}"
+                     + (f" and at {_symbols(standing.irregular)}" if standing.irregular else "") + ".")
+    if standing.baseline_us is None:
+        lines.append(f"- Time {where}: unknown (this run has not timed a kernel).")
+    else:
+        best = f"{_fig(standing.best_us)} µs" if standing.best_us is not None else "unknown"
+        gain = f": {standing.speedup:.2f}x so far" if standing.speedup is not None else ""
+        lines.append(f"- Time {where}: the baseline {_fig(standing.baseline_us)} µs, the current best {best}{gain}.")
+    peaks = f"the {standing.gpu}'s datasheet DRAM bandwidth and compute peak"
+    if standing.floor_us is None:
+        lines.append(f"- Roofline floor {where}: unknown ({standing.floor_unknown or 'not computed'}).")
+    elif one:
+        size = standing.timed[0]
+        sides = ", ".join(f"{name} {_fig(value)} µs" for name, value in (("memory", size.memory_us),
+                                                                          ("compute", size.compute_us))
+                          if value is not None)
+        lines.append(f"- Roofline floor at that size: {_fig(standing.floor_us)} µs, bound by {size.bound} "
+                     f"({sides}; {peaks}).")
+    else:
+        lines.append(f"- Roofline floor over the timed sizes (the geometric mean of their floors; {peaks}): "
+                     f"{_fig(standing.floor_us)} µs.")
+    pct, gain = standing.pct_of_floor, standing.max_gain
+    if pct is None or gain is None:
+        why = (standing.floor_unknown or "not computed") if standing.floor_us is None else "no measured time"
+        lines.append(f"- Share of the floor and the gain left: unknown ({why}).")
+    elif pct < 100.0:
+        lines.append(f"- A kernel at {_fig(pct)} % of its floor can gain at most {_fig(gain)}x: the current best "
+                     "is that kernel.")
+    else:
+        lines.append(f"- The current best is at {_fig(pct)} % of its floor: at or past it (data reused from the L2 or "
+                     "tensor cores beat the DRAM bandwidth and FP32 peak), so the floor bounds no further gain.")
+    return "\n".join(lines)
+
+
+def _symbols(sizes: dict[str, int]) -> str:
+    return ", ".join(f"{name} = {value}" for name, value in sizes.items())
+
+
+def _work(size: TimedSize) -> str:
+    moved = f"{_si(size.nbytes, 'B')} moved" if size.nbytes else "no bytes in the work model"
+    flops = _si(size.flops, "FLOP") if size.flops else "no FLOPs in the work model"
+    return f"{moved}, {flops}"
+
+
+def _si(value: float, unit: str) -> str:
+    for prefix, scale in (("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value >= scale:
+            return f"{_fig(value / scale)} {prefix}{unit}"
+    return f"{_fig(value)} {unit}"
+
+
+def _fig(value: float) -> str:
+    """Three significant digits, never an exponent (1234.5 -> 1235, 0.00171 -> 0.00171)."""
+    if value == 0 or not math.isfinite(value):
+        return f"{value:g}"
+    return f"{value:.{max(0, 2 - math.floor(math.log10(abs(value))))}f}"
+
+
 def _flatten(value: Any) -> str:
     if isinstance(value, dict):
         return "; ".join(f"{k}: {v}" for k, v in value.items())
@@ -85,22 +216,25 @@ class PromptBuilder:
     """The coder prompt for a first try, the debugger prompt for a repair."""
 
     def __init__(self, launcher: str, kernel_name: str, skill_lookup: Callable[[str], Skill | None],
-                 example_lookup: Callable[[str, str, Candidate | None], str]):
+                 example_lookup: Callable[[str, str, Candidate | None], str],
+                 standing: Callable[[LoopState], Standing] | None = None):
         self.launcher = launcher
         self.kernel_name = kernel_name
         self.skill_lookup = skill_lookup          # id -> the skill, or None
         self.example_lookup = example_lookup      # (id, current kernel, candidate) -> verified example text or ""
+        self.standing = standing                  # the run's state -> where its kernel stands (None: unknown)
 
     def build(self, request: ApplyRequest, state: LoopState) -> Prompt:
+        standing = render_standing(self.standing(state) if self.standing is not None else None)
         if (request.attempt == 0 or not request.history) and request.skill == FREE_CHOICE:
-            return free_coder_prompt(launcher=self.launcher, memory=render_memory(state),
+            return free_coder_prompt(launcher=self.launcher, memory=render_memory(state), standing=standing,
                                      kernel_name=self.kernel_name, kernel=state.best_source)
         if request.attempt == 0 or not request.history:
             skill = self.skill_lookup(request.skill)
             return coder_prompt(launcher=self.launcher, skill_id=request.skill,
                                 skill_title=skill.title if skill is not None else request.skill,
                                 skill_card=render_card(skill), evidence=render_evidence(request.candidate),
-                                memory=render_memory(state),
+                                memory=render_memory(state), standing=standing,
                                 example=self.example_lookup(request.skill, state.best_source, request.candidate),
                                 kernel_name=self.kernel_name, kernel=state.best_source)
         last = request.history[-1]
@@ -177,19 +311,36 @@ class ExternalApplier:
         prompt = self.prompts.build(request, state)
         path = self.prompt_path(request)
         if request.external_source is not None:
-            return self._answered(request, prompt, path.read_text() if path.exists() else prompt.text, state)
+            if path.exists():
+                return self._answered(request, prompt, path.read_text(), self.shown_template(request, prompt), state)
+            return self._answered(request, prompt, prompt.text, prompt.template.name, state)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(prompt.text)
         (self.run_dir / "waiting.json").write_text(json.dumps({"key": request.key, "skill": request.skill,
-                                                               "kind": prompt.role, "prompt": str(path)}))
+                                                               "kind": prompt.role, "prompt": str(path),
+                                                               "template": prompt.template.name}))
         raise Paused(request.skill, path)
 
-    def _answered(self, request: ApplyRequest, prompt: Prompt, shown: str, state: LoopState) -> Produced:
+    def shown_template(self, request: ApplyRequest, prompt: Prompt) -> str:
+        """The template of the prompt file the coder answered: the one `waiting.json` names (a prompt
+        written before it named one was v1 of its role), so a run paused across a template change
+        records the version its coder saw."""
+        try:
+            waiting = json.loads((self.run_dir / "waiting.json").read_text())
+        except (OSError, ValueError):
+            return prompt.template.name
+        if not isinstance(waiting, dict) or waiting.get("key") != request.key:
+            return prompt.template.name
+        named = waiting.get("template")
+        return named if isinstance(named, str) else f"{prompt.template.role}.v1"
+
+    def _answered(self, request: ApplyRequest, prompt: Prompt, shown: str, shown_version: str,
+                  state: LoopState) -> Produced:
         reply = self.reply or CoderReply()
         self.reply = None                       # it describes this one candidate only
         prompt_tokens = count_tokens(shown)
         call = LLMCall(role=prompt.role, model=reply.model or "(not named)", endpoint_name="external",
-                       prompt_version=prompt.template.name, prompt=shown, response=request.external_source,
+                       prompt_version=shown_version, prompt=shown, response=request.external_source,
                        prompt_tokens=prompt_tokens, completion_tokens=reply.reply_tokens, duration_s=reply.wall_s)
         return Produced(source=request.external_source, flags=state.best_flags,
                         tokens=prompt_tokens + (reply.reply_tokens or 0), llm_call=call)

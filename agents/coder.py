@@ -16,6 +16,8 @@ from skillbase.errors import SkillbaseError
 
 _FENCE = re.compile(r"```(?P<lang>[A-Za-z0-9_+-]*)[ \t]*\n(?P<body>.*?)```", re.DOTALL)
 _SYSTEM = "You are a careful CUDA performance engineer. You answer with code, not questions."
+# A prompt rendered without the run's figures says so; it never shows a figure nobody measured.
+UNKNOWN_STANDING = "- Unknown: this prompt was built without the task's sizes or the run's times."
 
 
 class NoCodeInReply(SkillbaseError):
@@ -38,12 +40,14 @@ class Prompt:
 
 
 def coder_prompt(*, launcher: str, skill_id: str, skill_title: str, skill_card: str, evidence: str,
-                 memory: str, example: str, kernel_name: str, kernel: str, version: int | None = None) -> Prompt:
+                 memory: str, example: str, kernel_name: str, kernel: str, standing: str = "",
+                 version: int | None = None) -> Prompt:
+    """`standing`: where the kernel stands (`appliers.render_standing`); v1 templates have no place for it."""
     template = load_prompt("coder", version)
     user = template.render(launcher=launcher, skill_id=skill_id, skill_title=skill_title, skill_card=skill_card,
                            evidence=evidence or "(no profile evidence: chosen from static features)",
                            memory=memory or "(nothing yet)", example=example or "(no verified example)",
-                           kernel_name=kernel_name, kernel=kernel)
+                           standing=standing or UNKNOWN_STANDING, kernel_name=kernel_name, kernel=kernel)
     return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
 
 
@@ -51,12 +55,12 @@ def coder_prompt(*, launcher: str, skill_id: str, skill_title: str, skill_card: 
 FREE_CHOICE = "free-choice"
 
 
-def free_coder_prompt(*, launcher: str, memory: str, kernel_name: str, kernel: str,
+def free_coder_prompt(*, launcher: str, memory: str, kernel_name: str, kernel: str, standing: str = "",
                       version: int | None = None) -> Prompt:
-    """The coder prompt without the engine: the same rules and kernel, the choice left to the coder."""
+    """The coder prompt without the engine: the same rules, standing and kernel, the choice left to the coder."""
     template = load_prompt("coder_free", version)
-    user = template.render(launcher=launcher, memory=memory or "(nothing yet)", kernel_name=kernel_name,
-                           kernel=kernel)
+    user = template.render(launcher=launcher, memory=memory or "(nothing yet)", standing=standing or UNKNOWN_STANDING,
+                           kernel_name=kernel_name, kernel=kernel)
     return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
 
 

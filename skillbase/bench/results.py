@@ -21,9 +21,9 @@ from skillbase import config
 from skillbase.bench.suite import DTYPES, REFERENCES
 from skillbase.errors import InputError
 
-__all__ = ["BUCKETS", "GPU_PEAKS", "STATUSES", "VERIFIED", "SizeResult", "against", "bucket_of", "floor_us",
-           "gpu_slug", "impl_kind", "load_results", "load_stored", "merge_results", "references_of", "results_dir",
-           "roofline_pct", "scores", "speedup_against", "weight_of"]
+__all__ = ["BUCKETS", "GPU_PEAKS", "STATUSES", "VERIFIED", "SizeResult", "against", "bucket_of", "datasheet_floors",
+           "floor_us", "gpu_slug", "impl_kind", "load_results", "load_stored", "merge_results", "references_of",
+           "results_dir", "roofline_pct", "scores", "speedup_against", "weight_of"]
 
 # Buckets by the task's data size (work model bytes): launch-bound, L2-resident, DRAM-bound.
 LAUNCH_BOUND_BYTES = 1 << 20
@@ -130,13 +130,7 @@ def floor_us(result: SizeResult, gpu: str | None) -> float | None:
     meaningless ~0 %.
     """
     peaks = GPU_PEAKS.get(gpu or "")
-    dram_us = result.bytes / peaks["dram_bytes_per_s"] * 1e6 if peaks and result.bytes else None
-    datasheet_compute_us = None
-    if peaks and result.flops:
-        compute = peaks["fp32_flops_per_s"]
-        if result.dtype == "bf16" and result.op in TENSOR_CORE_OPS:
-            compute = peaks["bf16_tensor_flops_per_s"]
-        datasheet_compute_us = result.flops / compute * 1e6
+    dram_us, datasheet_compute_us = datasheet_floors(result, gpu)
     # Results written before cold_l2 was recorded: a harness floor far below the DRAM time of the
     # task's bytes is a flops-only floor, i.e. a warm batch.
     warm = result.cold_l2 is False or (result.cold_l2 is None and result.floor_us and dram_us
@@ -152,6 +146,23 @@ def floor_us(result: SizeResult, gpu: str | None) -> float | None:
         return None
     seconds_us = max(dram_us or 0.0, datasheet_compute_us or 0.0)
     return seconds_us if seconds_us > 0 else None
+
+
+def datasheet_floors(result: SizeResult, gpu: str | None) -> tuple[float | None, float | None]:
+    """(memory, compute) floors in microseconds from the GPU's datasheet peaks: bytes / DRAM bandwidth and
+    flops / the FP32 peak (the BF16 tensor peak for a BF16 tensor-core operator); None where the work
+    model or the GPU gives none."""
+    peaks = GPU_PEAKS.get(gpu or "")
+    if not peaks:
+        return None, None
+    dram_us = result.bytes / peaks["dram_bytes_per_s"] * 1e6 if result.bytes else None
+    compute_us = None
+    if result.flops:
+        compute = peaks["fp32_flops_per_s"]
+        if result.dtype == "bf16" and result.op in TENSOR_CORE_OPS:
+            compute = peaks["bf16_tensor_flops_per_s"]
+        compute_us = result.flops / compute * 1e6
+    return dram_us, compute_us
 
 
 def geomean(values: Iterable[float | None]) -> float | None:

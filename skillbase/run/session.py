@@ -35,6 +35,7 @@ from skillbase.run.judges import judge_for
 from skillbase.run.loop import Loop
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.pending import pending_in
+from skillbase.run.standing import standing_of
 from skillbase.run.store import RunStore
 from skillbase.run.types import (
     Applier,
@@ -308,7 +309,9 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
         return example_for_coder(corpus, skill_id, source=source,
                                  candidate=candidate.stored() if candidate is not None else None)
 
-    prompts = PromptBuilder(spec.launcher, kernel.stem, corpus.get, example)
+    # Where the kernel stands (issue 16): a bench task's folder is its operator
+    prompts = PromptBuilder(spec.launcher, kernel.stem, corpus.get, example,
+                            standing_of(spec, kernel.parent.name, preset, env.gpu_name() if gpu else None))
     if settings.agent == "openai":
         client = ChatClient(load_config(model=settings.model))
         return Collaborators(engine, corpus, judge, evidence, decide, LLMApplier(client, prompts),

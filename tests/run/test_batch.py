@@ -96,6 +96,7 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
     for entry in waiting.values():
         assert (entry["kind"], entry["round"], entry["key"], entry["skill"]) == ("coder", 0, "r0/v0/a0", "free-choice")
         assert "Choose the single most valuable optimization yourself" in Path(entry["prompt"]).read_text()
+        assert "## Where the kernel stands" in Path(entry["prompt"]).read_text()
         assert entry["candidate"].endswith(f"{entry['run']}.cu") and entry["waiting"] is None
 
     # One good candidate (with its meta file), one empty, one missing, one not CUDA.
@@ -122,7 +123,7 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
     [call] = store.llm_calls(run.id)
     shown = Path(waiting["relu"]["prompt"]).read_text()
     assert (call["role"], call["model"], call["endpoint_name"], call["prompt_version"]) == \
-        ("coder", "claude helper of the lead", "external", "coder_free.v1")
+        ("coder", "claude helper of the lead", "external", "coder_free.v2")
     assert call["prompt_tokens"] == count_tokens(shown) > 100
     assert (call["completion_tokens"], call["duration_s"]) == (321, 12.5)
     assert store.artifacts.get_text(call["prompt"]) == shown
