@@ -110,6 +110,7 @@ class Standing:
     checked: tuple[str, ...] = ()        # the presets every candidate is verified at
     irregular: dict[str, int] = field(default_factory=dict)
     gpu: str | None = None
+    sm_count: int | None = None          # the GPU's SMs (its datasheet's)
     floor_us: float | None = None        # at the timed size (the geometric mean of their floors when several)
     floor_unknown: str = ""              # why floor_us is None
     baseline_us: float | None = None
@@ -136,7 +137,8 @@ def render_standing(standing: Standing | None) -> str:
         return UNKNOWN_STANDING
     one = len(standing.timed) == 1
     where = "at that size" if one else "over the timed sizes"
-    lines = [f"- Data type: {standing.dtype}."]
+    lines = [f"- GPU: {standing.gpu}" + (f" ({standing.sm_count} SMs)." if standing.sm_count else ".")
+             if standing.gpu else "- GPU: none (a compile-only run).", f"- Data type: {standing.dtype}."]
     if one:
         size = standing.timed[0]
         lines.append(f"- Timed at preset {size.preset}: {_symbols(size.sizes)}.")

@@ -37,14 +37,15 @@ STATUSES = (VERIFIED, "incorrect", "build-failed", "crashed", "timeout", "quaran
 
 DEFAULT_P = (0.0, 1.0, 1.5, 2.0)
 
-# Peak rates for the roofline floor when the harness reports none (datasheet values, dense).
+# Peak rates for the roofline floor when the harness reports none (datasheet values, dense), and the
+# SM count the coder prompts state (a grid's waves).
 GPU_PEAKS = {
     "nvidia-h200": {"dram_bytes_per_s": 4.8e12, "fp32_flops_per_s": 67e12,
-                    "bf16_tensor_flops_per_s": 989e12},
+                    "bf16_tensor_flops_per_s": 989e12, "sm_count": 132},
     "nvidia-h100-80gb-hbm3": {"dram_bytes_per_s": 3.35e12, "fp32_flops_per_s": 67e12,
-                              "bf16_tensor_flops_per_s": 989e12},
+                              "bf16_tensor_flops_per_s": 989e12, "sm_count": 132},
     "nvidia-geforce-rtx-4090": {"dram_bytes_per_s": 1.008e12, "fp32_flops_per_s": 82.6e12,
-                                "bf16_tensor_flops_per_s": 165e12},
+                                "bf16_tensor_flops_per_s": 165e12, "sm_count": 128},
 }
 # Operators whose BF16 variant may use tensor cores: their compute floor uses the BF16 tensor peak.
 TENSOR_CORE_OPS = frozenset({"matrix_mul", "square_matrix_mul", "matrix_power", "high_order_contraction",

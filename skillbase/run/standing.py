@@ -37,7 +37,8 @@ def standing_of(spec: TaskSpec, operator: str, preset: str | None, gpu: str | No
         missing = ", ".join(size.preset for size in timed if size.floor_us is None)
         unknown = f"the task's work model gives no bytes or FLOPs at {missing}"
     base = Standing(dtype=", ".join(dtypes), timed=timed, checked=spec.scored, irregular=dict(spec.irregular),
-                    gpu=gpu, floor_us=None if unknown else geomean(floors), floor_unknown=unknown)
+                    gpu=gpu, sm_count=GPU_PEAKS.get(slug or "", {}).get("sm_count"),
+                    floor_us=None if unknown else geomean(floors), floor_unknown=unknown)
 
     def standing(state: LoopState) -> Standing:
         return replace(base, baseline_us=state.baseline_us, best_us=state.best_us)

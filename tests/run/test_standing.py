@@ -8,6 +8,8 @@ import json
 import math
 import random
 import re
+import sqlite3
+import tarfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -157,8 +159,10 @@ def test_v1_renders_a_recorded_prompt_byte_for_byte(role, recorded):
 def test_unknown_figures_render_as_unknown_never_zero():
     spec = _with_sizes(SOFTMAX, {"l": {"R": 1024, "C": 4096}})
     untimed = LoopState(best_source=KERNEL)
-    for gpu, why in ((None, "no GPU: this run is compile-only"), ("NVIDIA A100-SXM4-80GB", "no datasheet peaks known")):
+    for gpu, why, shown in ((None, "no GPU: this run is compile-only", "- GPU: none (a compile-only run)."),
+                            ("NVIDIA A100-SXM4-80GB", "no datasheet peaks known", "- GPU: NVIDIA A100-SXM4-80GB.")):
         text = render_standing(standing_of(spec, "softmax", "l", gpu)(untimed))
+        assert shown in text
         assert "Time at that size: unknown (this run has not timed a kernel)." in text
         assert f"Roofline floor at that size: unknown ({why}" in text
         assert "Share of the floor and the gain left: unknown" in text
@@ -210,6 +214,7 @@ def test_a_memory_bound_size_matches_a_hand_computation():
     spec = _with_sizes(SOFTMAX, {"r": {"R": R, "C": C}})
     text = render_standing(standing_of(spec, "softmax", "r", "NVIDIA H200")(LoopState(KERNEL, (), best, base)))
     assert f"Timed at preset r: R = {R}, C = {C}." in text and "Data type: f32." in text
+    assert "- GPU: NVIDIA H200 (132 SMs)." in text
     _check_single(text, nbytes=nbytes, flops=flops, floor_by=floor_by, base=base, best=best, seed=seed)
 
 
@@ -250,3 +255,29 @@ def test_a_kernel_past_its_floor_is_promised_no_gain():
     text = render_standing(standing_of(spec, "softmax", "l", "NVIDIA H200")(LoopState(KERNEL, (), 5.0, 50.0)))
     assert "The current best is at 140 % of its floor: at or past it" in text
     assert "can gain at most" not in text
+
+
+# -- the same floor as bench optimize-report --------------------------------------------------------
+
+LLM_RUN = REPO / "results" / "nvidia-h200" / "optimize" / "llm-run-2026-12-02"
+
+
+def test_the_share_of_the_floor_is_bench_optimize_reports_for_every_recorded_run(tmp_path):
+    """The LLM bench run of 2026-12-02: its report's % roofline per run, from its store's own times."""
+    with tarfile.open(LLM_RUN / "store.tar.gz") as archive:
+        database = archive.extractfile("skillbase-store/runs.sqlite3").read()
+    (tmp_path / "runs.sqlite3").write_bytes(database)
+    runs = sqlite3.connect(tmp_path / "runs.sqlite3")
+    report = json.loads((LLM_RUN / "report.json").read_text())
+    compared = 0
+    for entry in (r for r in report["runs"] if r["roofline_pct"] is not None):
+        task_path, manifest, best_us, baseline_us = runs.execute(
+            "SELECT task_path, manifest_json, best_us, baseline_us FROM runs WHERE id = ?",
+            (int(entry["run"].removeprefix("run_")),)).fetchone()
+        kernel = REPO / task_path[task_path.index("bench/ops/"):]      # the store names its machine's checkout
+        manifest = json.loads(manifest)
+        standing = standing_of(load_task(kernel, check_launcher=False), kernel.parent.name, manifest["preset"],
+                               manifest["gpu"])(LoopState(KERNEL, (), best_us, baseline_us))
+        assert standing.pct_of_floor == pytest.approx(entry["roofline_pct"], rel=1e-9), entry["run"]
+        compared += 1
+    assert compared >= 20
