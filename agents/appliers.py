@@ -176,8 +176,8 @@ def render_standing(standing: Standing | None) -> str:
         why = (standing.floor_unknown or "not computed") if standing.floor_us is None else "no measured time"
         lines.append(f"- Share of the floor and the gain left: unknown ({why}).")
     elif pct < 100.0:
-        lines.append(f"- A kernel at {_fig(pct)} % of its floor can gain at most {_fig(gain)}x: the current best "
-                     "is that kernel.")
+        lines.append(f"- A kernel at {_fig(pct)} % of its floor, as the current best is, can gain at most "
+                     f"{_fig(gain)}x.")
     else:
         lines.append(f"- The current best is at {_fig(pct)} % of its floor: at or past it (data reused from the L2 or "
                      "tensor cores beat the DRAM bandwidth and FP32 peak), so the floor bounds no further gain.")
