@@ -163,9 +163,9 @@ def render_standing(standing: Standing | None) -> str:
         lines.append(f"- Roofline floor {where}: unknown ({standing.floor_unknown or 'not computed'}).")
     elif one:
         size = standing.timed[0]
-        sides = ", ".join(f"{name} {_fig(value)} µs" for name, value in (("memory", size.memory_us),
-                                                                          ("compute", size.compute_us))
-                          if value is not None)
+        # a side the work model leaves out (a KernelBench task's FLOPs, say) bounds nothing: it says so
+        sides = ", ".join(f"{name} {_fig(value)} µs" if value is not None else f"{name}: none in the work model"
+                          for name, value in (("memory", size.memory_us), ("compute", size.compute_us)))
         lines.append(f"- Roofline floor at that size: {_fig(standing.floor_us)} µs, bound by {size.bound} "
                      f"({sides}; {peaks}).")
     else:

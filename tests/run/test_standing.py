@@ -175,6 +175,11 @@ def test_unknown_figures_render_as_unknown_never_zero():
     assert "Roofline floor at that size: unknown (the task's work model gives no bytes or FLOPs at l)" in text
     assert "the baseline 20.0 µs, the current best 10.0 µs: 2.00x so far" in text
 
+    bytes_only = replace(spec, work_flops=parse_expr(0))
+    text = render_standing(standing_of(bytes_only, "softmax", "l", "NVIDIA H200")(LoopState(KERNEL, (), 10.0, 20.0)))
+    assert "33.6 MB moved, no FLOPs in the work model" in text
+    assert "6.99 µs, bound by memory (memory 6.99 µs, compute: none in the work model; " in text
+
     prompt = _prompts(None).build(_free_request(), untimed)
     assert _figures_of(prompt.text) == UNKNOWN_STANDING
 
