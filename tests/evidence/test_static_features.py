@@ -248,6 +248,94 @@ def test_register_fragments_make_a_two_dim_tile():
     assert _kernel(src, "tile2d")["registers"] == {"accumulator_arrays": 1, "fragment_arrays": 2}
 
 
+# A 4x4 register-tiled GEMM step; UPDATE is how the thread's output tile takes one product, and OUTPUT is where
+# that tile lives. `acc` and `extra` are per-thread arrays with constant bounds (registers).
+REGISTER_TILE = """#define TM 4
+__global__ void tile(const float* A, const float* B, float* C, int K) {
+    __shared__ float As[16][64];
+    __shared__ float Bs[16][64];
+    __shared__ float Cs[64][64];
+    float acc[TM][TM] = {0.0f}, extra[TM] = {0.0f}, a[TM], b[TM], sum = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += 16) {
+        As[threadIdx.y][threadIdx.x] = A[k0 + threadIdx.x];
+        Bs[threadIdx.y][threadIdx.x] = B[k0 + threadIdx.x];
+        __syncthreads();
+        for (int k = 0; k < 16; ++k) {
+            #pragma unroll
+            for (int i = 0; i < TM; ++i) { a[i] = As[k][threadIdx.y * TM + i]; b[i] = Bs[k][threadIdx.x * TM + i]; }
+            #pragma unroll
+            for (int i = 0; i < TM; ++i) {
+                #pragma unroll
+                for (int j = 0; j < TM; ++j) {
+                    UPDATE;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    C[threadIdx.x] = acc[0][0] + extra[0] + sum + Cs[threadIdx.y][threadIdx.x];
+}"""
+
+
+@pytest.mark.parametrize("update", [
+    "acc[i][j] += a[i] * b[j]",
+    "acc[i][j] -= a[i] * b[j]",
+    "acc[i][j] = acc[i][j] + a[i] * b[j]",
+    "acc[i][j] = a[i] * b[j] + acc[i][j]",
+    "acc[i][j] = acc[i][j] - a[i] * b[j]",
+    "acc[i][j] = fmaf(a[i], b[j], acc[i][j])",
+    "acc[i][j] = __fmaf_rn(a[i], b[j], acc[ i ][ j ])",                # spacing is not spelling
+    "acc[i][j] = fma(a[i], b[j], acc[i][j])",
+    "acc[i][j] = (fmaf(a[i], b[j], (acc[i][j])))",
+    "acc[i][j] = fmaf(a[i], b[j], 0.5f * a[j] + acc[i][j])",          # the addend among other terms
+    "acc[i][j] = acc[i][j] + a[i] * b[j] + a[j] * b[i]",
+])
+def test_an_accumulation_counts_whichever_way_it_is_written(update):
+    registers = _kernel(REGISTER_TILE.replace("UPDATE", update), "tile")["registers"]
+    assert registers == {"accumulator_arrays": 1, "fragment_arrays": 2}
+
+
+def test_accumulators_are_counted_per_array_not_per_update():
+    both = "acc[i][j] = fmaf(a[i], b[j], acc[i][j]); acc[j][i] += a[j] * b[i]; extra[i] = extra[i] + a[i]"
+    assert _kernel(REGISTER_TILE.replace("UPDATE", both), "tile")["registers"]["accumulator_arrays"] == 2
+
+
+@pytest.mark.parametrize("update", [
+    "Cs[threadIdx.y * TM + i][threadIdx.x * TM + j] = fmaf(a[i], b[j], Cs[threadIdx.y * TM + i][threadIdx.x * TM + j])",
+    "C[i * K + j] = fmaf(a[i], b[j], C[i * K + j])",                  # a global pointer
+    "C[i * K + j] += a[i] * b[j]",
+    "acc[i][j] = a[i] * b[j]",                                         # overwrites: does not read the target
+    "acc[i][j] = fmaf(a[i], b[j], acc[j][i])",                         # reads another element
+    "acc[i][j] = fmaf(acc[i][j], b[j], a[i])",                         # scales it: the addend is a[i]
+    "acc[i][j] = a[i] * b[j] - acc[i][j]",                             # negates it
+    "acc[i][j] = acc[i][j] * b[j]",
+    "sum = fmaf(a[i], b[j], sum)",                                     # one scalar output is no tile
+    "sum += a[i] * b[j]",
+])
+def test_look_alikes_of_a_register_accumulator_do_not_count(update):
+    registers = _kernel(REGISTER_TILE.replace("UPDATE", update), "tile")["registers"]
+    assert registers == {"accumulator_arrays": 0, "fragment_arrays": 2}
+
+
+def test_a_vector_tile_accumulated_field_by_field_counts():
+    src = """__global__ void v(const float4* x, float4* y, int n) {
+        float4 acc[2];
+        for (int k = 0; k < n; ++k) { acc[0].x = fmaf(x[k].x, x[k].y, acc[0].x); acc[1].y = acc[1].y + x[k].z; }
+        y[threadIdx.x] = acc[0];
+    }"""
+    assert _kernel(src, "v")["registers"]["accumulator_arrays"] == 1
+
+
+def test_an_update_outside_any_loop_is_no_accumulator():
+    src = """__global__ void once(const float* x, float* y) {
+        float acc[2] = {0.0f, 0.0f};
+        acc[0] = fmaf(x[0], x[1], acc[0]);
+        acc[1] += x[2];
+        y[threadIdx.x] = acc[0] + acc[1];
+    }"""
+    assert _kernel(src, "once")["registers"]["accumulator_arrays"] == 0
+
+
 def test_reduction_tree_shapes():
     interleaved = """__global__ void r0(const float* in, float* out) {
         __shared__ float s[256];

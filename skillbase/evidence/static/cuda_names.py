@@ -53,6 +53,10 @@ FAST_INTRINSICS = {"__expf", "__exp10f", "__logf", "__log2f", "__log10f", "__sin
 # exponentials: softmax, attention, GELU/SiLU (a square root or a log is not one)
 EXP_CALLS = {"expf", "exp2f", "exp10f", "expm1f", "exp", "exp2", "exp10", "expm1", "__expf", "__exp10f", "hexp",
              "h2exp", "hexp2", "h2exp2"}
+# fused multiply-adds whose third argument is the addend: `acc = fmaf(a, b, acc)` accumulates into acc
+FMA_CALLS = {"fmaf", "fma", "fmal", "__fmaf_rn", "__fmaf_rz", "__fmaf_ru", "__fmaf_rd", "__fmaf_ieee_rn",
+             "__fmaf_ieee_rz", "__fmaf_ieee_ru", "__fmaf_ieee_rd", "__fma_rn", "__fma_rz", "__fma_ru", "__fma_rd",
+             "__hfma", "__hfma2", "__hfma_relu", "__hfma2_relu"}
 LIBRARY_CALL = re.compile(r"^(cublas|cudnn|cufft|curand|cusparse|cusolver|nccl)[A-Z_]|^cuTensorMapEncode")
 LIBRARY_NAMESPACES = {"cub", "thrust", "cutlass", "cute", "cublasLt"}
 LOOPS = {"for_statement", "while_statement", "do_statement", "for_range_loop"}

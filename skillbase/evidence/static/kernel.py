@@ -25,6 +25,7 @@ from skillbase.evidence.static.cuda_names import (
     FAST_INTRINSICS,
     FENCES,
     FLOAT_TYPES,
+    FMA_CALLS,
     HALF_TYPES,
     HINT_STORES,
     INT_TYPES,
@@ -74,6 +75,42 @@ def callee_name(call_text: str) -> str:
             bare.append(char)
     name = "".join(bare).split("::")[-1].split(".")[-1].split("->")[-1]
     return name.split()[-1] if name.split() else name
+
+
+def accumulates(target, op: str, value) -> bool:
+    """Does the assignment `target op value` add to what `target` held? `x += e`, `x -= e`, `x = x + e`,
+    `x = e + x`, `x = x - e`, `x = fmaf(a, b, x)` (any fused multiply-add, the addend is its third argument)
+    do; `x = e`, `x = x * s`, `x = e - x` and `x = fmaf(x, s, e)` do not. The target is compared as written
+    (`acc[i][j]` is not `acc[j][i]`)."""
+    if op in ("+=", "-="):
+        return True
+    if op != "=" or value is None:
+        return False
+    spelling = _spelling(target)
+    return any(_spelling(addend) == spelling for addend in addends(value))
+
+
+def addends(node) -> list[Any]:
+    """The terms an expression adds with a positive sign: `a + b - c` -> [a, b]; `fmaf(x, y, a + b)` -> [a, b]."""
+    node = unwrap(node)
+    if node is None:
+        return []
+    if node.type == "binary_expression":
+        operator = syntax.text(node.child_by_field_name("operator"))
+        if operator == "+":
+            return addends(node.child_by_field_name("left")) + addends(node.child_by_field_name("right"))
+        if operator == "-":
+            return addends(node.child_by_field_name("left"))
+    if node.type == "call_expression" and callee_name(syntax.text(node.child_by_field_name("function"))) in FMA_CALLS:
+        arguments = node.child_by_field_name("arguments")
+        named = arguments.named_children if arguments is not None else []
+        if len(named) == 3:
+            return addends(named[2])
+    return [node]
+
+
+def _spelling(node) -> str:
+    return re.sub(r"\s+", "", syntax.text(unwrap(node))) if unwrap(node) is not None else ""
 
 
 def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
@@ -578,6 +615,7 @@ class KernelFeatures:
     def _assignment(self, node, loop_depth: int, in_callee: bool) -> None:
         left = unwrap(node.child_by_field_name("left"))
         op = syntax.text(node.child_by_field_name("operator"))
+        accumulating = accumulates(left, op, node.child_by_field_name("right"))
         if left is not None and left.type == "identifier":
             name = syntax.text(left)
             right_text = syntax.text(node.child_by_field_name("right"))
@@ -594,7 +632,7 @@ class KernelFeatures:
             inner = unwrap(left.child_by_field_name("argument"))
             left = inner if inner is not None and inner.type == "subscript_expression" else left
         if left is not None and left.type == "subscript_expression":
-            self._roles(left, op, node.child_by_field_name("right"), loop_depth, in_callee)
+            self._roles(left, op, node.child_by_field_name("right"), loop_depth, accumulating, in_callee)
         if left is not None and left.type == "subscript_expression":
             self._subscript(left, is_store=True, is_load=op != "=", in_callee=in_callee)
             self.done.add(left.id)
@@ -773,8 +811,9 @@ class KernelFeatures:
             counters -= self.scope.loop_vars_constant
         return bool(names & counters)
 
-    def _roles(self, left, op: str, right, loop_depth: int, in_callee: bool = False) -> None:
-        """Register arrays: accumulated in a loop (`acc[i] += ...`: a per-thread output tile) or
+    def _roles(self, left, op: str, right, loop_depth: int, accumulating: bool, in_callee: bool = False) -> None:
+        """Register arrays: accumulated in a loop (`acc[i] += ...`, `acc[i] = fmaf(a, b, acc[i])`: a per-thread
+        output tile) or
         loaded from shared memory (`a[i] = As[...]`: register fragments of a tile); and shared stores of
         global values (tile staging, also in a helper: its parameters are bound to the kernel's arrays)."""
         base = unwrap(left.child_by_field_name("argument"))
@@ -788,7 +827,7 @@ class KernelFeatures:
         if in_callee or name is None or name not in self.local:
             return
         roles = self.roles.setdefault(name, set())
-        if op in ("+=", "-=") and loop_depth:
+        if accumulating and loop_depth:
             roles.add("accumulated")
         value = unwrap(right)
         while value is not None and value.type == "subscript_expression":
