@@ -34,7 +34,8 @@ def evidence_from_profile(profile: Profile, source: Path, kernel: str | None = N
     focused on `kernel` (name, substring or regex) when given."""
     evidence = build_evidence(report=profile.report, source=source, ptxas_text=profile.build.log,
                               kernel=kernel, arch=profile.build.arch)
-    attach_task(evidence, source)   # a profiled kernel always has its spec beside it
+    # a profiled kernel always has its spec beside it; its work model at the preset that was profiled
+    attach_task(evidence, source, profile.preset)
     # The report itself records neither; we know both because we ran ncu (calibration provenance).
     evidence.producer["clock_control"] = "none"
     evidence.producer["ncu_version"] = ncu_version()

@@ -143,11 +143,12 @@ def verify_example(skill_id: str, folder: Path, engine: Engine | None, preset: s
                          verdict=verdict, rank=rank, top3=top3, reason=reason, date=date, gpu=gpu)
 
 
-def kept_profile_evidence(report: Path, source: Path, task: Path, work: Path) -> Evidence:
+def kept_profile_evidence(report: Path, source: Path, task: Path, work: Path, preset: str | None = None) -> Evidence:
     """What `skills verify` ranks an example's skill on, rebuilt from what `--keep-profiles` kept: REPORT
     with SOURCE (before.cu) and the example's TASK spec beside it, staged in WORK (what the task allows is
     evidence, and its arch is the target of before.cu's ptxas facts); without a TASK file, the profile and
-    source alone."""
+    source alone. PRESET: the size REPORT was profiled at, for the task's work model (the kept files do not
+    name it: without PRESET the work model is left out, with a note)."""
     from skillbase.evidence import build_evidence
     from skillbase.evidence.build import attach_task
 
@@ -156,7 +157,7 @@ def kept_profile_evidence(report: Path, source: Path, task: Path, work: Path) ->
     staged = work / "before.cu"
     shutil.copyfile(source, staged)
     shutil.copyfile(task, work / "before.task.yaml")
-    return attach_task(build_evidence(report=report, source=staged), staged)
+    return attach_task(build_evidence(report=report, source=staged), staged, preset)
 
 
 def verify_examples(corpus: Corpus, ids: tuple[str, ...], engine: Engine | None, *, preset: str | None = None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillbase.cuda.names import base_name, without_params
 from skillbase.cuda.ptxas import parse_ptxas
@@ -18,6 +19,9 @@ from skillbase.evidence.ncu_csv import load_ncu_csv
 from skillbase.evidence.ncu_rep import load_ncu_report
 from skillbase.evidence.static.features import static_features
 from skillbase.harness.build import BuildError, build
+
+if TYPE_CHECKING:
+    from skillbase.task.spec import TaskSpec
 
 
 def load_evidence_json(path: str | Path) -> Evidence:
@@ -170,18 +174,52 @@ def attach_source(evidence: Evidence, source: str | Path) -> Evidence:
     return evidence
 
 
-def attach_task(evidence: Evidence, source: str | Path) -> Evidence:
+def attach_task(evidence: Evidence, source: str | Path, preset: str | None = None) -> Evidence:
     """`evidence.task` from the spec beside SOURCE (its tolerance, its allowed libraries), when there
-    is one; a spec that does not load is said once and left out."""
+    is one; a spec that does not load is said once and left out. A profile also gets the task's work
+    model at PRESET, the size it was profiled at (`attach_work`)."""
     from skillbase.task.spec import load_task, spec_path_for
 
     _, spec_path = spec_path_for(Path(source))
     if not spec_path.is_file():
         return evidence
     try:
-        evidence.task = load_task(Path(source)).evidence()
+        spec = load_task(Path(source))
     except InputError as error:
         evidence.notes.append(f"the task spec was not used: {error.message}")
+        return evidence
+    evidence.task = spec.evidence()
+    attach_work(evidence, spec, preset)
+    return evidence
+
+
+def attach_work(evidence: Evidence, spec: TaskSpec, preset: str | None) -> Evidence:
+    """`roofline.flops` / `roofline.bytes`: SPEC's work model (one launcher call) at PRESET, the size the
+    profile was taken at, so the rules can set the kernel's DRAM traffic against the bytes the task must
+    move (`dram_traffic_ratio`). Left unset, with a note, when that size is not known (a saved report
+    names none): a work model at a guessed size would make a wrong ratio. A side the model counts as zero
+    (a KernelBench import derives no FLOPs) is left unset too: zero there means "not modelled". Evidence
+    without a profile has no traffic to compare and is left alone; a document that already carries the
+    work model (an evidence JSON written by `skillbase profile`) keeps it."""
+    roofline = evidence.roofline or {}
+    if not evidence.kernels or "bytes" in roofline or "flops" in roofline:
+        return evidence
+    if preset is None:
+        evidence.notes.append("the task's work model (roofline bytes and FLOPs) is not set: the size the report was "
+                              "profiled at is not known (`skillbase profile K.cu --preset P` records it)")
+        return evidence
+    try:
+        flops, nbytes = spec.work(preset)
+    except InputError as error:
+        evidence.notes.append(f"the task's work model is not set: {error.message}")
+        return evidence
+    work = {key: value for key, value in (("flops", flops), ("bytes", nbytes)) if value > 0}
+    evidence.roofline = {**roofline, **work, "work_preset": preset}
+    launches = sum(record.launches or 1 for record in evidence.kernels)
+    if launches > 1:
+        # the focus kernel's metrics are per launch, the work model is the whole call's: a ratio below 1 is a part
+        evidence.notes.append(f"the work model at '{preset}' is one launcher call of {launches} kernel launches; "
+                              "the focus kernel's DRAM bytes (one launch's) are a part of it")
     return evidence
 
 

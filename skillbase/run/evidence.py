@@ -49,6 +49,8 @@ class EvidenceCollector:
                                         write=False).evidence
         else:
             evidence = build_evidence(report=saved, source=path, arch=self.arch)
-            attach_task(evidence, path)  # what the task allows: the ranking demotes what it forbids
+            # what the task allows (the ranking demotes what it forbids); a saved report names no size, so its
+            # work model is left unset with a note
+            attach_task(evidence, path)
         evidence.history = {**history, "past": self.past()}
         return evidence
