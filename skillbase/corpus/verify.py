@@ -147,16 +147,22 @@ def kept_profile_evidence(report: Path, source: Path, task: Path, work: Path, pr
     """What `skills verify` ranks an example's skill on, rebuilt from what `--keep-profiles` kept: REPORT
     with SOURCE (before.cu) and the example's TASK spec beside it, staged in WORK (what the task allows is
     evidence, and its arch is the target of before.cu's ptxas facts); without a TASK file, the profile and
-    source alone. PRESET: the size REPORT was profiled at, for the task's work model (the kept files do not
-    name it: without PRESET the work model is left out, with a note)."""
+    source alone. PRESET: the size REPORT was profiled at, for the task's work model (default: the task's
+    first scored preset, where `skills verify` profiles without `--preset`; the kept files do not name it)."""
     from skillbase.evidence import build_evidence
     from skillbase.evidence.build import attach_task
+    from skillbase.task.spec import load_task
 
     if not task.is_file():
         return build_evidence(report=report, source=source)
     staged = work / "before.cu"
     shutil.copyfile(source, staged)
     shutil.copyfile(task, work / "before.task.yaml")
+    if preset is None:
+        try:
+            preset = load_task(staged, check_launcher=False).scored[0]
+        except InputError:
+            pass        # attach_task says once that the spec was not used
     return attach_task(build_evidence(report=report, source=staged), staged, preset)
 
 

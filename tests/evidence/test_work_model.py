@@ -143,14 +143,21 @@ def test_a_profiled_kernel_gets_the_work_model_at_the_preset_it_was_profiled_at(
     assert evidence.roofline["work_preset"] == "small"
 
 
-def test_kept_profiles_get_the_work_model_only_with_their_preset(tmp_path):
+def test_kept_profiles_get_the_work_model_of_their_preset(tmp_path):
+    """A kept profile names no size: by default it is the task's first scored preset, where `skills verify`
+    profiles without --preset; a preset given is used as given."""
     from skillbase.corpus.verify import kept_profile_evidence
+    from skillbase.task.spec import load_task
 
     source = POPULATION / f"{SKILL}.before.cu"
-    (tmp_path / "known").mkdir()
-    known = kept_profile_evidence(REPORT, source, TASK, tmp_path / "known", preset="default")
-    assert known.roofline["bytes"] == 12 * N_DEFAULT + 4 * TABLE
-    (tmp_path / "unknown").mkdir()
-    unknown = kept_profile_evidence(REPORT, source, TASK, tmp_path / "unknown")
-    assert "bytes" not in unknown.roofline
-    assert [note for note in unknown.notes if "work model" in note], unknown.notes
+    (tmp_path / "small").mkdir()
+    small = kept_profile_evidence(REPORT, source, TASK, tmp_path / "small", preset="small")
+    assert small.roofline["bytes"] == 12 * N_SMALL + 4 * TABLE and small.roofline["work_preset"] == "small"
+    (tmp_path / "spec").mkdir()
+    (tmp_path / "spec" / "before.cu").write_text(source.read_text())
+    (tmp_path / "spec" / "before.task.yaml").write_text(TASK.read_text())
+    first = load_task(tmp_path / "spec" / "before.cu", check_launcher=False).scored[0]
+    (tmp_path / "implied").mkdir()
+    implied = kept_profile_evidence(REPORT, source, TASK, tmp_path / "implied")
+    assert implied.roofline["work_preset"] == first
+    assert implied.roofline["bytes"] == 12 * {"default": N_DEFAULT, "small": N_SMALL}[first] + 4 * TABLE
