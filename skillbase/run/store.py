@@ -233,7 +233,8 @@ class _Guarded:
             return _Result(cursor.fetchall(), cursor.lastrowid, cursor.rowcount)
         except (sqlite3.ProgrammingError, sqlite3.InterfaceError):
             raise   # our own mistake in a statement, not the user's store
-        except sqlite3.DatabaseError as error:
+        except (sqlite3.DatabaseError, UnicodeDecodeError) as error:
+            # a damaged page can hold text that is not UTF-8, the schema's included (found by the store fuzzer)
             raise store_problem(error, self.db_path) from None
 
     def backup(self, target: sqlite3.Connection) -> None:

@@ -84,3 +84,24 @@ def test_a_damaged_store_is_read_or_refused_and_never_changed(tmp_path_factory, 
     before = snapshot(location)
     survive("store damage", lambda: read_everything(location))
     unchanged(before, snapshot(location))
+
+
+def test_schema_text_that_is_not_utf8_is_a_damaged_store(tmp_path_factory):
+    """The fuzzer's case (CI, 2026-12-02): 64 bytes of the first page's schema text replaced by one 0x80 byte
+    made SQLite hand back text Python cannot decode; the read must end in one store error, not a traceback."""
+    from skillbase.errors import SkillbaseError
+
+    base = tmp_path_factory.getbasetemp() / "fuzz-store-template"
+    template(base)
+    location = tmp_path_factory.mktemp("store-utf8")
+    shutil.copytree(base, location, dirs_exist_ok=True)
+    db_file = location / "runs.sqlite3"
+    raw = bytearray(db_file.read_bytes())
+    raw[3988:3988 + 64] = b"\x80"
+    db_file.write_bytes(bytes(raw))
+    before = snapshot(location)
+    try:
+        read_everything(location)
+    except SkillbaseError as error:
+        assert "\n" not in error.message
+    unchanged(before, snapshot(location))
