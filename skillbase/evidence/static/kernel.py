@@ -179,18 +179,21 @@ def called_helpers(function, functions: dict[str, Any]) -> list[Any]:
     return list(found.values())
 
 
-def template_params(function) -> list[str]:
-    """The names of a kernel template's parameters in order, of any kind (`template <typename T, int N,
-    fn_ptr F>` -> ["T", "N", "F"]): the positions of the template arguments in a demangled instance name."""
+def _template_parameters(function) -> list:
+    """The parameter nodes of the `template <...>` that declares `function` (none for a plain function)."""
     parent = function.parent
     if parent is None or parent.type != "template_declaration":
         return []
     plist = parent.child_by_field_name("parameters") or next(
         (c for c in parent.children if c.type == "template_parameter_list"), None)
+    return [c for c in plist.named_children if c.type != "comment"] if plist is not None else []
+
+
+def template_params(function) -> list[str]:
+    """The names of a kernel template's parameters in order, of any kind (`template <typename T, int N,
+    fn_ptr F>` -> ["T", "N", "F"]): the positions of the template arguments in a demangled instance name."""
     names = []
-    for child in plist.named_children if plist is not None else []:
-        if child.type == "comment":
-            continue
+    for child in _template_parameters(function):
         declarator = child.child_by_field_name("declarator") or child.child_by_field_name("name")
         name = syntax.declarator_name(declarator) if declarator is not None else None
         if name is None:   # `typename T` has no declarator field: its identifier is a plain child
@@ -202,13 +205,8 @@ def template_params(function) -> list[str]:
 def template_value_params(function) -> list[str]:
     """Names of the non-type (integer) template parameters of a kernel template: compile-time
     constants whose values the launch site picks (`template <int BM, int BN> __global__ ...`)."""
-    parent = function.parent
-    if parent is None or parent.type != "template_declaration":
-        return []
-    plist = parent.child_by_field_name("parameters") or next(
-        (c for c in parent.children if c.type == "template_parameter_list"), None)
     names = []
-    for child in plist.named_children if plist is not None else []:
+    for child in _template_parameters(function):
         if child.type not in ("parameter_declaration", "optional_parameter_declaration"):
             continue
         type_node = child.child_by_field_name("type")
