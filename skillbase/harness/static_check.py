@@ -781,8 +781,13 @@ def _write(identifier, facts: set[str], statics: set[str], calls: frozenset[str]
         return identifier, "other"
     nodes = (right, *syntax.descendants(right))
     reads = {syntax.text(n) for n in nodes if n.type == "identifier"}
-    queried = reads & (facts - statics) or any(n.type == "call_expression" for n in nodes)
+    queried = reads & (facts - statics) or _has_call(right)
     return identifier, "derived" if queried else "literal"
+
+
+def _has_call(expression) -> bool:
+    """Does the expression call a function (in a fact expression: one of the file's fact functions)?"""
+    return any(n.type == "call_expression" for n in (expression, *syntax.descendants(expression)))
 
 
 def _initializer(declaration, name: str):
@@ -806,8 +811,7 @@ def _device_fact_cache(writes, initial, calls: frozenset[str] = frozenset()) -> 
     elif not _fact_expression(initial, set(), calls):
         initial_kind = "other"
     else:   # a call can only be a fact function's here
-        initial_kind = "derived" if any(n.type == "call_expression" for n in syntax.descendants(initial)) or \
-            initial.type == "call_expression" else "literal"
+        initial_kind = "derived" if _has_call(initial) else "literal"
     kinds |= {initial_kind}
     return "other" not in kinds and bool(kinds & {"query", "derived"})
 
