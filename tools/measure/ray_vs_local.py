@@ -7,11 +7,13 @@ printed (Ray's includes starting its instance). Issue 21; docs/ray.md.
     python tools/measure/ray_vs_local.py --ops all --preset l --executors ray --out DIR    # one pass only
     python tools/measure/ray_vs_local.py --compare DIR/local.json DIR/ray.json             # compare two passes
 
-Exit 0 when every (operator, preset) has the same status under both executors, else 1 (each
-difference printed). The results go to temporary results folders, never to the real one; with --out,
-each pass's record (wall time, statuses, medians) is written there as <executor>.json as soon as that
-pass ends, and the comparison as ray_vs_local.json. One pass per run (`--executors`) fits a long
-selection into separate time-limited calls; `--compare` then joins them.
+Exit 0 when every (operator, preset) has the same status under both executors and both passes ran to
+the end, else 1 (each difference printed). The results go to temporary results folders, never to the
+real one; with --out, each pass's record (wall time, statuses, medians) is written there as
+<executor>.json after every result (`"complete": false` until the pass ends, so a pass cut by a time
+limit keeps what it measured), and the comparison as ray_vs_local.json. One pass per run
+(`--executors`) fits a long selection into separate time-limited calls; `--compare` then joins them
+and says which results only one pass has.
 """
 
 from __future__ import annotations
@@ -31,20 +33,37 @@ OPS = ("relu", "gelu", "softmax", "layer_norm", "rms_norm", "matrix_mul", "matri
 EXECUTORS = ("local", "ray")
 
 
-def one_pass(kind: str, ops: list[str], presets: list[str], folder: Path) -> dict:
-    """Run the baselines with one executor; its record: wall time, GPU model, one row per result."""
+def one_pass(kind: str, ops: list[str], presets: list[str], folder: Path, record_path: Path | None) -> dict:
+    """Run the baselines with one executor; its record: wall time, GPU model, one row per result. With
+    record_path, the record is rewritten after every result (`complete: false` until the pass ends), so a pass
+    cut by a time limit still leaves what it measured."""
     start = time.perf_counter()
+    record = {"executor": kind, "gpu": None, "ops": ops, "presets": presets, "wall_s": None, "complete": False,
+              "results": []}
+
+    def save() -> None:
+        if record_path is not None:
+            record_path.parent.mkdir(parents=True, exist_ok=True)
+            record_path.write_text(json.dumps(record, indent=1) + "\n")
 
     def progress(result, done: int, total: int) -> None:   # a killed run still shows how far it got
-        print(f"  [{kind} {done}/{total}] {result.op} {result.preset}: {result.status} "
-              f"({time.perf_counter() - start:.0f} s)", flush=True)
+        elapsed = time.perf_counter() - start
+        print(f"  [{kind} {done}/{total}] {result.op} {result.preset}: {result.status} ({elapsed:.0f} s)", flush=True)
+        record["results"].append(_row(result))
+        record["wall_s"] = round(elapsed, 2)
+        save()
 
     done = run_bench(ops, "fp32", "baseline", presets=presets, results=folder, executor_kind=kind, progress=progress)
     wall = time.perf_counter() - start
     print(f"{kind} executor: {len(done.results)} results in {wall:.1f} s (GPU model {done.gpu})", flush=True)
-    return {"executor": kind, "gpu": done.gpu, "ops": ops, "presets": presets, "wall_s": round(wall, 2),
-            "results": [{"op": r.op, "preset": r.preset, "status": r.status, "runtime_us": r.runtime_us,
-                         "device": r.device} for r in done.results]}
+    record.update(gpu=done.gpu, wall_s=round(wall, 2), complete=True, results=[_row(r) for r in done.results])
+    save()
+    return record
+
+
+def _row(result) -> dict:
+    return {"op": result.op, "preset": result.preset, "status": result.status, "runtime_us": result.runtime_us,
+            "device": result.device}
 
 
 def compare(local: dict, ray: dict) -> tuple[dict, bool]:
@@ -55,20 +74,29 @@ def compare(local: dict, ray: dict) -> tuple[dict, bool]:
     for r in ray["results"]:
         mine = by_key.get((r["op"], r["preset"]))
         same = mine is not None and mine["status"] == r["status"]
-        differ += not same
+        differ += mine is not None and not same
         rows.append({"op": r["op"], "preset": r["preset"], "local": mine["status"] if mine else None,
                      "ray": r["status"], "local_us": mine["runtime_us"] if mine else None,
                      "ray_us": r["runtime_us"], "ray_device": r["device"]})
         ratio = f"{r['runtime_us'] / mine['runtime_us']:.3f}" \
             if mine and mine["runtime_us"] and r["runtime_us"] else "-"
-        print(f"{'  ' if same else '!!'} {r['op']:<18} {r['preset']:<3} local {str(rows[-1]['local']):<10} "
+        mark = "  " if same else "!!" if mine else "--"    # -- : only the Ray pass has it
+        print(f"{mark} {r['op']:<18} {r['preset']:<3} local {str(rows[-1]['local']):<10} "
               f"ray {r['status']:<10} median ray/local {ratio}")
-    missing = len(local["results"]) - len(ray["results"])
-    identical = not differ and not missing
-    print(f"verdicts: {'identical' if identical else f'{differ} differ, {missing} missing'} "
-          f"({len(ray['results'])} results); wall time local {local['wall_s']:.1f} s, ray {ray['wall_s']:.1f} s")
-    record = {"gpu": ray["gpu"], "ops": ray["ops"], "presets": ray["presets"], "local_wall_s": local["wall_s"],
-              "ray_wall_s": ray["wall_s"], "identical": identical, "results": rows}
+    ray_keys = {(r["op"], r["preset"]) for r in ray["results"]}
+    only_local = [f"{r['op']} {r['preset']}" for r in local["results"] if (r["op"], r["preset"]) not in ray_keys]
+    missing = len(only_local) + sum(row["local"] is None for row in rows)
+    complete = local.get("complete", True) and ray.get("complete", True)   # records before 2026-12-02 had no flag
+    identical = not differ and not missing and complete
+    cut = [f"{p['executor']} ({len(p['results'])} of {len(p['ops']) * len(p['presets'])} results)"
+           for p in (local, ray) if not p.get("complete", True)]
+    print(f"verdicts: {'identical' if identical else f'{differ} differ, {missing} in one pass only'} "
+          f"({len(rows)} results of the Ray pass)" + (f"; cut short: {', '.join(cut)}" if cut else "")
+          + f"; wall time local {local['wall_s']:.1f} s, ray {ray['wall_s']:.1f} s")
+    record = {"gpu": ray["gpu"] or local["gpu"], "ops": ray["ops"], "presets": ray["presets"],
+              "local_wall_s": local["wall_s"], "ray_wall_s": ray["wall_s"], "complete": complete,
+              "local_results": len(local["results"]), "ray_results": len(ray["results"]),
+              "same_verdicts": not differ, "identical": identical, "results": rows}
     return record, identical
 
 
@@ -97,10 +125,8 @@ def main() -> int:
         passes = {}
         with tempfile.TemporaryDirectory(prefix="ray-vs-local-") as tmp:
             for kind in executors:
-                passes[kind] = one_pass(kind, ops, presets, Path(tmp) / kind)
-                if args.out is not None:
-                    args.out.mkdir(parents=True, exist_ok=True)
-                    (args.out / f"{kind}.json").write_text(json.dumps(passes[kind], indent=1) + "\n")
+                record_path = args.out / f"{kind}.json" if args.out is not None else None
+                passes[kind] = one_pass(kind, ops, presets, Path(tmp) / kind, record_path)
     if set(passes) != set(EXECUTORS):
         return 0
     record, identical = compare(passes["local"], passes["ray"])
