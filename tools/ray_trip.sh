@@ -6,11 +6,11 @@
 # (the carry limit; tools/device_setup.sh falls back to Nsight Compute's own module).
 #   OPS=relu,gelu PRESET=s bash tools/ray_trip.sh
 # Settings: OPS (comma-separated or `all`), PRESET (s), LOCAL_S and RAY_S (each pass's limit, 270 and 240 s),
-# TEST_S (90). What comes back in $OUT: local.json, ray.json (each pass's record, written when it ends),
+# TEST_S (300). What comes back in $OUT: local.json, ray.json (each pass's record, written when it ends),
 # local.log, ray.log, test_batch_ray_gpu.log, setup.log, device.txt.
 set -uo pipefail
 OPS=${OPS:?OPS=all or op,op,...} PRESET=${PRESET:-s}
-LOCAL_S=${LOCAL_S:-270} RAY_S=${RAY_S:-240} TEST_S=${TEST_S:-90}
+LOCAL_S=${LOCAL_S:-270} RAY_S=${RAY_S:-240} TEST_S=${TEST_S:-300}
 OUT=${OUT:-/tmp/out}
 mkdir -p "$OUT"
 python3 tools/ray_wheel_for_device.py --unpack > "$OUT/unpack.log" 2>&1 || { cat "$OUT/unpack.log"; exit 1; }
