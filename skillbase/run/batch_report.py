@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from skillbase import config, ui
-from skillbase.bench.results import SizeResult, geomean, gpu_slug, load_stored, roofline_pct
+from skillbase.bench.results import SizeResult, floor_us, geomean, gpu_slug, load_stored
 from skillbase.bench.suite import discover
 from skillbase.documents import versioned
 from skillbase.run.batch import KERNELBENCH
@@ -54,6 +54,7 @@ class RunResult:
     vendor_speedup: float | None           # the vendor library's speedup over the same baseline (bench run)
     vs_vendor: float | None                # speedup / vendor_speedup
     roofline_pct: float | None
+    floor_speedup: float | None            # baseline / roofline floor: the most any kernel could reach here
     accepted_skills: list[str]
     rounds: int
     repairs: int
@@ -77,7 +78,11 @@ class BatchReport:
         timed = [r.speedup for r in runs if r.speedup is not None]
         covered = [r for r in runs if r.vs_vendor is not None]
         judged = sum(r.judged_attempts for r in runs)
+        # The headroom: over the timed runs that have a floor, where their speedups could go at the floor.
+        bounded = [r for r in runs if r.speedup is not None and r.floor_speedup is not None]
         return {"runs": len(runs), "timed": len(timed), "geomean_speedup": geomean(timed),
+                "with_floor": len(bounded), "geomean_speedup_with_floor": geomean([r.speedup for r in bounded]),
+                "geomean_floor_speedup": geomean([r.floor_speedup for r in bounded]),
                 "fast_1": _share(sum(s > 1.0 for s in timed), len(timed)),
                 "fast_1_5": _share(sum(s > 1.5 for s in timed), len(timed)),
                 "verified_attempt_rate": _share(sum(r.verified_attempts for r in runs), judged),
@@ -114,9 +119,11 @@ class BatchReport:
     def sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         """(heading, header, rows) of each table: what the Markdown and the HTML page both render."""
         runs = ("Per run", ["operator", "dtype", "size", "engine", "speedup", "vendor", "vs vendor", "% roofline",
-                            "accepted skills", "rounds", "repairs", "rejected", "tokens (in/out)", "judge min"],
+                            "at the floor", "accepted skills", "rounds", "repairs", "rejected", "tokens (in/out)",
+                            "judge min"],
                 [[r.operator, r.dtype, r.size, "on" if r.engine else "off", _x(r.speedup), _x(r.vendor_speedup),
-                  _x(r.vs_vendor), _percent(r.roofline_pct), ", ".join(r.accepted_skills) or "—", str(r.rounds),
+                  _x(r.vs_vendor), _percent(r.roofline_pct), _x(r.floor_speedup),
+                  ", ".join(r.accepted_skills) or "—", str(r.rounds),
                   str(r.repairs), ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())) or "—",
                   f"{r.prompt_tokens}/{r.reply_tokens}", f"{r.judge_minutes:.1f}"] for r in self.runs])
         out = [runs, ("Per category", *_summary_table(self.by_category(self.runs)
@@ -148,9 +155,11 @@ class BatchReport:
 
 
 def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["group", "runs (judged)", "geomean", "fast_1", "fast_1.5", "verified attempts", "≥ vendor", "tokens",
-              "judge min"]
-    return header, [[name, f"{s['runs']} ({s['timed']})", _x(s["geomean_speedup"]), _share_pct(s["fast_1"]),
+    header = ["group", "runs (judged)", "geomean", "with a floor: geomean / at the floor", "fast_1", "fast_1.5",
+              "verified attempts", "≥ vendor", "tokens", "judge min"]
+    return header, [[name, f"{s['runs']} ({s['timed']})", _x(s["geomean_speedup"]),
+                     f"{_x(s['geomean_speedup_with_floor'])} / {_x(s['geomean_floor_speedup'])} ({s['with_floor']})",
+                     _share_pct(s["fast_1"]),
                      _share_pct(s["fast_1_5"]), _share_pct(s["verified_attempt_rate"]),
                      f"{_share_pct(s['at_or_above_vendor'])} of {s['vendor_covered']}",
                      str(s["prompt_tokens"] + s["reply_tokens"]), f"{s['judge_minutes']:.1f}"]
@@ -196,12 +205,13 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
     # A run whose first candidate was never judged has no result yet: it stays out of every geomean.
     speedup = run.speedup if run.best_us and judged else None
     vendor_speedup = vendor.get((member.operator, member.dtype, size))
+    floors = _roofline(run, member, size, speedup)
     return RunResult(
         operator=member.operator, category=category, dtype=member.dtype, size=size, batch=batch, engine=engine,
         run=run.name, status=store.shown_status(run), baseline_us=run.baseline_us, best_us=run.best_us,
         speedup=speedup, vendor_speedup=vendor_speedup,
         vs_vendor=speedup / vendor_speedup if speedup and vendor_speedup else None,
-        roofline_pct=_roofline(run, member, size, speedup),
+        roofline_pct=floors[0], floor_speedup=floors[1],
         accepted_skills=accepted, rounds=sum(r["status"] == "finished" for r in rounds),
         repairs=sum(a["attempt_idx"] > 0 for a in attempts),
         rejected=dict(Counter(a["status"] for a in attempts if a["status"] not in (Status.ACCEPTED, Status.PENDING))),
@@ -211,15 +221,19 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
         judge_minutes=round(sum((a["finished_at"] or a["created_at"]) - a["created_at"] for a in judged) / 60, 3))
 
 
-def _roofline(run, member, size: str, speedup: float | None) -> float | None:
-    """% of the roofline floor of the best kernel at the batch's size (None without one size, or untimed)."""
-    if speedup is None or size == "scored":
-        return None
+def _roofline(run, member, size: str, speedup: float | None) -> tuple[float | None, float | None]:
+    """(% of the roofline floor the best kernel reaches, the speedup over the baseline at that floor) at the batch's
+    size; (None, None) without one size, a floor, or a timed result."""
+    if speedup is None or size == "scored" or not run.best_us or not run.baseline_us:
+        return None, None
     spec = load_task(run.task_path, check_launcher=False)
     flops, nbytes = spec.work(size)
     result = SizeResult(member.operator, member.dtype, "optimized", size, "verified", float(flops), float(nbytes),
                         runtime_us=run.best_us, baseline_us=run.baseline_us)
-    return roofline_pct(result, gpu_slug(run.manifest.get("gpu") or ""))
+    floor = floor_us(result, gpu_slug(run.manifest.get("gpu") or ""))
+    if not floor:
+        return None, None
+    return 100.0 * floor / run.best_us, run.baseline_us / floor
 
 
 def _vendor_speedups(results_root) -> dict[tuple[str, str, str], float]:

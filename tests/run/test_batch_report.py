@@ -80,6 +80,13 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
     mm = runs[("matrix_mul", True)]
     assert math.isclose(mm["vendor_speedup"], vendor) and math.isclose(mm["vs_vendor"], mm["speedup"] / vendor)
     assert 0 < mm["roofline_pct"] < 100 or mm["roofline_pct"] is None
+    for got in data["runs"]:          # at the floor, the kernel would run floor = best * pct / 100
+        if got["roofline_pct"] is not None:
+            floor = got["best_us"] * got["roofline_pct"] / 100
+            assert math.isclose(got["floor_speedup"], got["baseline_us"] / floor, rel_tol=1e-9)
+            assert got["floor_speedup"] > got["speedup"]
+        else:
+            assert got["floor_speedup"] is None
 
     finals = [max(s, 1.0) for s in on.values()]
     overall_on = report.summary([r for r in report.runs if r.engine])
@@ -88,6 +95,12 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
     assert overall_on["fast_1_5"] == sum(s > 1.5 for s in finals) / len(finals)
     assert overall_on["verified_attempt_rate"] == 0.5
     assert overall_on["at_or_above_vendor"] == (1.0 if mm["speedup"] >= vendor else 0.0)
+    bounded = [r for r in report.runs if r.engine and r.floor_speedup is not None]
+    assert overall_on["with_floor"] == len(bounded) > 0
+    assert math.isclose(overall_on["geomean_floor_speedup"],
+                        math.prod(r.floor_speedup for r in bounded) ** (1 / len(bounded)))
+    assert math.isclose(overall_on["geomean_speedup_with_floor"],
+                        math.prod(r.speedup for r in bounded) ** (1 / len(bounded)))
     elementwise = data["by_category"]["elementwise"]
     assert elementwise["runs"] == 3 and elementwise["prompt_tokens"] == 3 * 1700   # relu on and off, gelu
 
