@@ -531,45 +531,59 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
-        calls = _fact_functions(functions, _file_constants(root))
+        constants = _file_constants(root)
+        fixed = _fixed_parameters(root, functions, constants)
+        file_calls = _fact_functions(functions, constants, fixed)
         global_writes: dict[str, list[tuple[object, str]]] = {}   # name -> (use, kind of write)
         for fn in functions:
             body = fn.child_by_field_name("body")
             if body is None:
                 continue
-            facts = _device_facts(body)
-            self.static_locals(body, facts, calls)
+            calls = file_calls | fixed.get(fn.start_byte, frozenset())
+            facts = _device_facts(body, calls)
+            statics = set(host_globals).union(*(names for _, names in _static_locals(body)))
+            pointers = _cache_pointers(body, statics, facts, calls)
+            self.static_locals(body, facts, calls, pointers)
             for node in syntax.descendants(body):
                 if node.type != "identifier":
                     continue
                 name = syntax.text(node)
-                if name in host_globals and _is_written(node):
+                if name in host_globals and _is_written(node) and node.start_byte not in pointers.bindings:
                     global_writes.setdefault(name, []).append(_write(node, facts, set(host_globals), calls))
                 elif name in device_globals and _is_written(node):
                     self.report("device-global-state", node, name)
+            for name in set(host_globals) & set(pointers.writes):
+                global_writes.setdefault(name, []).extend(pointers.writes[name])
         for name, writes in global_writes.items():
             if not _device_fact_cache(writes, _initializer(host_globals[name], name), calls):
                 for node, _ in writes:
                     self.report("host-static-state", node, name)
 
-    def static_locals(self, body, facts: set[str], calls: frozenset[str] = frozenset()) -> None:
-        for node in syntax.descendants(body):
-            if node.type != "declaration":
-                continue
-            specifiers = {syntax.text(c) for c in node.children
-                          if c.type in ("storage_class_specifier", "type_qualifier")}
-            words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
-            if not ({"static", "thread_local"} & (specifiers | words)) or {"const", "constexpr", "__shared__"} & words:
-                continue
-            names = _declared_names(node)
+    def static_locals(self, body, facts: set[str], calls: frozenset[str], pointers: CachePointers) -> None:
+        for node, names in _static_locals(body):
             cached = bool(names)
             for name in names:
                 writes = [_write(use, facts, set(names), calls) for use in syntax.descendants(body)
                           if use.type == "identifier" and syntax.text(use) == name
-                          and use.start_byte > node.end_byte and _is_written(use)]
+                          and use.start_byte > node.end_byte and _is_written(use)
+                          and use.start_byte not in pointers.bindings]
+                writes += pointers.writes.get(name, [])
                 cached &= _device_fact_cache(writes, _initializer(node, name), calls)
             if not cached:
                 self.report("host-static-state", node, "static local")
+
+
+def _static_locals(body) -> list[tuple[object, list[str]]]:
+    """The writable static (or thread_local) declarations in a function body, each with the names it declares."""
+    found = []
+    for node in syntax.descendants(body):
+        if node.type != "declaration":
+            continue
+        specifiers = {syntax.text(c) for c in node.children if c.type in ("storage_class_specifier", "type_qualifier")}
+        words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+        if {"static", "thread_local"} & (specifiers | words) and not {"const", "constexpr", "__shared__"} & words:
+            found.append((node, _declared_names(node)))
+    return found
 
 
 # The launch stream as a launcher names it: no stream, the legacy default stream, or a null handle.
@@ -654,9 +668,17 @@ def _outermost(identifier, through: tuple[str, ...]):
     """(the expression `identifier` heads, its parent), climbing while it is the first child of a `through`
     node: `x` in `x.f`, `(x)`, `x[i]` (when subscripts are in `through`)."""
     node, parent = identifier, identifier.parent
-    while parent is not None and parent.type in through and parent.children and parent.children[0] == node:
+    while parent is not None and parent.type in through and _head(parent) == node:
         node, parent = parent, parent.parent
     return node, parent
+
+
+def _head(expression):
+    """The operand an expression is built on: the inside of `(x)`, the object of `x.f` / `x[i]`."""
+    if expression.type == "parenthesized_expression":
+        inner = [c for c in expression.named_children if c.type != "comment"]
+        return inner[0] if len(inner) == 1 else None
+    return expression.children[0] if expression.children else None
 
 
 _MEMBER_OF = ("field_expression", "parenthesized_expression")   # x.f, (x): the variable itself, no index
@@ -668,17 +690,37 @@ def _query_write(identifier) -> bool:
     if parent is None or parent.type != "pointer_expression" or not parent.children \
             or parent.children[0].type != "&":
         return False
-    call = parent.parent.parent if parent.parent is not None and parent.parent.type == "argument_list" else None
+    return _query_argument(parent)
+
+
+def _query_argument(node) -> bool:
+    """Is this expression an argument of a device query call?"""
+    call = node.parent.parent if node.parent is not None and node.parent.type == "argument_list" else None
     if call is None or call.type != "call_expression":
         return False
     function = call.child_by_field_name("function")
     return function is not None and syntax.text(function).split("::")[-1] in DEVICE_QUERIES
 
 
-def _device_facts(body) -> set[str]:
-    """Names in a function body whose address a device query writes through (`int v; cudaGetDevice(&v)`)."""
-    return {syntax.text(node) for node in syntax.descendants(body)
-            if node.type == "identifier" and _query_write(node)}
+def _device_facts(body, calls: frozenset[str] = frozenset()) -> set[str]:
+    """Names in a function body whose address a device query writes through (`int v; cudaGetDevice(&v)`)
+    and that start from a literal (or nothing) and are otherwise only given literals and device facts:
+    a queried local later set from an input (`v = n;`) is not a device fact."""
+    facts = {syntax.text(node) for node in syntax.descendants(body)
+             if node.type == "identifier" and _query_write(node)}
+    while True:   # to a fixed point: a local set from a disqualified one is disqualified too
+        tainted = set()
+        for node in syntax.descendants(body):
+            if node.type == "declaration":
+                tainted.update(name for name in set(_declared_names(node)) & facts
+                               if (initial := _initializer(node, name)) is not None
+                               and not _fact_expression(initial, set(), calls))
+            elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node) \
+                    and _write(node, facts, set(), calls)[1] == "other":
+                tainted.add(syntax.text(node))
+        if not tainted:
+            return facts
+        facts -= tainted
 
 
 def _fact_expression(node, facts: set[str], calls: frozenset[str] = frozenset()) -> bool:
@@ -713,12 +755,15 @@ def _file_constants(root) -> set[str]:
     return names
 
 
-def _fact_functions(functions, constants: set[str] = frozenset()) -> frozenset[str]:
+def _fact_functions(functions, constants: set[str] = frozenset(),
+                    fixed: dict[int, frozenset[str]] | None = None) -> frozenset[str]:
     """Names of the file's functions that only ever return device facts (`static int resident_blocks(...)`:
     queries the SM count and an occupancy figure, returns their product): each local a query writes
     starts from a literal and is otherwise only assigned literals and facts, and every return is an
-    expression of those (a parameter returned, or anything read through a pointer, disqualifies it).
+    expression of those (a parameter returned, or anything read through a pointer, disqualifies it;
+    a parameter in `fixed`, given a literal by every call, is a literal).
     Found to a fixed point, so such a function may call another; the result holds `constants` too."""
+    fixed = fixed or {}
     found: set[str] = set(constants)
     while True:
         grown = set(found)
@@ -727,11 +772,82 @@ def _fact_functions(functions, constants: set[str] = frozenset()) -> frozenset[s
             body = fn.child_by_field_name("body")
             if name is None or name in grown or body is None:
                 continue
-            if _returns_device_facts(body, frozenset(grown)):
+            if _returns_device_facts(body, frozenset(grown) | fixed.get(fn.start_byte, frozenset())):
                 grown.add(name)
         if grown == found:
             return frozenset(found)
         found = grown
+
+
+def _fixed_parameters(root, functions, constants: set[str]) -> dict[int, frozenset[str]]:
+    """For each function (by start byte) that only this file's code can call (not `extern "C"`, so not a
+    launcher or hook the harness calls; defined once; its name used only as a callee), its scalar parameters
+    that every call gives a literal: a number, a file constant, or a `const` local of the caller set to one
+    (`const int block = 256; ... resident_blocks(k, block)`). Inside the function such a parameter is a literal."""
+    definitions: dict[str, list] = {}
+    for fn in functions:
+        if (name := _function_name(fn)) is not None:
+            definitions.setdefault(name, []).append(fn)
+    uses: dict[str, list] = {}
+    for node in syntax.descendants(root):
+        if node.type == "identifier" and syntax.text(node) in definitions and not _declares(node):
+            uses.setdefault(syntax.text(node), []).append(node)
+    fixed: dict[int, frozenset[str]] = {}
+    for name, (fn, *others) in definitions.items():
+        calls = [use.parent for use in uses.get(name, [])]
+        if others or syntax.in_extern_c(fn) or not calls or any(
+                use.parent.type != "call_expression" or use.parent.child_by_field_name("function") != use
+                for use in uses[name]):
+            continue
+        parameters = _scalar_parameters(fn)
+        literal = set()
+        for i, parameter in enumerate(parameters):
+            if parameter is not None and all(_literal_argument(call, i, constants) for call in calls):
+                literal.add(parameter)
+        if literal:
+            fixed[fn.start_byte] = frozenset(literal)
+    return fixed
+
+
+def _scalar_parameters(function) -> list[str | None]:
+    """A function's parameter names in order, None where the parameter is not a plain named value."""
+    declarator = syntax.function_declarator(function.child_by_field_name("declarator"))
+    parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
+    names = []
+    for parameter in parameters.named_children if parameters is not None else ():
+        if parameter.type == "comment":
+            continue
+        inner = parameter.child_by_field_name("declarator") if parameter.type == "parameter_declaration" else None
+        names.append(syntax.text(inner) if inner is not None and inner.type == "identifier" else None)
+    return names
+
+
+def _literal_argument(call, position: int, constants: set[str]) -> bool:
+    """Is the call's argument at `position` a literal: numbers and file constants, or a `const` local of the
+    calling function declared once there and set to such an expression?"""
+    arguments = call.child_by_field_name("arguments")
+    values = [c for c in arguments.named_children if c.type != "comment"] if arguments is not None else []
+    if position >= len(values):
+        return False
+    caller = call.parent
+    while caller is not None and caller.type != "function_definition":
+        caller = caller.parent
+    local: set[str] = set()
+    body = caller.child_by_field_name("body") if caller is not None else None
+    if body is not None:
+        declared: dict[str, int] = {}
+        for node in syntax.descendants(body):
+            if node.type != "declaration":
+                continue
+            words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+            for name in _declared_names(node):
+                declared[name] = declared.get(name, 0) + 1
+                initial = _initializer(node, name)
+                if {"const", "constexpr"} & words and initial is not None \
+                        and _fact_expression(initial, set(), frozenset(constants)):
+                    local.add(name)
+        local = {name for name in local if declared[name] == 1 and name not in _scalar_parameters(caller)}
+    return _fact_expression(values[position], set(), frozenset(constants | local)) and not _has_call(values[position])
 
 
 def _function_name(function) -> str | None:
@@ -743,25 +859,16 @@ def _function_name(function) -> str | None:
 
 
 def _returns_device_facts(body, calls: frozenset[str]) -> bool:
-    facts = _device_facts(body)
-    for node in syntax.descendants(body):
-        if node.type == "declaration":
-            for name in set(_declared_names(node)) & facts:
-                initial = _initializer(node, name)
-                if initial is not None and not _fact_expression(initial, set(), calls):
-                    return False
-        elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node) \
-                and _write(node, facts, set(), calls)[1] == "other":
-            return False
+    facts = _device_facts(body, calls)
     returns = [node for node in syntax.descendants(body) if node.type == "return_statement"]
     values = [next((c for c in r.named_children if c.type != "comment"), None) for r in returns]
     return bool(returns) and all(v is not None and _fact_expression(v, facts, calls) for v in values)
 
 
-def _fact_assignment(identifier, facts: set[str], calls: frozenset[str] = frozenset()):
-    """The right side of `x = <literals and device facts>` when this use is its left side, else None."""
-    node, parent = _outermost(identifier, _MEMBER_OF)
-    if parent is None or parent.type != "assignment_expression" or parent.child_by_field_name("left") != node:
+def _fact_assignment(target, facts: set[str], calls: frozenset[str] = frozenset()):
+    """The right side of `target = <literals and device facts>` when `target` is its left side, else None."""
+    parent = target.parent
+    if parent is None or parent.type != "assignment_expression" or parent.child_by_field_name("left") != target:
         return None
     operator = parent.child_by_field_name("operator")
     right = parent.child_by_field_name("right")
@@ -776,13 +883,101 @@ def _write(identifier, facts: set[str], statics: set[str], calls: frozenset[str]
     only), or "other" (anything else: an input, a pointer, a counter)."""
     if _query_write(identifier):
         return identifier, "query"
-    right = _fact_assignment(identifier, facts | statics, calls)
+    return identifier, _assigned(_outermost(identifier, _MEMBER_OF)[0], facts, statics, calls)
+
+
+def _assigned(target, facts: set[str], statics: set[str], calls: frozenset[str]) -> str:
+    """What `target = <right>` stores: "derived", "literal" or "other" (as `_write` classifies a write)."""
+    right = _fact_assignment(target, facts | statics, calls)
     if right is None:
-        return identifier, "other"
+        return "other"
     nodes = (right, *syntax.descendants(right))
     reads = {syntax.text(n) for n in nodes if n.type == "identifier"}
     queried = reads & (facts - statics) or _has_call(right)
-    return identifier, "derived" if queried else "literal"
+    return "derived" if queried else "literal"
+
+
+@dataclass
+class CachePointers:
+    """A function's local pointers that can only point at static caches (`_cache_pointers`)."""
+    bindings: set[int]                              # start bytes of the `s` in each `&s` that binds such a pointer
+    writes: dict[str, list[tuple[object, str]]]     # static -> the writes through a pointer that may point at it
+
+
+def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[str]) -> CachePointers:
+    """Local pointers that only ever hold the address of one of `statics` (`int* slot = hit ? &a : &b;`,
+    any condition; `slot = &c;`) and are used only to read `*slot`, to assign `*slot = <...>` or as a
+    device query's output argument. A write through such a pointer counts as a write to every static it may
+    point at, classified like a direct one, so a pointer-selected cache of device facts is one (issue 16) and
+    a static written through a pointer with anything else is not. A pointer used in any other way (copied,
+    passed on, indexed, offset, returned, compared) may alias anything: its `&s` stay writes of unknown value."""
+    pointers = CachePointers(set(), {})
+    for declaration in syntax.descendants(body):
+        if declaration.type != "declaration" or \
+                {"static", "thread_local"} & {syntax.text(c) for c in declaration.children}:
+            continue   # a static pointer is host state of its own, checked as such
+        for child in declaration.children:
+            declarator = child.child_by_field_name("declarator") if child.type == "init_declarator" else None
+            if declarator is None or declarator.type != "pointer_declarator" or \
+                    (name := declarator.child_by_field_name("declarator")) is None or name.type != "identifier":
+                continue
+            found = _cache_pointer(body, child, syntax.text(name), statics, facts, calls)
+            if found is not None:
+                bindings, targets, writes = found
+                pointers.bindings |= bindings
+                for target in targets:
+                    pointers.writes.setdefault(target, []).extend(writes)
+    return pointers
+
+
+def _cache_pointer(body, declarator, name: str, statics, facts, calls):
+    """(the `&s` bindings, the statics pointed at, the writes through it) for the pointer `name` that
+    `declarator` (`*slot = <value>`) declares, or None when it may point at anything but statics (`_cache_pointers`)."""
+    addresses = _addresses(declarator.child_by_field_name("value"), statics)
+    if addresses is None:
+        return None
+    writes: list[tuple[object, str]] = []
+    for use in syntax.descendants(body):
+        if use.type != "identifier" or syntax.text(use) != name or use.start_byte < declarator.end_byte:
+            continue   # before its declarator ends, the name is another variable (or the one being declared)
+        node, parent = _outermost(use, ("parenthesized_expression",))
+        if parent is not None and parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
+            operator = parent.child_by_field_name("operator")
+            more = _addresses(parent.child_by_field_name("right"), statics) \
+                if operator is not None and syntax.text(operator) == "=" else None
+            if more is None:
+                return None
+            addresses += more
+        elif parent is not None and parent.type == "pointer_expression" and parent.children[0].type == "*":
+            target, context = _outermost(parent, ("parenthesized_expression",))   # *slot, (*slot)
+            if context is not None and context.type == "pointer_expression" and context.children[0].type == "&":
+                return None   # &*slot: the address again, passed on
+            if context is not None and (context.type == "update_expression" or context.type == "assignment_expression"
+                                        and context.child_by_field_name("left") == target):
+                writes.append((use, _assigned(target, facts, statics, calls)))
+        elif _query_argument(node):
+            writes.append((use, "query"))
+        else:
+            return None   # the pointer escapes
+    return {a.start_byte for a in addresses}, {syntax.text(a) for a in addresses}, writes
+
+
+def _addresses(expression, statics: set[str]) -> list | None:
+    """The identifiers `s` of the statics an expression can only be the address of (`&s`, `(E)`,
+    `c ? E1 : E2` with any condition), or None when it may be anything else."""
+    if expression is None:
+        return None
+    if expression.type == "parenthesized_expression":
+        return _addresses(_head(expression), statics)
+    if expression.type == "conditional_expression":
+        first = _addresses(expression.child_by_field_name("consequence"), statics)
+        second = _addresses(expression.child_by_field_name("alternative"), statics)
+        return None if first is None or second is None else first + second
+    if expression.type == "pointer_expression" and expression.children[0].type == "&":
+        argument = expression.child_by_field_name("argument")
+        if argument is not None and argument.type == "identifier" and syntax.text(argument) in statics:
+            return [argument]
+    return None
 
 
 def _has_call(expression) -> bool:

@@ -89,6 +89,36 @@ POSITIVES = [
     # A named constant is a literal, not a queried value: a flag set to it is still call state.
     ("host-static-state", kernel("", "static int done = 0; if (done) return; k<<<1,1>>>(x, n); done = ONE;",
                                  "#define ONE 1"), 6),
+    # A static cache picked through a pointer (NEGATIVES) is a device-fact cache only when every write
+    # through the pointer is one: not a value computed from the inputs, not a counter, not a pointer that
+    # is passed on or may point at anything but statics (issue 16).
+    ("host-static-state", kernel("", "static int a = 0, b = 0; int* slot = n > 64 ? &a : &b; int sms = 0; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); "
+                                     "if (!*slot) *slot = sms * n; k<<<*slot, 1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "float* p = &last; *p = x[0]; k<<<1,1>>>(x, n);", "static float last = 0;"), 6),
+    ("host-static-state", kernel("", "static int a = 0; int sms = 0; int* p = &a; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); *p = sms; "
+                                     "(*p)++; k<<<a,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static int a = 0; int sms = 0; int* p = &a, *q = p; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); *p = sms; "
+                                     "*q = n; k<<<a,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static int a = 0; int sms = 0; int* p = &a; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); *p = sms; "
+                                     "keep(p, n); k<<<a,1>>>(x, n);", "void keep(int* p, int n);"), 6),
+    ("host-static-state", kernel("", "static int a = 0; int other = 0, sms = 0; int* p = &a; p = &other; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); *p = sms; "
+                                     "k<<<a,1>>>(x, n);"), 6),
+    # A queried value is a device fact only while nothing else is stored in it; parentheses hide no write.
+    ("host-static-state", kernel("", "static int c = 0; int d = 0; cudaGetDevice(&d); d = n; c = d; "
+                                     "k<<<c,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
+                                     "cudaDevAttrMultiProcessorCount, 0); if ((sms)++ > 100) return;"), 6),
+    # A helper's parameter is a literal only when every call gives it one; one call with an input suffices.
+    ("host-static-state", kernel("", "static int w = 0; if (!w) w = resident(256) + resident(n); k<<<w,1>>>(x, n);",
+                                 "static int resident(int threads) { int per = 0; "
+                                 "cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, 256, 0); "
+                                 "if (per < 1) per = 2048 / threads; return per; }\n"
+                                 "__global__ void k(float* x, int n);"), 7),
     ("device-global-state", kernel("atomicAdd(&counter, 1);", prelude="__device__ int counter;"), 3),
     ("device-global-state", kernel("cache[threadIdx.x] = x[threadIdx.x];", prelude="__device__ float cache[32];"), 3),
     ("local-include", kernel("", prelude='#include "helpers.h"'), 1),
@@ -165,6 +195,26 @@ NEGATIVES = [
             "if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, d) != cudaSuccess) sms = FALLBACK_SMS; "
             "if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, k, THREADS, 0) != cudaSuccess) "
             "per = 2048 / THREADS; return sms * per; }\n__global__ void k(float* x, int n);")),
+    # Seen refused on an honest candidate of the LLM bench run (issue 16, run_34's matrix_scalar_mul): one
+    # of two static caches chosen through a pointer, the occupancy fallback from the block size every
+    # call passes as a literal.
+    ("one of two static caches of SM count x occupancy, picked and written through a pointer",
+     kernel("", "const int block = 256; int g = resident_blocks((const void*)k, block); k<<<g, block>>>(x, n);",
+            "__global__ void k(float* x, int n);\n__global__ void k4(float4* x, int n);\n"
+            "static int resident_blocks(const void* kernel, int block) {\n"
+            "  static int cached_vec = 0, cached_scalar = 0;\n"
+            "  int* slot = (kernel == (const void*)k4) ? &cached_vec : &cached_scalar;\n"
+            "  if (*slot > 0) return *slot;\n"
+            "  int dev = 0, sms = 0, per_sm = 0;\n"
+            "  if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;\n"
+            "  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess || sms <= 0)"
+            " sms = 132;\n"
+            "  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0) != cudaSuccess"
+            " || per_sm <= 0) per_sm = 2048 / block;\n"
+            "  *slot = sms * per_sm;\n  return *slot;\n}")),
+    ("a pointer to a static cache filled by a device query", kernel(
+        "", "static int sms = 0; int* p = &sms; if (!*p) cudaDeviceGetAttribute(p, cudaDevAttrMultiProcessorCount, 0); "
+            "k<<<*p, 256>>>(x, n);")),
     ("a host global filled from cudaGetDeviceProperties",
      kernel("", "if (!blocks) { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); "
                 "blocks = p.multiProcessorCount * (p.maxThreadsPerMultiProcessor / 256); } k<<<blocks, 256>>>(x, n);",
