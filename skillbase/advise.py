@@ -25,7 +25,7 @@ from skillbase.engine.evaluate import EvaluationResult
 from skillbase.engine.trace import result_name
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.evidence import Evidence, load_any, load_evidence_json
-from skillbase.evidence.build import attach_source
+from skillbase.evidence.build import attach_source, checked_preset
 
 __all__ = ["Advice", "advise", "evidence_for", "why_not"]
 
@@ -49,12 +49,21 @@ def _exists(path: str | Path, what: str) -> Path:
 
 
 def evidence_for(report: str | Path | None = None, evidence: str | Path | Evidence | None = None,
-                  source: str | Path | None = None, kernel: str | None = None) -> tuple[Evidence, list[str]]:
+                 source: str | Path | None = None, kernel: str | None = None,
+                 preset: str | None = None) -> tuple[Evidence, list[str]]:
     """(the evidence, notes on where it came from) from one of a report (+ source), an evidence
-    document, or a source alone (profiled). `kernel` picks the focus kernel of a report or profile."""
+    document, or a source alone (profiled). `kernel` picks the focus kernel of a report or profile;
+    `preset`, a size of the task spec beside the source, is the size a source is profiled at (default: its
+    first scored preset) or the one a report was taken at (which sets the task's work model)."""
     given = [x for x in (report, evidence) if x is not None]
     if len(given) > 1 or (evidence is not None and source is not None):
         raise InputError(*ONE_INPUT)
+    if preset is not None:
+        if source is None:
+            raise InputError("a preset is a size of the kernel's task: give its source, the spec lies beside it",
+                             "`advise --report R.ncu-rep --source K.cu --preset P` or `advise K.cu --preset P`; "
+                             "an evidence document carries its work model already")
+        checked_preset(_exists(source, "source file"), preset)
     if isinstance(evidence, Evidence):
         return evidence, ["evidence given as an Evidence object"]
     if evidence is not None:
@@ -66,8 +75,8 @@ def evidence_for(report: str | Path | None = None, evidence: str | Path | Eviden
         loaded = load_any(path, kernel)
         notes = [f"profile from {path}"]
         if cu is not None:
-            attach_source(loaded, cu)
-            notes.append(f"static features from {cu}")
+            attach_source(loaded, cu, preset)
+            notes.append(f"static features from {cu}" + (f", the task's work model at {preset}" if preset else ""))
         return loaded, notes
     if source is None:
         raise InputError(*ONE_INPUT)
@@ -75,7 +84,7 @@ def evidence_for(report: str | Path | None = None, evidence: str | Path | Eviden
     from skillbase.profiling import profile_evidence  # the harness: only when profiling
 
     try:
-        profiled = profile_evidence(cu, kernel=kernel, write=False)
+        profiled = profile_evidence(cu, preset=preset, kernel=kernel, write=False)
     except EnvironmentProblem as problem:
         # Profiling needs a GPU and ncu; advice from a saved profile does not.
         raise EnvironmentProblem(f"cannot profile {cu} here: {problem.message}",
@@ -87,13 +96,14 @@ def evidence_for(report: str | Path | None = None, evidence: str | Path | Eviden
 def advise(report: str | Path | None = None, evidence: str | Path | Evidence | None = None,
            source: str | Path | None = None, kernel: str | None = None, *,
            thresholds: str | Path | None = None, rules_dirs: list[str | Path] | None = None,
-           extra_rules: tuple[str | Path, ...] | list[str | Path] = ()) -> Advice:
+           extra_rules: tuple[str | Path, ...] | list[str | Path] = (), preset: str | None = None) -> Advice:
     """Rank expert skills for one kernel (see the module's docstring for the three inputs).
 
     `thresholds`: a thresholds file (default: ncu's); `rules_dirs`: rule folders instead of the
     built-in ones; `extra_rules`: rule folders added to them. `kernel` focuses the evaluation on
-    that kernel (a name, substring or regex)."""
-    loaded, notes = evidence_for(report, evidence, source, kernel)
+    that kernel (a name, substring or regex). `preset`: the size preset of the task spec beside the
+    source that a source is profiled at, or that a report was taken at (`evidence_for`)."""
+    loaded, notes = evidence_for(report, evidence, source, kernel, preset)
     engine = Engine.load(list(rules_dirs) if rules_dirs else None, thresholds, extra_rules=extra_rules)
     _note_missing_metrics(loaded, engine)
     # A report or profile was focused when it was loaded; an evidence document is focused here.

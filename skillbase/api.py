@@ -55,12 +55,16 @@ def _file(path: str | Path, what: str) -> Path:
 # -- evidence ------------------------------------------------------------------------------------
 
 def make_evidence(report: str | Path | None = None, source: str | Path | None = None, *, kernel: str | None = None,
-             ptxas: str | Path | None = None, details: str | Path | None = None, arch: str | None = None) -> Evidence:
+                  ptxas: str | Path | None = None, details: str | Path | None = None, arch: str | None = None,
+                  preset: str | None = None) -> Evidence:
     """The evidence document of a profile (`.ncu-rep`, raw-page CSV or evidence JSON) and/or a kernel
     source (`.cu`: static features and a compile-only ptxas report). `ptxas`: an `nvcc -Xptxas -v`
     log to use instead of compiling; `details`: the `--page details` CSV beside a raw CSV; `arch`: the
-    ptxas report's (default: the task spec's beside the source, else the GPU's, else sm_90)."""
+    ptxas report's (default: the task spec's beside the source, else the GPU's, else sm_90); `preset`:
+    the size preset the profile was taken at, a name in the task spec beside the source, which adds the
+    task (`evidence.task`) and its work model at that size (roofline bytes and FLOPs)."""
     from skillbase.evidence import build_evidence
+    from skillbase.evidence.build import attach_task, checked_preset
 
     if report is None and source is None:
         raise InputError("give a report, a source, or both", "evidence(report='K.ncu-rep', source='K.cu')")
@@ -68,9 +72,15 @@ def make_evidence(report: str | Path | None = None, source: str | Path | None = 
     source_path = _file(source, "source file") if source is not None else None
     if report_path is not None and report_path.suffix.lower() in (".cu", ".cuh") and source_path is None:
         report_path, source_path = None, report_path   # a bare source: static features and ptxas only
+    if preset is not None:
+        if report_path is None or source_path is None:
+            raise InputError("a preset names the size a profile was taken at: give the report and the kernel's source",
+                             "e.g. `skillbase evidence K.ncu-rep --source K.cu --preset large`")
+        checked_preset(source_path, preset)
     ptxas_text = _file(ptxas, "ptxas log").read_text(errors="replace") if ptxas is not None else None
-    return build_evidence(report=report_path, source=source_path, ptxas_text=ptxas_text, kernel=kernel, arch=arch,
-                          details=_file(details, "details CSV") if details is not None else None)
+    evidence = build_evidence(report=report_path, source=source_path, ptxas_text=ptxas_text, kernel=kernel, arch=arch,
+                              details=_file(details, "details CSV") if details is not None else None)
+    return attach_task(evidence, source_path, preset) if preset is not None else evidence
 
 
 # -- the skill corpus ----------------------------------------------------------------------------

@@ -31,6 +31,9 @@ CHAIN = ("bottleneck", "bottleneck_confidence", "memory_unit", "compute_pipe", "
 @click.option("--source", "source_path", type=click.Path(dir_okay=False),
               help="The kernel source, for static features (with --report).")
 @click.option("--kernel", default=None, help="Focus on this kernel (substring or regex of its name).")
+@click.option("--preset", default=None,
+              help="Size preset of the kernel's task: the one K.cu is profiled at (default: the spec's first scored), "
+                   "or the one --report was taken at (with --source: adds the task's work model).")
 @click.option("--top", type=click.IntRange(1), default=5, show_default=True, help="How many candidates to show.")
 @click.option("--why-not", "why_not", default=None, metavar="SKILL",
               help="Explain why SKILL was not proposed (or ranked low).")
@@ -39,8 +42,8 @@ CHAIN = ("bottleneck", "bottleneck_confidence", "memory_unit", "compute_pipe", "
 @click.option("--rules-dir", "rules_dirs", multiple=True, type=click.Path(file_okay=False),
               help="Use this rules folder instead of the built-in one.")
 @json_option
-def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, top, why_not, show_all, thresholds,
-           rules_dirs, as_json):
+def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, preset, top, why_not, show_all,
+           thresholds, rules_dirs, as_json):
     """Rank expert skills for a kernel: `advise --report R.ncu-rep`, `--evidence E.json` or `K.cu`."""
     from skillbase.advise import advise as advise_kernel
     from skillbase.advise import why_not as why_not_skill
@@ -54,7 +57,7 @@ def advise(extra_rules, source_cu, report, evidence_path, source_path, kernel, t
         raise InputError("--source goes with --report",
                          "the evidence JSON already carries static features; K.cu is read directly")
     advice = advise_kernel(report=report, evidence=evidence_path, source=source_cu or source_path, kernel=kernel,
-                           thresholds=thresholds, rules_dirs=list(rules_dirs), extra_rules=extra_rules)
+                           thresholds=thresholds, rules_dirs=list(rules_dirs), extra_rules=extra_rules, preset=preset)
     result = advice.result
     why = why_not_skill(advice, why_not) if why_not else None
     if as_json:

@@ -22,17 +22,20 @@ from skillbase.evidence.model import Evidence
 @click.option("--arch", default=None,
               help="Architecture for the compile-only ptxas report (default: the `arch:` of the task spec beside "
                    "the source, else this machine's GPU, else sm_90; a task's arch may only be refined).")
+@click.option("--preset", default=None,
+              help="The size preset REPORT was profiled at (a preset of the task spec beside --source): adds the "
+                   "task's work model at that size (roofline bytes and FLOPs).")
 @click.option("-o", "--output", type=click.Path(path_type=Path), help="Write the JSON here (default: stdout).")
 @click.option("--force", is_flag=True, help="Overwrite OUTPUT if it exists.")
 @click.option("--summary", is_flag=True, help="Print a short human summary instead of (or, with -o, besides) the JSON.")
 def evidence(report: Path, source: Path | None, ptxas_log: Path | None, details: Path | None, kernel: str | None,
-             arch: str | None, output: Path | None, force: bool, summary: bool) -> None:
+             arch: str | None, preset: str | None, output: Path | None, force: bool, summary: bool) -> None:
     """Convert REPORT (.ncu-rep, raw-page .csv, evidence .json, or a bare .cu) into an evidence JSON."""
     from skillbase.api import make_evidence
 
     if output is not None and output.exists() and not force:
         raise InputError(f"{output} exists; not overwriting it", hint="pass --force to replace it")
-    result = make_evidence(report, source, kernel=kernel, ptxas=ptxas_log, details=details, arch=arch)
+    result = make_evidence(report, source, kernel=kernel, ptxas=ptxas_log, details=details, arch=arch, preset=preset)
     text = result.to_json()
     if output is not None:
         output.parent.mkdir(parents=True, exist_ok=True)

@@ -160,11 +160,12 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
     return result
 
 
-def attach_source(evidence: Evidence, source: str | Path) -> Evidence:
+def attach_source(evidence: Evidence, source: str | Path, preset: str | None = None) -> Evidence:
     """Add SOURCE's static features to a loaded profile (no compile: what `advise --report --source`
     does), keyed for the profiled kernel; a source without that kernel is said once in the notes
-    and describes nothing. A task spec beside the source (K.task.yaml) adds what the task allows."""
-    attach_task(evidence, source)
+    and describes nothing. A task spec beside the source (K.task.yaml) adds what the task allows, and
+    its work model at PRESET when the caller knows the size the profile was taken at (`checked_preset`)."""
+    attach_task(evidence, source, preset)
     try:
         evidence.static = static_features(source, instances=_instances(evidence))
     except InputError as error:      # advice still comes, from the profile alone
@@ -193,6 +194,15 @@ def attach_task(evidence: Evidence, source: str | Path, preset: str | None = Non
     return evidence
 
 
+def checked_preset(source: str | Path, preset: str) -> str:
+    """PRESET, when it names a size of the task spec beside SOURCE; otherwise the spec's one-line error (a
+    missing spec, or `no size preset 'X' (presets: ...)` with the nearest name), as `optimize --preset` gives."""
+    from skillbase.task.spec import load_task
+
+    load_task(Path(source)).sizes_for(preset)
+    return preset
+
+
 def attach_work(evidence: Evidence, spec: TaskSpec, preset: str | None) -> Evidence:
     """`roofline.flops` / `roofline.bytes`: SPEC's work model (one launcher call) at PRESET, the size the
     profile was taken at, so the rules can set the kernel's DRAM traffic against the bytes the task must
@@ -206,7 +216,8 @@ def attach_work(evidence: Evidence, spec: TaskSpec, preset: str | None) -> Evide
         return evidence
     if preset is None:
         evidence.notes.append("the task's work model (roofline bytes and FLOPs) is not set: the size the report was "
-                              "profiled at is not known (`skillbase profile K.cu --preset P` records it)")
+                              "profiled at is not known (name it with `--preset P`; `skillbase profile K.cu "
+                              "--preset P` records it)")
         return evidence
     try:
         flops, nbytes = spec.work(preset)
