@@ -34,6 +34,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "optimize": ("skillbase.commands.optimize:optimize", "Optimize a kernel round by round, verified and recorded."),
     "resume": ("skillbase.commands.optimize:resume", "Continue a paused or interrupted run."),
     "pending": ("skillbase.commands.pending:pending", "List paused runs: their prompts and where candidates go."),
+    "redecide": ("skillbase.commands.redecide:redecide", "Re-decide paused runs' rounds with the current rules."),
     "store": ("skillbase.commands.store:store", "Pack the run store into one file for a trip, and unpack it."),
     "runs": ("skillbase.commands.runs:runs", "List optimization runs in the store."),
     "explain": ("skillbase.commands.explain:explain", "Replay a run's decisions and evidence from the store."),

@@ -22,7 +22,7 @@ DOCUMENTS: dict[str, int] = {
     "rules-validate": 1, "rules-new": 1, "calibrate": 1, "config": 1, "lint": 1, "doctor": 1, "examples-list": 1,
     "examples-copy": 1, "error": ERROR_SCHEMA_VERSION,
     "pending": 1, "batch": 1, "bench-optimize-report": 1, "store-pack": 1, "kernelbench-import": 1,
-    "kernelbench-score": 1, "kernelbench-report": 1,
+    "kernelbench-score": 1, "kernelbench-report": 1, "redecide": 1,
 }
 
 

@@ -26,6 +26,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
     run = store.get_run(ref)
     rounds = []
     calls = {c["attempt_id"]: c for c in store.llm_calls(run.id)}
+    superseded = store.superseded_decisions(run.id)
     for row in store.rounds(run.id):
         if round_idx is not None and row["idx"] != round_idx:
             continue
@@ -50,6 +51,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
                 "past": _past(store, evidence[-1]["document"]) if evidence else {},
+                "superseded": [_superseded(d, superseded[d["id"]]) for d in decisions if d["id"] in superseded],
             },
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"],
@@ -102,6 +104,17 @@ def _load_json(store: RunStore, digest: str | None) -> Any:
         return json.loads(store.artifacts.get_text(digest))
     except (InputError, ValueError):  # a missing, corrupt or non-JSON artifact still lets the rest be explained
         return None
+
+
+def _superseded(decision, mark: dict) -> dict:
+    """An earlier decision of the round that `redecide` replaced: what it chose, when, and what replaced it."""
+    return {"skill": decision["chosen_skill"], "reason": decision["reason"],
+            "decided": _when(decision["created_at"]), "superseded": _when(mark.get("at")),
+            "rules": mark.get("rules") or {}, "prompt": mark.get("superseded_prompt")}
+
+
+def _when(ts: float | None) -> str | None:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if isinstance(ts, (int, float)) else None
 
 
 def _past(store: RunStore, evidence_digest: str) -> dict:
@@ -159,6 +172,12 @@ def render_text(report: dict) -> str:
         decision = entry["decision"]
         if decision:
             lines.append(f"  decision: {decision['skill'] or 'none'} — {decision['reason']}")
+            for old in decision.get("superseded") or []:
+                rules = old["rules"]
+                lines.append(f"  superseded: {old['skill'] or 'none'} (decided {old['decided']}), re-decided "
+                             f"{old['superseded']} by skillbase {rules.get('skillbase_version')} "
+                             f"(git {rules.get('git')}), rules {str(rules.get('rules_digest'))[:19]}, "
+                             f"corpus {str(rules.get('corpus_digest'))[:12]}")
             facts = decision.get("facts") or {}
             if facts:
                 lines.append("  facts: " + ", ".join(f"{k}={v}" for k, v in sorted(facts.items())))

@@ -17,6 +17,7 @@ Collaborators (`skillbase.run.types`), each replaceable:
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from collections.abc import Callable
@@ -167,21 +168,13 @@ class Loop:
 
         def decision_step():
             evidence = Evidence.from_json(self.store.artifacts.get_text(evidence_result["document"]))
-            candidates, trace_text = self.decide(evidence, state)
-            chosen = choose(candidates, state.tabu, start_digest)
-            # The full engine result (every rule, every leaf) is what `explain` replays.
-            trace = self.store.artifacts.put_text(
-                trace_text or json.dumps([c.stored() | {"params": c.params} for c in candidates], sort_keys=True,
-                                         default=str))
-            reason = (f"{chosen.skill}: {chosen.because or 'top applicable candidate'}" if chosen
-                      else "no applicable candidate outside the tabu list")
-            result = {"skill": chosen.skill if chosen else None, "params": chosen.params if chosen else {},
-                      "candidates": [c.stored() for c in candidates], "reason": reason}
+            result, trace_text = decision_of(*self.decide(evidence, state), state.tabu, start_digest)
+            trace = self.store.artifacts.put_text(trace_text)
 
             def rows(tx):
                 tx.add_decision(self.run_id, idx, result["skill"], result["params"], result["candidates"], trace,
-                                reason)
-            self.progress(f"round {idx}: {reason}")
+                                result["reason"])
+            self.progress(f"round {idx}: {result['reason']}")
             return result, rows
 
         decision = self._step(f"{prefix}/decision", decision_step)
@@ -208,7 +201,7 @@ class Loop:
         history: list[PastTry] = []
         verdict: dict = {}
         for attempt in range(self.settings.repairs + 1):
-            key = f"{prefix}/v{variant_idx}/a{attempt}"
+            key = attempt_key(idx, variant_idx, attempt)
             request = ApplyRequest(skill=skill, params=params, attempt=attempt, key=key, history=tuple(history),
                                    candidate=candidate)
             produced = self._step(f"{key}/candidate", partial(self._produce, idx, request, state))
@@ -274,14 +267,63 @@ class Loop:
         return result, rows
 
     def _apply_outcome(self, outcome: dict, state: LoopState) -> None:
-        state.tabu.append(tabu_key(outcome["skill"], outcome["params"], outcome["start_digest"]))
-        state.tried.append(Tried(skill=outcome["skill"], status=Outcome(outcome["status"])))
+        advance(state, outcome, self.store.artifacts.get_text)
         best = outcome.get("best")
         if outcome["status"] == Outcome.ACCEPTED and best:
-            state.best_source = self.store.artifacts.get_text(best["source"])
-            state.best_flags = tuple(best.get("flags", ()))
-            state.best_us = best["runtime_us"]
             self.store.update_run(self.run_id, best_us=state.best_us, best_kernel=best["source"])
+
+
+def attempt_key(round_idx: int, variant_idx: int, attempt: int) -> str:
+    """The step key of one try (`r3/v0/a1`): its candidate and verdict steps, and its prompt's name."""
+    return f"r{round_idx}/v{variant_idx}/a{attempt}"
+
+
+def decision_of(candidates: list[Candidate], trace_text: str, tabu: list[list],
+                kernel_digest: str) -> tuple[dict, str]:
+    """A round's decision as the loop records it (its step result: the chosen skill and params, the
+    ranked candidates, why) and the trace kept beside it: the full engine result (every rule, every
+    leaf), what `explain` replays."""
+    chosen = choose(candidates, tabu, kernel_digest)
+    trace = trace_text or json.dumps([c.stored() | {"params": c.params} for c in candidates], sort_keys=True,
+                                     default=str)
+    reason = (f"{chosen.skill}: {chosen.because or 'top applicable candidate'}" if chosen
+              else "no applicable candidate outside the tabu list")
+    return {"skill": chosen.skill if chosen else None, "params": chosen.params if chosen else {},
+            "candidates": [c.stored() for c in candidates], "reason": reason}, trace
+
+
+def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str]) -> None:
+    """A finished round's outcome step applied to the loop's state: the tabu list, what was tried, the
+    best kernel (`read_text` reads an artifact)."""
+    state.tabu.append(tabu_key(outcome["skill"], outcome["params"], outcome["start_digest"]))
+    state.tried.append(Tried(skill=outcome["skill"], status=Outcome(outcome["status"])))
+    best = outcome.get("best")
+    if outcome["status"] == Outcome.ACCEPTED and best:
+        state.best_source = read_text(best["source"])
+        state.best_flags = tuple(best.get("flags", ()))
+        state.best_us = best["runtime_us"]
+
+
+def replayed_state(store: RunStore, run_id: int, task_source: str, round_idx: int) -> LoopState | None:
+    """The loop's state as round `round_idx` starts, re-derived from the finished steps before it as
+    `Loop.run` replays them, reading only (None when a step it needs was never recorded)."""
+    baseline = store.step_result(run_id, "baseline")
+    if baseline is None:
+        return None
+    state = LoopState(best_source=task_source, baseline_us=baseline["runtime_us"], best_us=baseline["runtime_us"])
+    for idx in range(round_idx):
+        outcome = store.step_result(run_id, f"r{idx}/outcome")
+        if outcome is None:
+            return None
+        for variant_idx in itertools.count():   # the tokens of every try, as the loop adds them up
+            tries = (store.step_result(run_id, f"{attempt_key(idx, variant_idx, attempt)}/candidate")
+                     for attempt in itertools.count())
+            produced = list(itertools.takewhile(lambda step: step is not None, tries))
+            if not produced:
+                break
+            state.tokens_used += sum(step.get("tokens", 0) for step in produced)
+        advance(state, outcome, store.artifacts.get_text)
+    return state
 
 
 def choose(candidates: list[Candidate], tabu: list[list], kernel_digest: str) -> Candidate | None:

@@ -300,24 +300,36 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
                                  saved_report=saved_report,
                                  metrics=list(engine.required_ncu_metrics()),
                                  past=lambda: store.skill_outcome_stats(exclude_run=run_id))
-    mechanical = MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
+    mechanical = mechanical_applier(corpus, settings)
     decide = make_decide(settings.agent, engine, corpus, mechanical, engine_on=settings.engine)
     if settings.agent == "none":
         return Collaborators(engine, corpus, judge, evidence, decide, mechanical)
 
-    def example(skill_id: str, source: str, candidate: Candidate | None) -> str:
-        return example_for_coder(corpus, skill_id, source=source,
-                                 candidate=candidate.stored() if candidate is not None else None)
-
-    # Where the kernel stands (issue 16): a bench task's folder is its operator
-    prompts = PromptBuilder(spec.launcher, kernel.stem, corpus.get, example,
-                            standing_of(spec, kernel.parent.name, preset, env.gpu_name() if gpu else None))
+    prompts = prompt_builder(kernel, spec, corpus, preset, env.gpu_name() if gpu else None)
     if settings.agent == "openai":
         client = ChatClient(load_config(model=settings.model))
         return Collaborators(engine, corpus, judge, evidence, decide, LLMApplier(client, prompts),
                              endpoint=client.config.endpoint_name)
     return Collaborators(engine, corpus, judge, evidence, decide,
                          ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}", reply))
+
+
+def prompt_builder(kernel: Path, spec: TaskSpec, corpus: Corpus, preset: str | None, gpu: str | None) -> PromptBuilder:
+    """The coder's and debugger's prompts of a run of `kernel`: the skill cards and verified examples of
+    `corpus`, where the kernel stands on `gpu` (None: a compile-only run) at `preset`."""
+    def example(skill_id: str, source: str, candidate: Candidate | None) -> str:
+        return example_for_coder(corpus, skill_id, source=source,
+                                 candidate=candidate.stored() if candidate is not None else None)
+
+    # Where the kernel stands (issue 16): a bench task's folder is its operator
+    return PromptBuilder(spec.launcher, kernel.stem, corpus.get, example,
+                         standing_of(spec, kernel.parent.name, preset, gpu))
+
+
+def mechanical_applier(corpus: Corpus, settings: Settings) -> MechanicalApplier:
+    """The skills' mechanical sweeps and compile flags: `--agent none`'s applier, and what the decision
+    asks whether a skill can be applied without a coder."""
+    return MechanicalApplier(lambda skill_id: _mechanical_of(corpus, skill_id), settings.sweep_limit)
 
 
 def _mechanical_of(corpus: Corpus, skill_id: str) -> dict | None:

@@ -14,7 +14,9 @@ database is opened read-only; where none exists nothing is created (a path given
 $SKILLBASE_STORE is "no run store at PATH", the default location not made yet reads as an empty
 store). A database that is missing or empty beside an artifact folder of earlier runs is refused
 rather than started over (run ids would restart at run_1 and the history would be lost).
-`claim` is the owner lock `resume` honours.
+`claim` is the owner lock `resume` honours. A round's decision is its last `decisions` row: one that
+`skillbase redecide` replaced stays, marked by a `decision-superseded` event (`superseded_decisions`), so
+no schema change was needed and a store written before it reads the same.
 
 Location (`skillbase.config.store_location`), first match wins: an explicit path (`--store`),
 `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store
@@ -141,6 +143,8 @@ CREATE INDEX IF NOT EXISTS attempts_by_run ON attempts(run_id, round_idx);
 CREATE INDEX IF NOT EXISTS attempts_by_skill ON attempts(skill, status);
 CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 """
+
+DECISION_SUPERSEDED = "decision-superseded"   # the event that marks a round's decision replaced (`redecide`)
 
 _RUN_REF = re.compile(r"^(?:run_)?(\d{1,18})$")   # at most 18 digits: every id fits SQLite's 64-bit integer
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
@@ -576,6 +580,19 @@ class RunStore:
     def decisions(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("decisions", run_id, round_idx)
 
+    def superseded_decisions(self, run_id: int) -> dict[int, dict]:
+        """The run's decisions that a later one replaced (`skillbase redecide`), by decisions row id: the
+        `decision-superseded` event's record (`at`: when; `by`: the new row's id; the rules and corpus that
+        made it; where the old prompt and candidate went). A round's decision is its last row; the rows
+        before it stay, marked here, so `explain` shows what the old rules chose."""
+        found = {}
+        for row in self.db.execute("SELECT ts, payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id",
+                                   (run_id, DECISION_SUPERSEDED)):
+            record = column_json(row["payload_json"], self.db_path, f"a superseded decision of {run_name(run_id)}",
+                                 dict)
+            found[record.get("decision")] = record | {"at": row["ts"]}
+        return found
+
     def attempts(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("attempts", run_id, round_idx)
 
@@ -648,10 +665,12 @@ class RunStore:
         carried = self.db.execute("SELECT value FROM meta WHERE key=?", (_CARRIED_PAST,)).fetchone()
         if carried is not None:
             return column_json(carried[0], self.db_path, "the other runs' outcomes", dict)
+        # a round's decision is its last decisions row (those before it were superseded: `redecide`)
         sql = ("SELECT d.chosen_skill AS skill, r.outcome AS outcome, "
                "(SELECT MAX(a.speedup) FROM attempts a WHERE a.run_id = r.run_id AND a.round_idx = r.idx "
                " AND a.status = 'accepted') AS speedup "
-               "FROM rounds r JOIN decisions d ON d.run_id = r.run_id AND d.round_idx = r.idx "
+               "FROM rounds r JOIN decisions d ON d.id = (SELECT MAX(id) FROM decisions "
+               " WHERE run_id = r.run_id AND round_idx = r.idx) "
                "WHERE r.status = 'finished' AND d.chosen_skill IS NOT NULL")
         args: tuple = ()
         if exclude_run is not None:
@@ -916,6 +935,19 @@ class _Tx:
             (run_id, round_idx, chosen_skill, _dumps(params), _dumps(candidates), trace, reason, time.time()))
         self.event(run_id, "decision", {"round": round_idx, "skill": chosen_skill, "reason": reason})
         return int(cursor.lastrowid)
+
+    def supersede_decision(self, run_id: int, round_idx: int, superseded: int, key: str, decision: dict, trace: str,
+                           record: dict, stop_reason: str) -> int:
+        """Make `decision` (a decision step's result, its trace an artifact digest) round `round_idx`'s
+        decision in place of row `superseded`, which stays: a new decisions row, the step `key` replaced,
+        a `decision-superseded` event (`record`: who decided and what moved), the run's stop reason. The
+        new row's id."""
+        new = self.add_decision(run_id, round_idx, decision["skill"], decision["params"], decision["candidates"],
+                                trace, decision["reason"])
+        self.finish_step(run_id, key, decision)
+        self.event(run_id, DECISION_SUPERSEDED, {**record, "round": round_idx, "decision": superseded, "by": new})
+        self.db.execute("UPDATE runs SET stop_reason=? WHERE id=?", (stop_reason, run_id))
+        return new
 
     def add_attempt(self, run_id: int, round_idx: int, attempt_idx: int, skill: str | None, params: dict,
                     parent_kernel: str | None, kernel: str | None, status: str = "pending") -> int:

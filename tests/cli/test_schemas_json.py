@@ -93,6 +93,7 @@ def cpu_documents(work) -> dict[str, list[str]]:
         "examples-list": ["examples", "list", "--json"],
         "examples-copy": ["examples", "copy", "vector_add", str(root / "copies"), "--force", "--json"],
         "pending": ["pending", "--store", str(store), "--json"],
+        "redecide": ["redecide", "run_2", "--store", str(store), "--dry-run", "--json"],   # unchanged: same rules
         "batch": ["resume", "--all", "--store", str(store), "--json"],       # run_2's candidate is missing
         "bench-optimize-report": ["bench", "optimize-report", "--store", str(store), "--json"],
         "store-pack": ["store", "pack", str(root / "trip.tar.gz"), "--store", str(store), "--force", "--json"],
@@ -153,7 +154,7 @@ def test_every_json_option_prints_a_known_document():
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
                "bench optimize", "bench optimize-report", "store pack", "store unpack",
                "kernelbench import", "kernelbench score", "skills search", "kernelbench optimize",
-               "kernelbench report"}
+               "kernelbench report", "redecide"}
     # validated elsewhere: kernelbench score on the GPU (tests/kernelbench/test_kernelbench_gpu.py), bench optimize
     # (the batch document, tests/run/test_batch.py); check, profile, bench run, skills verify: the GPU test below
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])

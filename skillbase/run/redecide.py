@@ -1,0 +1,332 @@
+"""`skillbase redecide`: a paused run's waiting round decided again with the engine's current rules and corpus.
+
+A batch run pauses at each round's prompt, and between two trips to the GPU machine the rules or the
+skills may change (a rule fixed from what the last round measured). The round's decision is a pure
+function of its stored evidence (the `rN/evidence` step), the run's history (the tabu list, what was
+tried: `loop.replayed_state`) and the rules, so it can be made again here, without a GPU, ncu or nvcc:
+the same Decide the run's session wires (`session.make_decide`), the same `loop.decision_of` and
+`choose` on the run's tabu list, the same prompt builder.
+
+Only a paused run whose round has a decision and no attempt judged yet (its first prompt waits; no
+candidate was read) is re-decided; anything else is reported with a one-line reason and left alone,
+as is a run with the engine off (the coder chooses there). When the skill and parameters come out the
+same, nothing is written. Otherwise, in one store transaction (`_Tx.supersede_decision`): a new
+decisions row, the `rN/decision` step replaced, a `decision-superseded` event marking the old row (kept:
+`explain` shows it) with the rules and corpus that decided. Then the files, each a rename: a
+candidate already at the expected path, which answers the old prompt, moved to `<candidates>/superseded/`
+with a note; the old prompt renamed `rN-v0-a0.superseded-dID.prompt.md`; the new prompt (written
+before the transaction under a staging name) put where `pending` lists it; `waiting.json` last. A run
+interrupted between the transaction and the last rename is finished by the next `redecide`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from skillbase import __version__
+from skillbase.agents.appliers import ExternalApplier
+from skillbase.corpus.load import load_corpus
+from skillbase.corpus.model import Corpus
+from skillbase.documents import versioned
+from skillbase.engine import Engine
+from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.evidence import Evidence
+from skillbase.harness import env
+from skillbase.run.loop import attempt_key, decision_of, replayed_state
+from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
+from skillbase.run.session import make_decide, mechanical_applier, prompt_builder
+from skillbase.run.store import RunRow, RunStore, parse_batch_ref
+from skillbase.run.types import ApplyRequest, Candidate, Paused, RunStatus, Settings
+from skillbase.task import load_task
+
+CHANGED = "changed"          # the round's decision is the new one; prompt and candidate moved
+WOULD_CHANGE = "would-change"  # --dry-run: what `changed` would do; nothing written
+UNCHANGED = "unchanged"      # the same skill and parameters: nothing written
+REFUSED = "refused"          # not a paused run waiting at a round's first prompt (the reason says why)
+
+STAGED = ".redecided"        # the new prompt's name until the store says it is the round's (after the commit)
+
+
+@dataclass(frozen=True)
+class RunRedecision:
+    """What `redecide` did (or, with --dry-run, would do) to one run."""
+
+    run: str
+    action: str                          # changed | would-change | unchanged | refused
+    reason: str                          # one line: why refused, or the new decision's reason
+    round: int | None = None
+    old_skill: str | None = None
+    new_skill: str | None = None
+    old_params: dict[str, Any] | None = None
+    new_params: dict[str, Any] | None = None
+    prompt: str | None = None            # the prompt `pending` lists now (changed) or would (would-change)
+    superseded_prompt: str | None = None  # where the old prompt went
+    candidate_moved: str | None = None   # where a candidate answering the old prompt went
+    rules: dict[str, Any] = field(default_factory=dict)   # the engine and corpus that decided
+
+    def to_json(self) -> dict[str, Any]:
+        return {"run": self.run, "action": self.action, "reason": self.reason, "round": self.round,
+                "old_skill": self.old_skill, "new_skill": self.new_skill, "old_params": self.old_params,
+                "new_params": self.new_params, "prompt": self.prompt, "superseded_prompt": self.superseded_prompt,
+                "candidate_moved": self.candidate_moved, "rules": self.rules}
+
+    def lines(self) -> list[str]:
+        if self.action == REFUSED:
+            return [f"{self.run}: left alone: {self.reason}"]
+        head = f"{self.run} round {self.round}: "
+        if self.action == UNCHANGED:
+            return [head + f"unchanged ({_named(self.new_skill, self.new_params)})"]
+        shown = [head + f"{_named(self.old_skill, self.old_params)} -> {_named(self.new_skill, self.new_params)}"
+                 + (" (dry run: nothing written)" if self.action == WOULD_CHANGE else ""),
+                 f"  why: {self.reason}"]
+        if self.action == CHANGED:
+            shown.append(f"  prompt: {self.prompt} (the old one kept as {self.superseded_prompt})")
+            if self.candidate_moved:
+                shown.append(f"  a candidate for the old prompt was moved to {self.candidate_moved}")
+        return shown
+
+
+@dataclass(frozen=True)
+class RedecideOutcome:
+    """Every run `redecide` looked at (`skillbase redecide --json`)."""
+
+    store: Path
+    dry_run: bool
+    runs: list[RunRedecision]
+
+    def counts(self) -> dict[str, int]:
+        found: dict[str, int] = {}
+        for entry in self.runs:
+            found[entry.action] = found.get(entry.action, 0) + 1
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return versioned("redecide", {"store": str(self.store), "dry_run": self.dry_run, "counts": self.counts(),
+                                      "runs": [entry.to_json() for entry in self.runs]})
+
+    def lines(self) -> list[str]:
+        shown = [line for entry in self.runs for line in entry.lines()]
+        counts = ", ".join(f"{n} {action}" for action, n in sorted(self.counts().items()))
+        return shown + [counts or "no paused run to re-decide"]
+
+
+def redecide(store_path=None, runs: Sequence[str | int] = (), batch: str | int | None = None, dry_run: bool = False,
+             progress: Callable[[int, int, str], None] | None = None) -> RedecideOutcome:
+    """Decide the waiting round of each run in `runs` (none: every paused run of the store, or of `batch`)
+    again with the current rules and corpus; `dry_run` writes nothing (the store is opened read-only).
+    `progress(done, total, line)` after each run."""
+    store = RunStore.open(store_path, read_only=dry_run)
+    try:
+        if runs:
+            rows = [store.get_run(ref) for ref in runs]
+        else:
+            wanted = parse_batch_ref(batch) if batch is not None else None
+            if wanted is not None:
+                store.get_batch(wanted)    # an unknown batch is an error, not an empty answer
+            members = {m.run_id for m in store.batch_members(wanted)}
+            rows = sorted((r for r in store.list_runs(status=RunStatus.PAUSED) if wanted is None or r.id in members),
+                          key=lambda r: r.id)
+        deciders = _Deciders()
+        done = []
+        for row in rows:
+            done.append(_redecide_run(store, row, deciders, dry_run))
+            if progress is not None:
+                progress(len(done), len(rows), f"{row.name}: {done[-1].action}")
+        return RedecideOutcome(store.location, dry_run, done)
+    finally:
+        store.close()
+
+
+class _Deciders:
+    """The current corpus, and one engine per set of the runs' own rule folders, loaded once."""
+
+    def __init__(self):
+        self._corpus: Corpus | None = None
+        self._engines: dict[tuple[str, ...], Engine] = {}
+
+    @property
+    def corpus(self) -> Corpus:
+        if self._corpus is None:
+            self._corpus = load_corpus()
+        return self._corpus
+
+    def engine(self, extra_rules: tuple[str, ...]) -> Engine:
+        if extra_rules not in self._engines:
+            self._engines[extra_rules] = Engine.load(extra_rules=extra_rules)
+        return self._engines[extra_rules]
+
+    def record(self, engine: Engine) -> dict[str, Any]:
+        """Which rules and corpus decided (the digests a run's manifest records)."""
+        return {"skillbase_version": __version__, "git": env.git_revision(), "rules_digest": engine.rules_digest,
+                "vocabulary_digest": engine.vocabulary_digest, "thresholds": engine.thresholds_path,
+                "corpus_digest": self.corpus.digest}
+
+
+def _redecide_run(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bool) -> RunRedecision:
+    try:
+        return _decide_again(store, run, deciders, dry_run)
+    except _LeftAlone as why:
+        return RunRedecision(run.name, REFUSED, str(why))
+    except EnvironmentProblem:
+        raise      # the store busy, the disk full: not this run's problem, the command stops
+    except InputError as problem:   # this run's task or files: the others go on
+        return RunRedecision(run.name, REFUSED, problem.message)
+
+
+class _LeftAlone(Exception):
+    """Why a run is not re-decided (one line)."""
+
+
+def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bool) -> RunRedecision:
+    seen = store.last_event_id(run.id)
+    waiting, idx = _waiting_round(store, run)
+    settings = Settings.from_stored(run.manifest.get("settings") or {})
+    if not settings.engine:
+        raise _LeftAlone(f"{run.name} runs with the engine off (--no-engine): its coder chooses each optimization, "
+                         "there is no decision to re-make")
+    decisions = store.decisions(run.id, idx)
+    old = store.step_result(run.id, f"r{idx}/decision")
+    evidence_step = store.step_result(run.id, f"r{idx}/evidence")
+    if not decisions or old is None or evidence_step is None:
+        raise _LeftAlone(f"{run.name}'s round {idx} has no decision recorded")
+    kernel = _task_kernel(run)
+    state = replayed_state(store, run.id, kernel.read_text(), idx)
+    started = next((r["kernel"] for r in store.rounds(run.id) if r["idx"] == idx), None)
+    if state is None or state.best_digest != started:
+        raise _LeftAlone(f"{run.name}'s steps before round {idx} do not replay to the kernel the round started from")
+
+    engine = deciders.engine(tuple(settings.extra_rules))
+    corpus = deciders.corpus
+    decide = make_decide(settings.agent, engine, corpus, mechanical_applier(corpus, settings), engine_on=True)
+    evidence = Evidence.from_json(store.artifacts.get_text(evidence_step["document"]))
+    new, trace_text = decision_of(*decide(evidence, state), state.tabu, started)
+    rules = deciders.record(engine)
+    found = dict(run=run.name, round=idx, old_skill=old["skill"], old_params=old["params"], new_skill=new["skill"],
+                 new_params=new["params"], rules=rules)
+    if not dry_run:
+        _finish_files(store, run, waiting, decisions[-1]["id"])   # an earlier redecide interrupted after its commit
+    if (new["skill"], new["params"]) == (old["skill"], old["params"]):
+        return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
+    if new["skill"] is None:
+        raise _LeftAlone(f"the current rules leave {run.name}'s round {idx} no applicable candidate "
+                         f"({new['reason']}); it keeps {old['skill']}")
+
+    # The new prompt, exactly as the run's external applier writes it for this try.
+    spec = load_task(kernel)
+    gpu = run.manifest.get("gpu") if run.manifest.get("gpu_run", True) else None
+    prompts = prompt_builder(kernel, spec, corpus, run.manifest.get("preset"), gpu)
+    applier = ExternalApplier(prompts, run_folder(store, run.id))
+    candidate = next((Candidate.from_stored(c) for c in new["candidates"] if c["skill"] == new["skill"]), None)
+    request = ApplyRequest(skill=new["skill"], params=applier.variants(new["skill"], new["params"], state)[0],
+                           attempt=0, key=waiting.key, candidate=candidate)
+    prompt = prompts.build(request, state)
+    path = applier.prompt_path(request)
+    old_id = decisions[-1]["id"]
+    superseded = path.with_name(path.name.removesuffix(".prompt.md") + f".superseded-d{old_id}.prompt.md")
+    aside = waiting.candidate_path.parent / "superseded" / f"{run.name}.{waiting.key.replace('/', '-')}.d{old_id}.cu"
+    found.update(reason=new["reason"], prompt=str(path), superseded_prompt=str(superseded))
+    if dry_run:
+        return RunRedecision(action=WOULD_CHANGE, **found)
+
+    staged = path.with_name(path.name + STAGED)
+    staged.parent.mkdir(parents=True, exist_ok=True)
+    staged.write_text(prompt.text)
+    record = {"old_skill": old["skill"], "old_params": old["params"], "skill": new["skill"], "params": new["params"],
+              "reason": new["reason"], "rules": rules, "key": waiting.key, "prompt": str(path),
+              "superseded_prompt": str(superseded), "candidate_aside": str(aside), "kind": prompt.role,
+              "template": prompt.template.name}
+    try:
+        with store.transaction() as tx:
+            # every write to a run adds an event: one since we read it is another process's (a resume)
+            if store.last_event_id(run.id) != seen or store.get_run(run.id).status != RunStatus.PAUSED:
+                raise _LeftAlone(f"{run.name} changed while it was re-decided (another skillbase process?); "
+                                 "nothing was written")
+            tx.supersede_decision(run.id, idx, old_id, f"r{idx}/decision", new, store.artifacts.put_text(trace_text),
+                                  record, str(Paused(new["skill"], path)))
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+    moved = _finish_files(store, run, waiting, None)
+    return RunRedecision(action=CHANGED, candidate_moved=str(moved) if moved else None, **found)
+
+
+def _waiting_round(store: RunStore, run: RunRow) -> tuple[PendingPrompt, int]:
+    """The run's waiting request and its round, when it is a round's first prompt with nothing judged yet."""
+    if run.status != RunStatus.PAUSED:
+        raise _LeftAlone(f"{run.name} is {store.shown_status(run)}; only a paused run's waiting round is re-decided")
+    waiting = next(iter(pending_in(store, run_id=run.id)), None)
+    if waiting is None:
+        raise _LeftAlone(f"{run.name} has no readable waiting request (its waiting.json); "
+                         f"`skillbase resume {run.name}` writes it again")
+    if waiting.kind == GENERATOR:
+        raise _LeftAlone(f"{run.name} waits for its first kernel (the generator prompt); no round is decided yet")
+    idx = waiting.round
+    if store.attempts(run.id, idx) or waiting.key != attempt_key(idx, 0, 0):
+        raise _LeftAlone(f"{run.name}'s round {idx} already judged an attempt")
+    return waiting, idx
+
+
+def _task_kernel(run: RunRow) -> Path:
+    kernel = Path(run.task_path)
+    if not kernel.is_file():
+        raise _LeftAlone(f"{run.name}'s task {kernel} no longer exists")
+    digest = run.manifest.get("task_digest")
+    if digest and hashlib.sha256(kernel.read_bytes()).hexdigest()[:16] != digest:
+        raise _LeftAlone(f"{kernel} changed since {run.name} started")
+    return kernel
+
+
+def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: int | None) -> Path | None:
+    """The file moves of the run's last re-decision, each done once (so an interrupted one is finished by
+    the next call): the stale candidate aside, the old prompt renamed, the new one in place, then
+    `waiting.json`. `current`: only when that re-decision made decisions row `current` (the round's
+    latest) and its moves are not all done. Returns where a candidate was moved, if one was."""
+    marks = [m for m in store.superseded_decisions(run.id).values() if m.get("key") == waiting.key]
+    mark = marks[-1] if marks else None
+    if mark is None or (current is not None and mark.get("by") != current):
+        return None
+    prompt, staged = Path(mark["prompt"]), Path(mark["prompt"] + STAGED)
+    if not staged.exists() and waiting.skill == mark["skill"]:
+        return None   # done
+    moved = None
+    if waiting.candidate_path.is_file():   # written for the prompt still in place: the old one
+        moved = _unique(Path(mark["candidate_aside"]))
+        moved.parent.mkdir(parents=True, exist_ok=True)
+        os.replace(waiting.candidate_path, moved)
+        if waiting.meta_path.is_file():
+            os.replace(waiting.meta_path, moved.with_suffix(".meta.json"))
+        moved.with_suffix(".note.txt").write_text(
+            f"{run.name}'s round {mark['round']} was re-decided on {time.strftime('%Y-%m-%d %H:%M:%S')} "
+            f"(skillbase redecide): this candidate answered the prompt for {mark['old_skill']}, and the round now "
+            f"asks for {mark['skill']} ({prompt}). It was moved here from {waiting.candidate_path} so that it is "
+            "not judged for the new skill; nothing reads it from here.\n")
+    if staged.exists():
+        superseded = Path(mark["superseded_prompt"])
+        if prompt.exists() and not superseded.exists():
+            os.replace(prompt, superseded)
+        os.replace(staged, prompt)
+    listed = prompt.parent / "waiting.json"
+    arriving = listed.with_name(listed.name + STAGED)
+    arriving.write_text(json.dumps({"key": mark["key"], "skill": mark["skill"], "kind": mark["kind"],
+                                    "prompt": str(prompt), "template": mark["template"]}))
+    os.replace(arriving, listed)
+    return moved
+
+
+def _unique(path: Path) -> Path:
+    """`path`, or `path` numbered when a file is there already: nothing moved aside overwrites another."""
+    candidate, n = path, 1
+    while candidate.exists():
+        candidate, n = path.with_name(f"{path.stem}.{n}{path.suffix}"), n + 1
+    return candidate
+
+
+def _named(skill: str | None, params: dict[str, Any] | None) -> str:
+    return (skill or "none") + (f" {json.dumps(params, sort_keys=True)}" if params else "")

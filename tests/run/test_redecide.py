@@ -1,0 +1,282 @@
+"""`skillbase redecide` (issue 16): a paused run's waiting round decided again with the rules of today.
+
+Real components throughout, on the CPU: runs of the naive-GEMM fixture paused by the external applier
+(its saved H200 report is the evidence, nvcc builds, nothing is timed), a real SQLite store, the
+built-in rules plus a user rule folder (--extra-rules, recorded in the run) whose one rule puts a skill
+first. Editing that rule between the pause and `redecide` is a rule set changed while the run waits.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from loop_kit import BROKEN, REPORT, TILED
+
+import skillbase.run.redecide as redecide_module
+from skillbase.cli import cli
+from skillbase.documents import schema_path
+from skillbase.engine import Engine
+from skillbase.engine.evaluate import RULES_PATH_ENV
+from skillbase.errors import InputError, SkillbaseError
+from skillbase.run.batch import resume_all
+from skillbase.run.explain import explain_run, render_text
+from skillbase.run.pending import list_pending
+from skillbase.run.redecide import redecide
+from skillbase.run.session import resume_run, start_run
+from skillbase.run.store import RunStore
+from skillbase.run.types import Settings
+
+pytestmark = pytest.mark.nvcc
+
+RULE = """id: usr.redecide.first
+kind: propose
+summary: "A user's rule that puts one skill first on any profiled kernel."
+when:
+  all:
+  - "mem_pct >= 0"
+proposes:
+- skill: {skill}
+  score: 1.0
+  speedup: "0.9"
+because: "Memory throughput is {{mem_pct:.0f}}%."
+"""
+CASES = """cases:
+- name: naive-gemm
+  expect: fire
+  reason: "Any profiled kernel."
+  fixture: naive_gemm
+- name: unprofiled
+  expect: quiet
+  reason: "No profile: mem_pct is missing."
+  values: {}
+"""
+
+
+@pytest.fixture
+def rules(tmp_path, monkeypatch):
+    """A user rule folder; `rules(skill)` makes its rule propose `skill` first."""
+    monkeypatch.setenv(RULES_PATH_ENV, "")
+    folder = tmp_path / "my_rules"
+    (folder / "propose").mkdir(parents=True)
+    (folder / "propose" / "usr.redecide.first.cases.yaml").write_text(CASES)
+
+    def first(skill: str) -> Path:
+        (folder / "propose" / "usr.redecide.first.yaml").write_text(RULE.format(skill=skill))
+        return folder
+    return first
+
+
+def paused(task: Path, store: Path, rules_folder: Path, rounds: int = 2, repairs: int = 0, engine: bool = True) -> dict:
+    settings = Settings(rounds=rounds, repairs=repairs, agent="external", extra_rules=(str(rules_folder),),
+                        engine=engine)
+    summary = start_run(task, settings, store_path=store, gpu=False, saved_report=REPORT, progress=lambda m: None)
+    assert summary["status"] == "paused"
+    return summary["pending"]
+
+
+def snapshot(store: Path) -> tuple[list[str], dict[str, str]]:
+    """The database's rows and every other file of the store (candidates too), by digest."""
+    with sqlite3.connect(store / "runs.sqlite3") as db:
+        rows = list(db.iterdump())
+    files = {str(p.relative_to(store)): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(store.rglob("*"))
+             if p.is_file() and not p.name.startswith("runs.sqlite3")}
+    return rows, files
+
+
+def valid(document: dict, kind: str = "redecide") -> dict:
+    jsonschema.Draft202012Validator(json.loads(schema_path(kind).read_text())).validate(document)
+    return document
+
+
+def test_a_changed_rule_redecides_the_round_keeps_the_old_decision_and_moves_the_stale_candidate(
+        task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    assert (first["skill"], first["key"]) == ("mem.vectorize", "r0/v0/a0")
+    old_prompt = Path(first["prompt"]).read_text()
+    stale = Path(first["candidate"])
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("// the coder's answer to the mem.vectorize prompt\n" + TILED)
+    Path(first["meta"]).write_text(json.dumps({"model": "a coder", "wall_s": 3.0}))
+    rules("mem.coalesce")                     # the rule fixed while the run waits
+
+    before = snapshot(store_path)
+    dry = redecide(store_path, runs=[first["run"]], dry_run=True)
+    assert snapshot(store_path) == before    # nothing written, not even the database
+    [entry] = dry.runs
+    assert (entry.action, entry.old_skill, entry.new_skill, entry.round) == ("would-change", "mem.vectorize",
+                                                                             "mem.coalesce", 0)
+    assert entry.reason == "mem.coalesce: Memory throughput is 99%."
+    assert "mem.vectorize -> mem.coalesce (dry run: nothing written)" in "\n".join(dry.lines())
+
+    done = valid(json.loads(CliRunner().invoke(cli, ["redecide", first["run"], "--store", str(store_path), "--json"],
+                                               catch_exceptions=False).stdout))
+    assert done["counts"] == {"changed": 1}
+    [changed] = done["runs"]
+    store = RunStore.open(store_path)
+    run = store.get_run(first["run"])
+
+    # The old decision is kept, marked superseded by the new one, with the rules that decided.
+    old_row, new_row = store.decisions(run.id, 0)
+    assert (old_row["chosen_skill"], new_row["chosen_skill"]) == ("mem.vectorize", "mem.coalesce")
+    mark = store.superseded_decisions(run.id)[old_row["id"]]
+    today = Engine.load(extra_rules=(str(tmp_path / "my_rules"),))
+    assert mark["by"] == new_row["id"] and mark["rules"]["rules_digest"] == today.rules_digest
+    assert mark["rules"]["rules_digest"] != run.manifest["rules_digest"]     # the run started with other rules
+    assert store.step_result(run.id, "r0/decision")["skill"] == "mem.coalesce"
+    assert (run.status, run.stop_reason) == ("paused", "waiting for a candidate for mem.coalesce")
+
+    # The new prompt is where `pending` lists it; the old one is kept beside it.
+    [waiting] = list_pending(store_path)
+    assert (waiting.skill, waiting.key, str(waiting.prompt_path)) == ("mem.coalesce", "r0/v0/a0", first["prompt"])
+    new_prompt = waiting.prompt_path.read_text()
+    assert "## The skill: mem.coalesce" in new_prompt and "## The skill: mem.vectorize" in old_prompt
+    assert Path(changed["superseded_prompt"]).read_text() == old_prompt
+    # ... and it is byte for byte the prompt a run started under today's rules writes.
+    fresh = paused(task, store_path, tmp_path / "my_rules")
+    assert Path(fresh["prompt"]).read_text() == new_prompt
+
+    # The candidate written for the old prompt was moved aside with a note, never deleted.
+    assert not stale.exists() and not Path(first["meta"]).exists()
+    aside = Path(changed["candidate_moved"])
+    assert aside.parent == stale.parent / "superseded"
+    assert aside.read_text().startswith("// the coder's answer to the mem.vectorize prompt")
+    assert json.loads(aside.with_suffix(".meta.json").read_text())["model"] == "a coder"
+    note = aside.with_suffix(".note.txt").read_text()
+    assert "mem.vectorize" in note and "mem.coalesce" in note
+    assert waiting.waiting is None
+
+    # explain shows the superseded decision beside the new one.
+    report = explain_run(store, run.name)
+    valid(report, "explain")
+    text = render_text(report)
+    assert "decision: mem.coalesce" in text
+    line = next(line for line in text.splitlines() if line.strip().startswith("superseded:"))
+    assert "mem.vectorize" in line and today.rules_digest[:19] in line
+
+    # Once more: the same rules decide the same, and nothing is written.
+    again = snapshot(store_path)
+    assert [e.action for e in redecide(store_path, runs=[run.name]).runs] == ["unchanged"]
+    assert snapshot(store_path) == again
+
+    # resume --all judges a candidate answering the NEW prompt (compile-only here: unverified).
+    stale.write_text(TILED)
+    Path(first["meta"]).write_text(json.dumps({"model": "a coder", "run": run.name, "key": "r0/v0/a0"}))
+    resumed = resume_all(store_path, jobs=0)
+    assert [(m.run, m.action) for m in resumed.members if m.run == run.name] == [(run.name, "judged")]
+    [attempt] = store.attempts(run.id, 0)
+    assert (attempt["skill"], attempt["status"]) == ("mem.coalesce", "unverified")
+    [call] = store.llm_calls(run.id)
+    assert store.artifacts.get_text(call["prompt"]) == new_prompt
+    # The finished round counts once, for the skill it tried (the superseded row is not an outcome).
+    assert set(store.skill_outcome_stats()) == {"mem.coalesce"}
+
+    # Round 1 was decided with round 0's skill tabu on the unchanged kernel: replayed the same, unchanged.
+    [next_round] = [p for p in list_pending(store_path) if p.run == run.name]
+    assert next_round.key == "r1/v0/a0" and next_round.skill != "mem.coalesce"
+    assert [e.action for e in redecide(store_path, runs=[run.name]).runs] == ["unchanged"]
+
+
+def test_what_cannot_be_redecided_is_left_alone_with_its_reason(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    folder = rules("mem.vectorize")
+    finished = paused(task, store_path, folder, rounds=1)["run"]
+    resume_run(finished, store_path=store_path, candidate=TILED, progress=lambda m: None)
+    repairing = paused(task, store_path, folder, repairs=1)["run"]
+    resume_run(repairing, store_path=store_path, candidate=BROKEN, progress=lambda m: None)   # a debugger waits now
+    engine_off = paused(task, store_path, folder, engine=False)["run"]
+    running = paused(task, store_path, folder)["run"]
+    RunStore.open(store_path).claim(int(running.removeprefix("run_")))   # this live process drives it
+    rules("mem.coalesce")
+
+    before = snapshot(store_path)
+    outcome = redecide(store_path, runs=[finished, repairing, engine_off, running])
+    assert snapshot(store_path) == before
+    reasons = {e.run: (e.action, e.reason) for e in outcome.runs}
+    assert reasons == {
+        finished: ("refused", f"{finished} is finished; only a paused run's waiting round is re-decided"),
+        repairing: ("refused", f"{repairing}'s round 0 already judged an attempt"),
+        engine_off: ("refused", f"{engine_off} runs with the engine off (--no-engine): its coder chooses each "
+                                "optimization, there is no decision to re-make"),
+        running: ("refused", f"{running} is running; only a paused run's waiting round is re-decided")}
+    assert f"{finished}: left alone: {finished} is finished" in "\n".join(outcome.lines())
+    # --all takes the paused ones: the repair and the engine-off run, each still with its reason
+    assert {e.run: e.action for e in redecide(store_path, dry_run=True).runs} == {repairing: "refused",
+                                                                                  engine_off: "refused"}
+
+
+def test_bad_requests_are_one_line_errors(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    paused(task, store_path, rules("mem.vectorize"))
+
+    def refused(*args: str) -> str:
+        result = CliRunner().invoke(cli, ["redecide", *args, "--store", str(store_path)])
+        assert isinstance(result.exception, SkillbaseError), result.output
+        return result.exception.message
+
+    assert refused() == "which runs? pass RUN (one or more), or --all for every paused run, not both"
+    assert refused("run_1", "--all").startswith("which runs?")
+    assert refused("run_1", "--batch", "batch_1") == "--batch goes with --all"
+    assert refused("run_9") == f"no run run_9 in the store at {store_path}"
+    assert refused("--all", "--batch", "batch_4").startswith("no batch batch_4")
+    with pytest.raises(InputError, match="no run store at"):
+        redecide(tmp_path / "nowhere", dry_run=True)
+
+
+def test_an_interrupted_redecide_is_finished_by_the_next_one(task, tmp_path, rules, monkeypatch):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    stale = Path(first["candidate"])
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("// for mem.vectorize\n" + TILED)
+    rules("mem.coalesce")
+    real = redecide_module._finish_files
+
+    def killed(store, run, waiting, current):   # the process dies after the store's commit, before any file moved
+        if current is None:                     # (the call that follows the commit; the first one finishes leftovers)
+            raise KeyboardInterrupt
+        return real(store, run, waiting, current)
+
+    monkeypatch.setattr(redecide_module, "_finish_files", killed)
+    with pytest.raises(KeyboardInterrupt):
+        redecide(store_path, runs=[first["run"]])
+    monkeypatch.setattr(redecide_module, "_finish_files", real)
+    store = RunStore.open(store_path)
+    assert store.step_result(1, "r0/decision")["skill"] == "mem.coalesce"       # committed
+    assert stale.exists() and "mem.vectorize" in Path(first["prompt"]).read_text().split("## The skill")[1][:40]
+
+    [entry] = redecide(store_path, runs=[first["run"]]).runs
+    assert entry.action == "unchanged"                                           # the decision was made already
+    [waiting] = list_pending(store_path)
+    assert waiting.skill == "mem.coalesce" and "## The skill: mem.coalesce" in waiting.prompt_path.read_text()
+    assert not stale.exists() and len(list((stale.parent / "superseded").glob("*.cu"))) == 1
+    assert not list(waiting.prompt_path.parent.glob("*.redecided"))
+
+
+def test_a_run_written_meanwhile_by_another_process_is_refused_and_nothing_is_written(task, tmp_path, rules,
+                                                                                     monkeypatch):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    rules("mem.coalesce")
+    real = redecide_module.decision_of
+
+    def meanwhile(*args):
+        other = RunStore.open(store_path)      # a second connection: another skillbase process
+        other.note_waiting(1, "r0/v0/a0", "missing: no run_1.cu")
+        other.close()
+        return real(*args)
+
+    monkeypatch.setattr(redecide_module, "decision_of", meanwhile)
+    [entry] = redecide(store_path, runs=[first["run"]]).runs
+    assert (entry.action, entry.reason) == ("refused", "run_1 changed while it was re-decided (another skillbase "
+                                                       "process?); nothing was written")
+    store = RunStore.open(store_path)
+    assert [d["chosen_skill"] for d in store.decisions(1)] == ["mem.vectorize"]
+    assert list_pending(store_path)[0].skill == "mem.vectorize"
+    assert not list(Path(first["prompt"]).parent.glob("*.redecided"))
