@@ -321,9 +321,9 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
 
     result = CheckResult()
     if options.static:
-        from skillbase.harness.static_check import check_source, errors_only
+        from skillbase.harness.static_check import errors_only
 
-        found = check_source(candidate_path, allow=spec.allow, hooks=spec.hook_names)
+        found = static_violations(spec, candidate_path)
         result.static_violations = [str(v) for v in found]
         blocking = errors_only(found)
         if blocking:
@@ -351,7 +351,7 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
                                  "compile": options.torch_compile}
     else:
         say(f"building {candidate_path.name}")
-        built = _build(candidate_path, options.extra_flags, options.arch, result, link=spec.link, task_arch=spec.arch)
+        built = _build(result=result, **_build_arguments(spec, candidate_path, options))
         if built is None:
             return result
         entry = {"library": str(built), "source": str(candidate_path), "hooks": dict(spec.hooks)}
@@ -373,6 +373,30 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
         job["time"] = dict(sizes=[[n, spec.sizes_for(n)] for n in timed], **options.time_plan)
     outcome = run_worker(job, timeout_s=options.timeout_s, progress=say)
     return merge_outcome(result, outcome)
+
+
+def static_violations(spec, candidate_path: Path) -> list:
+    """The static check of a candidate under its task spec (what the spec allows, its hooks exempted)."""
+    from skillbase.harness.static_check import check_source
+
+    return check_source(candidate_path, allow=spec.allow, hooks=spec.hook_names)
+
+
+def candidate_build(spec, candidate_path: Path, options: Options | None = None) -> dict[str, Any] | None:
+    """The `build()` arguments with which `evaluate` builds CANDIDATE_PATH under SPEC (a loadable library with
+    the task's link and arch, the GPU's when the task names none), or None where it builds nothing: a PyTorch
+    file, or a source the static check stops first. What a prebuild asks, so it builds the judged artifact."""
+    from skillbase.harness.static_check import errors_only
+
+    options = options or Options()
+    if candidate_path.suffix == ".py" or (options.static and errors_only(static_violations(spec, candidate_path))):
+        return None
+    return _build_arguments(spec, candidate_path, options)
+
+
+def _build_arguments(spec, candidate_path: Path, options: Options) -> dict[str, Any]:
+    return {"cu_path": candidate_path, "arch": options.arch, "extra_flags": tuple(options.extra_flags),
+            "link": tuple(spec.link), "task_arch": spec.arch}
 
 
 def merge_outcome(result: CheckResult, outcome: WorkerOutcome) -> CheckResult:
@@ -400,11 +424,11 @@ def same_signature(spec, other) -> None:
                          "a baseline or reference must be called exactly like the task's kernel")
 
 
-def _build(path: Path, flags, arch, result: CheckResult, link=(), task_arch: str | None = None) -> Path | None:
+def _build(cu_path: Path, extra_flags, arch, result: CheckResult, link=(), task_arch: str | None = None) -> Path | None:
     from skillbase.harness.build import BuildError, build
 
     try:
-        built = build(path, arch=arch, extra_flags=tuple(flags), link=tuple(link), task_arch=task_arch)
+        built = build(cu_path, arch=arch, extra_flags=tuple(extra_flags), link=tuple(link), task_arch=task_arch)
     except BuildError as error:
         result.log = error.log
         result.fail("build-failed", error.message)

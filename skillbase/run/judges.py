@@ -20,7 +20,7 @@ from typing import Any
 from skillbase.errors import EnvironmentProblem
 from skillbase.harness.build import BuildError, build
 from skillbase.harness.result import CheckResult
-from skillbase.harness.runtime import Options, evaluate
+from skillbase.harness.runtime import Options, candidate_build, evaluate
 from skillbase.harness.scratch import scratch_copy
 from skillbase.harness.static_check import check_source, errors_only
 from skillbase.run.types import Status, Verdict
@@ -89,15 +89,10 @@ class HarnessJudge:
         self.preset = preset
 
     def build_request(self, source: str, flags: tuple[str, ...]) -> dict[str, Any] | None:
-        """The `build()` arguments with which `evaluate` builds `source` as this judge's candidate: a loadable
-        library with the task's link and arch, the GPU's when the task names none (None: the static check
-        stops it first, or the task's kernel is a PyTorch file, which is not built). tests/run/test_prebuild.py
-        holds this to the build `evaluate` makes."""
+        """The `build()` arguments with which `evaluate` builds `source` as this judge's candidate (None: it
+        builds nothing), asked of the harness (`candidate_build`), which `evaluate` builds by."""
         spec = load_task(self.task_path, check_launcher=False)
-        if self.task_path.suffix == ".py" or errors_only(check_source(source, allow=spec.allow, hooks=spec.hook_names)):
-            return None
-        return {"cu_path": scratch_copy(self.task_path, source), "arch": None, "extra_flags": tuple(flags),
-                "link": spec.link, "task_arch": spec.arch}
+        return candidate_build(spec, scratch_copy(self.task_path, source), Options(extra_flags=tuple(flags)))
 
     def baseline(self, source: str) -> Verdict:
         return time_baseline(self.task_path, source, preset=self.preset)
