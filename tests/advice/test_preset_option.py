@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from cli_kit import run_main
 from click.testing import CliRunner
 
 from skillbase.errors import InputError
@@ -25,16 +26,6 @@ SIZES = {"small": 256, "default": 2048, "large": 4096}   # naive_sgemm.task.yaml
 @pytest.fixture(autouse=True)
 def _private_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path_factory.mktemp("cache")))
-
-
-def run_main(capsys, *args) -> tuple[int, str, str]:
-    from skillbase.cli import main
-
-    with pytest.raises(SystemExit) as exit_info:
-        main(list(args))
-        raise SystemExit(0)
-    out = capsys.readouterr()
-    return exit_info.value.code, out.out, out.err
 
 
 def sgemm_work(n: int) -> tuple[float, float]:
