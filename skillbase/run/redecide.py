@@ -185,8 +185,11 @@ class _LeftAlone(Exception):
 
 
 def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bool) -> RunRedecision:
-    seen = store.last_event_id(run.id)
     waiting, idx = _waiting_round(store, run)
+    latest = store.decisions(run.id, idx)
+    if not dry_run and latest and _finish_files(store, run, waiting, latest[-1]["id"]) is not False:
+        waiting, idx = _waiting_round(store, run)   # an earlier redecide, interrupted after its commit, finished
+    seen = store.last_event_id(run.id)
     settings = Settings.from_stored(run.manifest.get("settings") or {})
     if not settings.engine:
         raise _LeftAlone(f"{run.name} runs with the engine off (--no-engine): its coder chooses each optimization, "
@@ -210,8 +213,6 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     rules = deciders.record(engine)
     found = dict(run=run.name, round=idx, old_skill=old["skill"], old_params=old["params"], new_skill=new["skill"],
                  new_params=new["params"], rules=rules)
-    if not dry_run:
-        _finish_files(store, run, waiting, decisions[-1]["id"])   # an earlier redecide interrupted after its commit
     if (new["skill"], new["params"]) == (old["skill"], old["params"]):
         return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
     if new["skill"] is None:
@@ -254,7 +255,7 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
         staged.unlink(missing_ok=True)
         raise
     moved = _finish_files(store, run, waiting, None)
-    return RunRedecision(action=CHANGED, candidate_moved=str(moved) if moved else None, **found)
+    return RunRedecision(action=CHANGED, candidate_moved=str(moved) if isinstance(moved, Path) else None, **found)
 
 
 def _waiting_round(store: RunStore, run: RunRow) -> tuple[PendingPrompt, int]:
@@ -283,18 +284,19 @@ def _task_kernel(run: RunRow) -> Path:
     return kernel
 
 
-def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: int | None) -> Path | None:
+def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: int | None) -> Path | None | bool:
     """The file moves of the run's last re-decision, each done once (so an interrupted one is finished by
     the next call): the stale candidate aside, the old prompt renamed, the new one in place, then
     `waiting.json`. `current`: only when that re-decision made decisions row `current` (the round's
-    latest) and its moves are not all done. Returns where a candidate was moved, if one was."""
+    latest; None: right after this call's own commit). Returns where a candidate was moved (None: none was
+    there), or False when nothing was left to do."""
     marks = [m for m in store.superseded_decisions(run.id).values() if m.get("key") == waiting.key]
     mark = marks[-1] if marks else None
     if mark is None or (current is not None and mark.get("by") != current):
-        return None
+        return False
     prompt, staged = Path(mark["prompt"]), Path(mark["prompt"] + STAGED)
     if not staged.exists() and waiting.skill == mark["skill"]:
-        return None   # done
+        return False   # done
     moved = None
     if waiting.candidate_path.is_file():   # written for the prompt still in place: the old one
         moved = _unique(Path(mark["candidate_aside"]))
@@ -307,6 +309,8 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
             f"(skillbase redecide): this candidate answered the prompt for {mark['old_skill']}, and the round now "
             f"asks for {mark['skill']} ({prompt}). It was moved here from {waiting.candidate_path} so that it is "
             "not judged for the new skill; nothing reads it from here.\n")
+        store.note_waiting(run.id, mark["key"], f"re-decided: {mark['old_skill']} -> {mark['skill']}; the candidate "
+                                                f"written for {mark['old_skill']} was moved to {moved}")
     if staged.exists():
         superseded = Path(mark["superseded_prompt"])
         if prompt.exists() and not superseded.exists():

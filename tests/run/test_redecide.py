@@ -150,7 +150,8 @@ def test_a_changed_rule_redecides_the_round_keeps_the_old_decision_and_moves_the
     assert json.loads(aside.with_suffix(".meta.json").read_text())["model"] == "a coder"
     note = aside.with_suffix(".note.txt").read_text()
     assert "mem.vectorize" in note and "mem.coalesce" in note
-    assert waiting.waiting is None
+    assert waiting.waiting == f"re-decided: mem.vectorize -> mem.coalesce; the candidate written for mem.vectorize " \
+                              f"was moved to {aside}"
 
     # explain shows the superseded decision beside the new one.
     report = explain_run(store, run.name)
@@ -229,6 +230,22 @@ def test_bad_requests_are_one_line_errors(task, tmp_path, rules):
         redecide(tmp_path / "nowhere", dry_run=True)
 
 
+def killed_after_the_commit(store_path: Path, run: str, monkeypatch) -> None:
+    """`redecide run` whose process dies right after the store's commit, before any file moved (the file
+    moves after a commit are asked with current=None; those an earlier call left are let through)."""
+    real = redecide_module._finish_files
+
+    def finish(store, row, waiting, current):
+        if current is None:
+            raise KeyboardInterrupt
+        return real(store, row, waiting, current)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(redecide_module, "_finish_files", finish)
+        with pytest.raises(KeyboardInterrupt):
+            redecide(store_path, runs=[run])
+
+
 def test_an_interrupted_redecide_is_finished_by_the_next_one(task, tmp_path, rules, monkeypatch):
     store_path = tmp_path / "store"
     first = paused(task, store_path, rules("mem.vectorize"))
@@ -236,17 +253,7 @@ def test_an_interrupted_redecide_is_finished_by_the_next_one(task, tmp_path, rul
     stale.parent.mkdir(parents=True, exist_ok=True)
     stale.write_text("// for mem.vectorize\n" + TILED)
     rules("mem.coalesce")
-    real = redecide_module._finish_files
-
-    def killed(store, run, waiting, current):   # the process dies after the store's commit, before any file moved
-        if current is None:                     # (the call that follows the commit; the first one finishes leftovers)
-            raise KeyboardInterrupt
-        return real(store, run, waiting, current)
-
-    monkeypatch.setattr(redecide_module, "_finish_files", killed)
-    with pytest.raises(KeyboardInterrupt):
-        redecide(store_path, runs=[first["run"]])
-    monkeypatch.setattr(redecide_module, "_finish_files", real)
+    killed_after_the_commit(store_path, first["run"], monkeypatch)
     store = RunStore.open(store_path)
     assert store.step_result(1, "r0/decision")["skill"] == "mem.coalesce"       # committed
     assert stale.exists() and "mem.vectorize" in Path(first["prompt"]).read_text().split("## The skill")[1][:40]
@@ -257,6 +264,32 @@ def test_an_interrupted_redecide_is_finished_by_the_next_one(task, tmp_path, rul
     assert waiting.skill == "mem.coalesce" and "## The skill: mem.coalesce" in waiting.prompt_path.read_text()
     assert not stale.exists() and len(list((stale.parent / "superseded").glob("*.cu"))) == 1
     assert not list(waiting.prompt_path.parent.glob("*.redecided"))
+
+
+def test_an_interrupted_redecide_is_finished_before_the_round_is_decided_again(task, tmp_path, rules, monkeypatch):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    stale = Path(first["candidate"])
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("// for mem.vectorize\n" + TILED)
+    rules("mem.coalesce")
+    killed_after_the_commit(store_path, first["run"], monkeypatch)
+    rules("mem.smem_tiling")                  # and the rule changes once more before the next call
+
+    [entry] = redecide(store_path, runs=[first["run"]]).runs
+    assert (entry.action, entry.old_skill, entry.new_skill) == ("changed", "mem.coalesce", "mem.smem_tiling")
+    store = RunStore.open(store_path)
+    assert [d["chosen_skill"] for d in store.decisions(1)] == ["mem.vectorize", "mem.coalesce", "mem.smem_tiling"]
+    assert len(store.superseded_decisions(1)) == 2
+    folder = Path(first["prompt"]).parent
+    shown = {p.name: p.read_text().split("## The skill: ")[1].split(" ")[0] for p in folder.glob("*.prompt.md")}
+    assert shown == {"r0-v0-a0.prompt.md": "mem.smem_tiling", "r0-v0-a0.superseded-d1.prompt.md": "mem.vectorize",
+                     "r0-v0-a0.superseded-d2.prompt.md": "mem.coalesce"}
+    [moved] = (stale.parent / "superseded").glob("*.cu")      # moved once, by the finished first call
+    assert moved.name == "run_1.r0-v0-a0.d1.cu" and entry.candidate_moved is None
+    text = render_text(explain_run(store, "run_1"))
+    assert [line.split("(")[0].strip() for line in text.splitlines() if "superseded:" in line] == \
+        ["superseded: mem.vectorize", "superseded: mem.coalesce"]
 
 
 def test_a_run_written_meanwhile_by_another_process_is_refused_and_nothing_is_written(task, tmp_path, rules,
