@@ -1051,6 +1051,11 @@ def _is_written(identifier) -> bool:
         return True
     if parent.type == "pointer_expression" and parent.children and parent.children[0].type == "&":
         return True
+    if parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
+        declarator = parent.child_by_field_name("declarator")   # int& r = x: a write through r writes x
+        return declarator is not None and declarator.type == "reference_declarator" and not _is_const(parent.parent)
+    if _by_reference(node):
+        return True
     while parent is not None and parent.type in ("binary_expression", "cast_expression", "parenthesized_expression"):
         node, parent = parent, parent.parent  # atomicAdd(buf + i, 1), atomicAdd((int*)&x, 1)
     if parent is None:
@@ -1060,3 +1065,46 @@ def _is_written(identifier) -> bool:
         if fn is not None and syntax.text(fn).startswith("atomic"):
             return True
     return False
+
+
+_WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange"})   # std::swap(x, v), std::exchange(x, v)
+
+
+def _by_reference(argument) -> bool:
+    """Is this expression a call's argument that the callee may write: to std::swap / std::exchange, or at a
+    non-const reference parameter of a function the file declares (`void keep(int& c, int v)`)?"""
+    arguments = argument.parent
+    call = arguments.parent if arguments is not None and arguments.type == "argument_list" else None
+    function = call.child_by_field_name("function") if call is not None and call.type == "call_expression" else None
+    if function is None:
+        return False
+    name = syntax.text(function).split("::")[-1]
+    if name in _WRITES_ITS_ARGUMENTS:
+        return True
+    position = [c for c in arguments.named_children if c.type != "comment"].index(argument)
+    root = call
+    while root.parent is not None:
+        root = root.parent
+    return position in _reference_parameters(root).get(name, set())
+
+
+def _reference_parameters(root) -> dict[str, set[int]]:
+    """Function name -> the positions of its non-const reference parameters, over all its declarations in the file."""
+    found: dict[str, set[int]] = {}
+    for declarator in syntax.descendants(root):
+        name = declarator.child_by_field_name("declarator") if declarator.type == "function_declarator" else None
+        parameters = declarator.child_by_field_name("parameters") if name is not None else None
+        if parameters is None:
+            continue
+        listed = [c for c in parameters.named_children if c.type != "comment"]
+        found.setdefault(syntax.text(name).split("::")[-1], set()).update(
+            i for i, parameter in enumerate(listed)
+            if (inner := parameter.child_by_field_name("declarator")) is not None
+            and inner.type == "reference_declarator" and not _is_const(parameter))
+    return found
+
+
+def _is_const(declaration) -> bool:
+    """Does a declaration (or parameter) declare its names const (`const int& r`, `int const& r`)?"""
+    return declaration is not None and any(c.type == "type_qualifier" and syntax.text(c) == "const"
+                                           for c in declaration.children)

@@ -113,6 +113,16 @@ POSITIVES = [
                                      "k<<<c,1>>>(x, n);"), 6),
     ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
                                      "cudaDevAttrMultiProcessorCount, 0); if ((sms)++ > 100) return;"), 6),
+    # A write through a reference is a write: a local reference, a file function's reference parameter
+    # (declared or only prototyped), std::swap.
+    ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
+                                     "cudaDevAttrMultiProcessorCount, 0); int& r = sms; r = n; k<<<sms,1>>>(x,n);"), 6),
+    ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
+                                     "cudaDevAttrMultiProcessorCount, 0); keep(sms, n); k<<<sms,1>>>(x, n);",
+                                 "void keep(int& slot, int v);"), 6),
+    ("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
+                                     "cudaDevAttrMultiProcessorCount, 0); int v = n; std::swap(sms, v);"), 6),
+    ("host-static-state", kernel("", "static int c = 0; int d = 0; cudaGetDevice(&d); int& r = d; r = n; c = d;"), 6),
     # A helper's parameter is a literal only when every call gives it one; one call with an input suffices.
     ("host-static-state", kernel("", "static int w = 0; if (!w) w = resident(256) + resident(n); k<<<w,1>>>(x, n);",
                                  "static int resident(int threads) { int per = 0; "
@@ -215,6 +225,11 @@ NEGATIVES = [
     ("a pointer to a static cache filled by a device query", kernel(
         "", "static int sms = 0; int* p = &sms; if (!*p) cudaDeviceGetAttribute(p, cudaDevAttrMultiProcessorCount, 0); "
             "k<<<*p, 256>>>(x, n);")),
+    ("a static cache read through a const reference, a by-value or const-reference parameter, std::max",
+     kernel("", "static int sms = 0; if (!sms) cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); "
+                "const int& r = sms; k<<<std::max(r, 1) * grid(sms, n) * at_least(sms, 1), 256>>>(x, n);",
+            "static int grid(int sms, int n) { return sms + n; }\n"
+            "static int at_least(const int& v, int low) { return v > low ? v : low; }")),
     ("a host global filled from cudaGetDeviceProperties",
      kernel("", "if (!blocks) { cudaDeviceProp p; cudaGetDeviceProperties(&p, 0); "
                 "blocks = p.multiProcessorCount * (p.maxThreadsPerMultiProcessor / 256); } k<<<blocks, 256>>>(x, n);",
