@@ -916,8 +916,8 @@ def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[s
         if declaration.type != "declaration" or \
                 {"static", "thread_local"} & {syntax.text(c) for c in declaration.children}:
             continue   # a static pointer is host state of its own, checked as such
-        for child in declaration.children:
-            declarator = child.child_by_field_name("declarator") if child.type == "init_declarator" else None
+        for child in declaration.children:   # `int* slot = ...;` or `int* slot;`
+            declarator = child.child_by_field_name("declarator") if child.type == "init_declarator" else child
             if declarator is None or declarator.type != "pointer_declarator" or \
                     (name := declarator.child_by_field_name("declarator")) is None or name.type != "identifier":
                 continue
@@ -932,8 +932,10 @@ def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[s
 
 def _cache_pointer(body, declarator, name: str, statics, facts, calls):
     """(the `&s` bindings, the statics pointed at, the writes through it) for the pointer `name` that
-    `declarator` (`*slot = <value>`) declares, or None when it may point at anything but statics (`_cache_pointers`)."""
-    addresses = _addresses(declarator.child_by_field_name("value"), statics)
+    `declarator` (`*slot = <value>` or `*slot`) declares, or None when it may point at anything but statics
+    (`_cache_pointers`). A pointer declared without a value, or null, points at nothing yet."""
+    value = declarator.child_by_field_name("value") if declarator.type == "init_declarator" else None
+    addresses = [] if value is None else _addresses(value, statics)
     if addresses is None:
         return None
     writes: list[tuple[object, str]] = []
@@ -949,12 +951,8 @@ def _cache_pointer(body, declarator, name: str, statics, facts, calls):
                 return None
             addresses += more
         elif parent is not None and parent.type == "pointer_expression" and parent.children[0].type == "*":
-            target, context = _outermost(parent, ("parenthesized_expression",))   # *slot, (*slot)
-            if context is not None and context.type == "pointer_expression" and context.children[0].type == "&":
-                return None   # &*slot: the address again, passed on
-            if context is not None and (context.type == "update_expression" or context.type == "assignment_expression"
-                                        and context.child_by_field_name("left") == target):
-                writes.append((use, _assigned(target, facts, statics, calls)))
+            if _is_written(parent):   # *slot = v; and (*slot)++, int& r = *slot, &*slot, keep(*slot): "other"
+                writes.append((use, _assigned(_outermost(parent, _MEMBER_OF)[0], facts, statics, calls)))
         elif _query_argument(node):
             writes.append((use, "query"))
         else:
@@ -964,9 +962,11 @@ def _cache_pointer(body, declarator, name: str, statics, facts, calls):
 
 def _addresses(expression, statics: set[str]) -> list | None:
     """The identifiers `s` of the statics an expression can only be the address of (`&s`, `(E)`,
-    `c ? E1 : E2` with any condition), or None when it may be anything else."""
+    `c ? E1 : E2` with any condition; a null pointer adds none), or None when it may be anything else."""
     if expression is None:
         return None
+    if expression.type == "null" or (expression.type == "number_literal" and syntax.text(expression) == "0"):
+        return []
     if expression.type == "parenthesized_expression":
         return _addresses(_head(expression), statics)
     if expression.type == "conditional_expression":
@@ -1042,7 +1042,7 @@ def _is_written(identifier) -> bool:
     node, parent = _outermost(identifier, ("subscript_expression", *_MEMBER_OF))
     while parent is not None and parent.type == "pointer_expression" and parent.children \
             and parent.children[0].type == "*":
-        node, parent = parent, parent.parent
+        node, parent = _outermost(parent, ("subscript_expression", *_MEMBER_OF))   # *p, (*p), (*p).f
     if parent is None:
         return False
     if parent.type == "assignment_expression" and parent.child_by_field_name("left") == node:
@@ -1100,7 +1100,7 @@ def _reference_parameters(root) -> dict[str, set[int]]:
         found.setdefault(syntax.text(name).split("::")[-1], set()).update(
             i for i, parameter in enumerate(listed)
             if (inner := parameter.child_by_field_name("declarator")) is not None
-            and inner.type == "reference_declarator" and not _is_const(parameter))
+            and inner.type in ("reference_declarator", "abstract_reference_declarator") and not _is_const(parameter))
     return found
 
 

@@ -108,6 +108,11 @@ POSITIVES = [
     ("host-static-state", kernel("", "static int a = 0; int other = 0, sms = 0; int* p = &a; p = &other; "
                                      "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); *p = sms; "
                                      "k<<<a,1>>>(x, n);"), 6),
+    ("host-static-state", kernel("", "static int a = 0; int* slot = nullptr; slot = &a; *slot = n; k<<<a,1>>>(x, n);"),
+     6),
+    ("host-static-state", kernel("", "static int a = 0; int sms = 0; int* p = &a; "
+                                     "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); (*p) = sms; "
+                                     "keep(*p, n); k<<<a,1>>>(x, n);", "void keep(int&, int);"), 6),
     # A queried value is a device fact only while nothing else is stored in it; parentheses hide no write.
     ("host-static-state", kernel("", "static int c = 0; int d = 0; cudaGetDevice(&d); d = n; c = d; "
                                      "k<<<c,1>>>(x, n);"), 6),
@@ -222,6 +227,10 @@ NEGATIVES = [
             "  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, block, 0) != cudaSuccess"
             " || per_sm <= 0) per_sm = 2048 / block;\n"
             "  *slot = sms * per_sm;\n  return *slot;\n}")),
+    ("a pointer declared empty, then set to one of two static caches",
+     kernel("", "static int a = 0, b = 0; int* slot; if (n > 4096) slot = &a; else slot = &b; int sms = 0; "
+                "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); if (*slot == 0) (*slot) = sms * 4; "
+                "k<<<*slot, 256>>>(x, n);")),
     ("a pointer to a static cache filled by a device query", kernel(
         "", "static int sms = 0; int* p = &sms; if (!*p) cudaDeviceGetAttribute(p, cudaDevAttrMultiProcessorCount, 0); "
             "k<<<*p, 256>>>(x, n);")),
