@@ -61,3 +61,20 @@ def test_measured_waste_is_the_estimate_up_to_its_prior(engine):
 def test_without_a_profile_the_stride_has_no_estimate(engine):
     # source only: the rule still fires, and the ranking treats its estimate as an assumed one
     assert _proposal(engine, "mem.coalesce.static-strided", STRIDED) is None
+
+
+MODULO = {"src_modulo_branches": 1, "memlat_share": 0.0}
+
+
+def test_a_modulo_branch_in_a_reduction_tree_is_estimated_by_the_tree(engine):
+    # interleaved addressing: every warp keeps issuing at every level of the tree
+    saved = _proposal(engine, "cf.reduce_divergence.modulo-lanes",
+                      dict(MODULO, src_tree_loops=1, threads_per_warp_min=24, divergence_speedup=0.1))
+    assert saved == pytest.approx(0.6)
+
+
+def test_a_modulo_branch_outside_a_tree_saves_only_its_idle_lanes(engine):
+    # a strided assignment guarded by tid % 4: 8 of 32 lanes active (the tree model would say 60 %)
+    saved = _proposal(engine, "cf.reduce_divergence.modulo-lanes",
+                      dict(MODULO, src_tree_loops=0, threads_per_warp_min=8, divergence_speedup=0.45))
+    assert saved == pytest.approx(0.45)
