@@ -708,7 +708,7 @@ def _device_facts(body, calls: frozenset[str] = frozenset()) -> set[str]:
     a queried local later set from an input (`v = n;`) is not a device fact."""
     facts = {syntax.text(node) for node in syntax.descendants(body)
              if node.type == "identifier" and _query_write(node)}
-    while True:   # to a fixed point: a local set from a disqualified one is disqualified too
+    while facts:   # to a fixed point: a local set from a disqualified one is disqualified too
         tainted = set()
         for node in syntax.descendants(body):
             if node.type == "declaration":
@@ -719,8 +719,9 @@ def _device_facts(body, calls: frozenset[str] = frozenset()) -> set[str]:
                     and _write(node, facts, set(), calls)[1] == "other":
                 tainted.add(syntax.text(node))
         if not tainted:
-            return facts
+            break
         facts -= tainted
+    return facts
 
 
 def _fact_expression(node, facts: set[str], calls: frozenset[str] = frozenset()) -> bool:
@@ -793,16 +794,16 @@ def _fixed_parameters(root, functions, constants: set[str]) -> dict[int, frozens
         if node.type == "identifier" and syntax.text(node) in definitions and not _declares(node):
             uses.setdefault(syntax.text(node), []).append(node)
     fixed: dict[int, frozenset[str]] = {}
+    caller_constants: dict[int, frozenset[str]] = {}   # a caller's start byte -> its constants (`_local_constants`)
     for name, (fn, *others) in definitions.items():
         calls = [use.parent for use in uses.get(name, [])]
         if others or syntax.in_extern_c(fn) or not calls or any(
                 use.parent.type != "call_expression" or use.parent.child_by_field_name("function") != use
                 for use in uses[name]):
             continue
-        parameters = _scalar_parameters(fn)
         literal = set()
-        for i, parameter in enumerate(parameters):
-            if parameter is not None and all(_literal_argument(call, i, constants) for call in calls):
+        for i, parameter in enumerate(_scalar_parameters(fn)):
+            if parameter is not None and all(_literal_argument(call, i, constants, caller_constants) for call in calls):
                 literal.add(parameter)
         if literal:
             fixed[fn.start_byte] = frozenset(literal)
@@ -822,9 +823,9 @@ def _scalar_parameters(function) -> list[str | None]:
     return names
 
 
-def _literal_argument(call, position: int, constants: set[str]) -> bool:
+def _literal_argument(call, position: int, constants: set[str], caller_constants: dict[int, frozenset[str]]) -> bool:
     """Is the call's argument at `position` a literal: numbers and file constants, or a `const` local of the
-    calling function declared once there and set to such an expression?"""
+    calling function declared once there and set to such an expression (`caller_constants` caches those)?"""
     arguments = call.child_by_field_name("arguments")
     values = [c for c in arguments.named_children if c.type != "comment"] if arguments is not None else []
     if position >= len(values):
@@ -832,22 +833,30 @@ def _literal_argument(call, position: int, constants: set[str]) -> bool:
     caller = call.parent
     while caller is not None and caller.type != "function_definition":
         caller = caller.parent
-    local: set[str] = set()
-    body = caller.child_by_field_name("body") if caller is not None else None
-    if body is not None:
-        declared: dict[str, int] = {}
-        for node in syntax.descendants(body):
-            if node.type != "declaration":
-                continue
-            words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
-            for name in _declared_names(node):
-                declared[name] = declared.get(name, 0) + 1
-                initial = _initializer(node, name)
-                if {"const", "constexpr"} & words and initial is not None \
-                        and _fact_expression(initial, set(), frozenset(constants)):
-                    local.add(name)
-        local = {name for name in local if declared[name] == 1 and name not in _scalar_parameters(caller)}
+    local = frozenset()
+    if caller is not None:
+        if caller.start_byte not in caller_constants:
+            caller_constants[caller.start_byte] = _local_constants(caller, constants)
+        local = caller_constants[caller.start_byte]
     return _fact_expression(values[position], set(), frozenset(constants | local)) and not _has_call(values[position])
+
+
+def _local_constants(function, constants: set[str]) -> frozenset[str]:
+    """The `const` / `constexpr` locals a function declares once, not shadowing a parameter, set to literals."""
+    body = function.child_by_field_name("body")
+    declared: dict[str, int] = {}
+    local = set()
+    for node in syntax.descendants(body) if body is not None else ():
+        if node.type != "declaration":
+            continue
+        words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+        for name in _declared_names(node):
+            declared[name] = declared.get(name, 0) + 1
+            initial = _initializer(node, name)
+            if {"const", "constexpr"} & words and initial is not None \
+                    and _fact_expression(initial, set(), frozenset(constants)):
+                local.add(name)
+    return frozenset(name for name in local if declared[name] == 1 and name not in _scalar_parameters(function))
 
 
 def _function_name(function) -> str | None:
