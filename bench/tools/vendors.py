@@ -56,31 +56,27 @@ VENDORS = {
     "spmm_csr": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
     "spmm_coo": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
     "spmm_csc": {"vendor_fp32": CUSPARSE, "vendor_bf16": CUSPARSE},
-    # cuDNN's legacy API (cudnn.h, -lcudnn), FP32: handles and descriptors made in setup.
-    "relu": {"vendor_fp32": CUDNN},
-    "sigmoid": {"vendor_fp32": CUDNN},
-    "row_tanh": {"vendor_fp32": CUDNN},
-    "elu": {"vendor_fp32": CUDNN},
-    "softmax": {"vendor_fp32": CUDNN},
+    # cuDNN's legacy API (cudnn.h, -lcudnn): handles and descriptors made in setup. BF16: the same
+    # routines on CUDNN_DATA_BFLOAT16 tensors; the convolutions in PSEUDO_BFLOAT16_CONFIG (FP32 compute).
+    "relu": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "sigmoid": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "row_tanh": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "elu": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "softmax": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
     "batch_norm": {"vendor_fp32": CUDNN},
-    "conv_1d": {"vendor_fp32": CUDNN},
-    "conv_2d": {"vendor_fp32": CUDNN},
-    "max_pooling_2d": {"vendor_fp32": CUDNN},
+    "conv_1d": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "conv_2d": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
+    "max_pooling_2d": {"vendor_fp32": CUDNN, "vendor_bf16": CUDNN},
 }
 
 GEAM_BF16 = "BF16: cuBLAS's geam has no BF16 variant (S, D, C and Z only)."
 NO_ROUTINE = "No vendor library has this operation as a routine: the bench compares it with PyTorch only."
-CUDNN_BF16 = "BF16: not implemented yet (the same cuDNN routine with CUDNN_DATA_BFLOAT16 tensors)."
 NO_VENDOR = {
     # -- elementwise ---------------------------------------------------------------------------------------
     "vector_add": GEAM_BF16,
     "matrix_scalar_mul": GEAM_BF16,
     "matrix_copy": GEAM_BF16 + " (a copy is cudaMemcpyAsync, a runtime call the launcher may not make.)",
     "matrix_transpose": GEAM_BF16,
-    "relu": CUDNN_BF16,
-    "sigmoid": CUDNN_BF16,
-    "row_tanh": CUDNN_BF16,
-    "elu": CUDNN_BF16,
     "leaky_relu": "cuDNN's legacy activations have no leaky ReLU (its graph API's pointwise RELU_FWD with a "
                   "lower slope does, through cudnn-frontend, which the bench does not use); no other library has it.",
     "selu": "No library routine: cuDNN's legacy activations have no SELU (ELU's coefficient cannot add the "
@@ -102,12 +98,18 @@ NO_VENDOR = {
                               "times; the baseline accumulates in FP32 (a BF16 vendor would need an FP32 "
                               "scratch the task does not have).",
     # -- llm -----------------------------------------------------------------------------------------------
-    "softmax": CUDNN_BF16,
     "layer_norm": "cuDNN's legacy API has no LayerNorm (its graph API's norm forward would need "
                   "cudnn-frontend, which the bench does not use); no other library routine.",
     "rms_norm": "cuDNN's legacy API has no RMSNorm (its graph API's norm forward would need cudnn-frontend, "
                 "which the bench does not use); no other library routine.",
-    "batch_norm": CUDNN_BF16,
+    "batch_norm": "BF16: cuDNN's cudnnBatchNormalizationForwardTraining takes BF16 x and y only in its "
+                  "PSEUDO_BFLOAT16_CONFIG, whose scale, bias, mean and variance (bnScaleBiasMeanVarDesc, as "
+                  "cudnnDeriveBNTensorDescriptor derives it) are CUDNN_DATA_FLOAT (cuDNN API reference, cudnn_ops "
+                  "library, cudnnBatchNormalizationForwardTraining, supported configurations: "
+                  "https://docs.nvidia.com/deeplearning/cudnn/latest/api/cudnn-ops-library.html). This task's gamma "
+                  "and beta are BF16: converting them needs the data, which bench_setup does not get, so every call "
+                  "would first run a conversion kernel of ours. (PyTorch does not send BF16 batch norm to cuDNN "
+                  "either.)",
     "rope": NO_ROUTINE,
     "softmax_attention": "cuDNN's fused attention exists only in its graph API (through cudnn-frontend, "
                          "which the bench does not use); no legacy routine. PyTorch's SDPA is the reference.",
@@ -122,9 +124,6 @@ NO_VENDOR = {
     "stencil_2d": NO_ROUTINE,
     "stencil_3d": NO_ROUTINE,
     "fft": "BF16 does not apply (see bf16_reason).",
-    "conv_1d": CUDNN_BF16,
-    "conv_2d": CUDNN_BF16,
-    "max_pooling_2d": CUDNN_BF16,
 }
 
 for _op, _entries in VENDORS.items():
