@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import time
+from pathlib import Path
 from typing import Any
 
 from skillbase.documents import versioned
 from skillbase.errors import InputError
+from skillbase.run.pending import run_folder
 from skillbase.run.store import RunRow, RunStore, column_json, column_number
 from skillbase.run.types import Status
 
@@ -51,7 +53,8 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
                 "past": _past(store, evidence[-1]["document"]) if evidence else {},
-                "superseded": [_superseded(d, superseded[d["id"]]) for d in decisions if d["id"] in superseded],
+                "superseded": [_superseded(d, superseded[d["id"]], run_folder(store, run.id))
+                               for d in decisions if d["id"] in superseded],
             },
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"],
@@ -106,11 +109,13 @@ def _load_json(store: RunStore, digest: str | None) -> Any:
         return None
 
 
-def _superseded(decision, mark: dict) -> dict:
-    """An earlier decision of the round that `redecide` replaced: what it chose, when, and what replaced it."""
+def _superseded(decision, mark: dict, folder: Path) -> dict:
+    """An earlier decision of the round that `redecide` replaced: what it chose, when, the rules that
+    replaced it, and its prompt, kept in the run's `folder` (of this store: it may have been unpacked elsewhere)."""
+    kept = mark.get("superseded_prompt")
     return {"skill": decision["chosen_skill"], "reason": decision["reason"],
             "decided": _when(decision["created_at"]), "superseded": _when(mark.get("at")),
-            "rules": mark.get("rules") or {}, "prompt": mark.get("superseded_prompt")}
+            "rules": mark.get("rules") or {}, "prompt": str(folder / Path(kept).name) if kept else None}
 
 
 def _when(ts: float | None) -> str | None:

@@ -294,12 +294,15 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
     mark = marks[-1] if marks else None
     if mark is None or (current is not None and mark.get("by") != current):
         return False
-    prompt, staged = Path(mark["prompt"]), Path(mark["prompt"] + STAGED)
+    # the recorded paths' names, in the folders of this store: `store unpack` elsewhere moves the folders
+    folder = run_folder(store, run.id)
+    prompt = folder / Path(mark["prompt"]).name
+    staged = prompt.with_name(prompt.name + STAGED)
     if not staged.exists() and waiting.skill == mark["skill"]:
         return False   # done
     moved = None
     if waiting.candidate_path.is_file():   # written for the prompt still in place: the old one
-        moved = _unique(Path(mark["candidate_aside"]))
+        moved = _unique(waiting.candidate_path.parent / "superseded" / Path(mark["candidate_aside"]).name)
         moved.parent.mkdir(parents=True, exist_ok=True)
         os.replace(waiting.candidate_path, moved)
         if waiting.meta_path.is_file():
@@ -312,11 +315,11 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
         store.note_waiting(run.id, mark["key"], f"re-decided: {mark['old_skill']} -> {mark['skill']}; the candidate "
                                                 f"written for {mark['old_skill']} was moved to {moved}")
     if staged.exists():
-        superseded = Path(mark["superseded_prompt"])
+        superseded = folder / Path(mark["superseded_prompt"]).name
         if prompt.exists() and not superseded.exists():
             os.replace(prompt, superseded)
         os.replace(staged, prompt)
-    listed = prompt.parent / "waiting.json"
+    listed = folder / "waiting.json"
     arriving = listed.with_name(listed.name + STAGED)
     arriving.write_text(json.dumps({"key": mark["key"], "skill": mark["skill"], "kind": mark["kind"],
                                     "prompt": str(prompt), "template": mark["template"]}))

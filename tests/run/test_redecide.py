@@ -26,6 +26,7 @@ from skillbase.engine.evaluate import RULES_PATH_ENV
 from skillbase.errors import InputError, SkillbaseError
 from skillbase.run.batch import resume_all
 from skillbase.run.explain import explain_run, render_text
+from skillbase.run.pack import pack_store, unpack_store
 from skillbase.run.pending import list_pending
 from skillbase.run.redecide import redecide
 from skillbase.run.session import resume_run, start_run
@@ -313,3 +314,18 @@ def test_a_run_written_meanwhile_by_another_process_is_refused_and_nothing_is_wr
     assert [d["chosen_skill"] for d in store.decisions(1)] == ["mem.vectorize"]
     assert list_pending(store_path)[0].skill == "mem.vectorize"
     assert not list(Path(first["prompt"]).parent.glob("*.redecided"))
+
+
+def test_a_redecided_store_travels_and_explains_where_it_lands(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    rules("mem.coalesce")
+    assert [e.action for e in redecide(store_path, runs=[first["run"]]).runs] == ["changed"]
+    pack_store(tmp_path / "trip.tar.gz", store_path)
+    there = tmp_path / "elsewhere" / "store"
+    unpack_store(tmp_path / "trip.tar.gz", there)
+    [waiting] = list_pending(there)
+    assert waiting.prompt_path.parent == there / "runs" / first["run"] and waiting.skill == "mem.coalesce"
+    [old] = explain_run(RunStore.open(there, read_only=True), first["run"])["rounds"][0]["decision"]["superseded"]
+    assert old["skill"] == "mem.vectorize" and Path(old["prompt"]).parent == there / "runs" / first["run"]
+    assert "## The skill: mem.vectorize" in Path(old["prompt"]).read_text()
