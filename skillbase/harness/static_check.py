@@ -516,7 +516,7 @@ class _Checker:
                     names = _declared_names(child)
                     if not names:
                         continue
-                    words = set(_IDENT.findall(syntax.text(child).split("=")[0]))
+                    words = _declaration_words(child)
                     if words & {"__device__", "__managed__"}:
                         for n in names:
                             device_globals[n] = child
@@ -580,7 +580,7 @@ def _static_locals(body) -> list[tuple[object, list[str]]]:
         if node.type != "declaration":
             continue
         specifiers = {syntax.text(c) for c in node.children if c.type in ("storage_class_specifier", "type_qualifier")}
-        words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+        words = _declaration_words(node)
         if {"static", "thread_local"} & (specifiers | words) and not {"const", "constexpr", "__shared__"} & words:
             found.append((node, _declared_names(node)))
     return found
@@ -750,7 +750,7 @@ def _file_constants(root) -> set[str]:
             if name is not None and value is not None and _NUMERIC_MACRO.fullmatch(syntax.text(value).strip()):
                 names.add(syntax.text(name))
         elif node.type == "declaration" and \
-                {"const", "constexpr"} & set(_IDENT.findall(syntax.text(node).split("=")[0])):
+                {"const", "constexpr"} & _declaration_words(node):
             names.update(n for n in _declared_names(node)
                          if (v := _initializer(node, n)) is not None and _fact_expression(v, set(), frozenset(names)))
     return names
@@ -849,7 +849,7 @@ def _local_constants(function, constants: set[str]) -> frozenset[str]:
     for node in syntax.descendants(body) if body is not None else ():
         if node.type != "declaration":
             continue
-        words = set(_IDENT.findall(syntax.text(node).split("=")[0]))
+        words = _declaration_words(node)
         for name in _declared_names(node):
             declared[name] = declared.get(name, 0) + 1
             initial = _initializer(node, name)
@@ -1025,6 +1025,11 @@ def _declares(identifier) -> bool:
     parent = identifier.parent
     return parent is not None and parent.type == "function_declarator" and \
         parent.child_by_field_name("declarator") == identifier
+
+
+def _declaration_words(declaration) -> set[str]:
+    """The words before a declaration's first `=`: its specifiers and qualifiers (`static`, `const`, `__device__`)."""
+    return set(_IDENT.findall(syntax.text(declaration).split("=")[0]))
 
 
 def _declared_names(declaration) -> list[str]:
