@@ -860,11 +860,7 @@ def _local_constants(function, constants: set[str]) -> frozenset[str]:
 
 
 def _function_name(function) -> str | None:
-    node = function.child_by_field_name("declarator")
-    while node is not None and node.type != "function_declarator":
-        node = node.child_by_field_name("declarator")
-    name = node.child_by_field_name("declarator") if node is not None else None
-    return syntax.text(name) if name is not None else None
+    return syntax.function_name(function.child_by_field_name("declarator"))
 
 
 def _returns_device_facts(body, calls: frozenset[str]) -> bool:
