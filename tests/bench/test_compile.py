@@ -1,8 +1,10 @@
 """Every bench kernel compiles for sm_90 (object files only, no linking; two compiles at a time).
 
-Vendor kernels need their library's headers (cuBLAS, cuSPARSE, cuFFT); CUB ships with the toolkit.
-They are looked up in the toolkit, in $SKILLBASE_VENDOR_INCLUDE and in pip's nvidia-* packages; a
-vendor kernel whose header is nowhere is skipped with the header's name.
+Vendor kernels need their library's headers (cuBLAS, cuSPARSE, cuFFT, cuDNN); CUB ships with the
+toolkit. They are looked up in the toolkit, in $SKILLBASE_VENDOR_INCLUDE and in pip's nvidia-*
+packages; a vendor kernel whose header is nowhere is skipped with the header's name. cuDNN is not
+part of the toolkit: `source bench/tools/cudnn_env.sh` finds an installed one (e.g. the
+nvidia-cudnn-cu13 wheel). Only the kernels a run selects are compiled (`-k vendor_bf16` builds the BF16 vendors).
 """
 
 from __future__ import annotations
@@ -40,8 +42,15 @@ def _missing_header(source: str, dirs: list[Path]) -> str | None:
     return None
 
 
+def _selected(session) -> list[Path]:
+    """The kernels of this module's compile test that the run selected (all of them without -k)."""
+    chosen = [item.callspec.params["kernel"] for item in session.items
+              if getattr(item, "originalname", "") == "test_kernel_compiles_for_sm90"]
+    return chosen or KERNELS
+
+
 @pytest.fixture(scope="module")
-def compiled():
+def compiled(request):
     dirs = _include_dirs()
     flags = [f"-I{d}" for d in dirs if "nvidia" in str(d) or str(d) in os.environ.get("SKILLBASE_VENDOR_INCLUDE", "")]
     tmp = Path(tempfile.mkdtemp(prefix="bench-objs-"))
@@ -49,14 +58,15 @@ def compiled():
     def one(path: Path):
         missing = _missing_header(path.read_text(), dirs)
         if missing:
-            return path, "skip", f"{missing} not found (set SKILLBASE_VENDOR_INCLUDE)"
+            how = "source bench/tools/cudnn_env.sh, or " if missing == "cudnn.h" else ""
+            return path, "skip", f"{missing} not found ({how}set SKILLBASE_VENDOR_INCLUDE)"
         obj = tmp / f"{path.parent.name}-{path.stem}.o"
         out = subprocess.run(["nvcc", "-arch=sm_90", "-std=c++17", "-c", str(path), "-o", str(obj), *flags],
                              capture_output=True, text=True, timeout=300)
         return path, "ok" if out.returncode == 0 else "fail", out.stderr[-3000:]
 
     with ThreadPoolExecutor(max_workers=2) as pool:
-        results = {p: (status, log) for p, status, log in pool.map(one, KERNELS)}
+        results = {p: (status, log) for p, status, log in pool.map(one, _selected(request.session))}
     yield results
     shutil.rmtree(tmp, ignore_errors=True)
 
