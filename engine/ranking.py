@@ -11,7 +11,8 @@ group by the expected time saved, `score x sqrt(time_saved_fraction)` (desc,
 `expected_saving`): a rule's `speedup:` estimate (ncu's word for it) is the share of the run a skill
 can save, 0..1, and its `score` is the prior confidence that the evidence means what the rule says,
 so a confident 5 % does not outrank a plausible 55 %. A candidate whose estimate could not be
-computed (a metric it needs is missing) counts UNKNOWN_SAVED.
+computed (a metric it needs is missing) counts UNKNOWN_SAVED; one computed as 0 is no candidate (the
+measurement refutes what the rule suspected: a static stride whose sectors are all used).
 Ties: a computed estimate before an assumed one, then score, then skill id. A skill proposed by
 several rules keeps the proposal with the largest expected saving and lists every rule.
 """
@@ -119,6 +120,10 @@ def rank(proposals: list[dict[str, Any]], history: Any = None,
     constraints = constraints or {}
     by_skill: dict[str, list[dict[str, Any]]] = {}
     for proposal in proposals:
+        # an estimate the evidence computes as nothing saved is a suspicion the measurement refutes (a static
+        # stride whose sectors are all used): no candidate, whatever the prior; an estimate it cannot compute stays
+        if proposal["time_saved_fraction"] == 0:
+            continue
         by_skill.setdefault(proposal["skill"], []).append(proposal)
     status = history_status(history)
     candidates = []

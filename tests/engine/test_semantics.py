@@ -294,3 +294,17 @@ def test_a_skill_that_won_ranks_again_when_its_rule_fires_again():
     constrained = rank(proposals(), history={"tried": ["a.won"], "won": ["a.won"], "failed": []},
                        constraints={"a.won": "the task allows no library"})
     assert constrained[-1].skill == "a.won" and constrained[-1].demoted == "task"
+
+
+def test_a_proposal_whose_estimate_the_evidence_computes_as_zero_is_no_candidate():
+    # issue 16 (LLM run, reverse_array after mem.vectorize): a static stride (x[n - 1 - i]) the profile shows
+    # fully coalesced, 32 of 32 bytes per sector, was estimated at 0 % and still chosen as the round's skill
+    from skillbase.engine.ranking import rank
+
+    refuted = dict(skill="mem.coalesce", score=0.5, time_saved_fraction=0.0, rule="static", because="", focus=[])
+    assumed = dict(skill="mem.vectorize", score=0.5, time_saved_fraction=None, rule="v", because="", focus=[])
+    assert [c.skill for c in rank([refuted, assumed])] == ["mem.vectorize"]
+    # another rule that measures a saving for the same skill still proposes it
+    measured = dict(refuted, rule="measured", time_saved_fraction=0.2)
+    (kept,) = [c for c in rank([refuted, measured]) if c.skill == "mem.coalesce"]
+    assert kept.time_saved_fraction == 0.2 and kept.rules == ["measured"]
