@@ -74,6 +74,8 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
     settings.check()
     store = RunStore.open(store_path)
     spec = _load_task(kernel)
+    if preset is not None:
+        spec.sizes_for(preset)   # an unknown preset is a one-line error before a run exists, GPU or not
     if gpu:
         _require_gpu()   # before a run exists: a machine without a GPU leaves no failed run behind
     if settings.agent == "openai" and settings.model is None:
