@@ -69,9 +69,8 @@ def test_near_its_floor_an_elementwise_kernel_gets_no_occupancy_round(engine, re
     result = engine.evaluate(relu)
     few_waves = result.decision("occ.achieved_gap.few-waves")
     assert few_waves is not None and not few_waves.fired
-    gap = next((c for c in result.candidates if c.skill == "occ.achieved_gap"), None)
-    # what still names the skill is the SM spread the profile measured (5 %), not the 27-point occupancy gap
-    assert gap is None or gap.time_saved_fraction == pytest.approx(_view(engine, relu)["sm_imbalance"])
+    # SMs 5 % apart with even threads: the launch's spread on a 9.5 us kernel, not uneven work
+    assert all(c.skill != "occ.achieved_gap" for c in result.candidates)
     assert all(c.skill != "mem.kernel_fusion" for c in result.candidates)    # one kernel, launched once
 
 
@@ -96,9 +95,10 @@ IMBALANCE = {"occupancy_gap": 27, "grid_size": 4096, "sm_count": 132, "waves": 3
 
 
 def test_even_threads_on_uneven_sms_save_the_sm_idle_share(engine):
-    saved = _proposal(engine, "occ.achieved_gap.imbalance", dict(IMBALANCE, sm_imbalance=0.085,
-                                                                 divergent_branch_share=0.0))
-    assert saved == pytest.approx(0.085)
+    # the skill's example: rows of growing length, SMs 11 % apart, a 27-point gap
+    saved = _proposal(engine, "occ.achieved_gap.imbalance", dict(IMBALANCE, sm_imbalance=0.113,
+                                                                 divergent_branch_share=0.06))
+    assert saved == pytest.approx(0.113)
 
 
 def test_divergent_threads_save_the_occupancy_gap(engine):
