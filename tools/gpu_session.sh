@@ -67,7 +67,9 @@ bench_chain() {   # results land in the checkout's results/<gpu>/bench/, copied 
   run_step "$g" bench-vendor-fp32 "${BENCH_LIMIT:-260}" skillbase bench run --impl vendor --dtype fp32 \
     --results "$bench_results"
   save_bench
-  run_step "$g" bench-vendor-bf16 60 skillbase bench run --impl vendor --dtype bf16 --results "$bench_results"
+  # 24 operators since the cuDNN BF16 vendors (about 120 sizes and 8 more builds)
+  run_step "$g" bench-vendor-bf16 "${VENDOR_BF16_LIMIT:-180}" skillbase bench run --impl vendor --dtype bf16 \
+    --results "$bench_results"
   save_bench
   run_step "$g" bench-baseline-fp32 "${BASELINE_LIMIT:-120}" skillbase bench run --impl baseline --dtype fp32 \
     --results "$bench_results"
