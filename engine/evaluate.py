@@ -250,6 +250,8 @@ class Engine:
                 speedup = proposal.speedup
                 if isinstance(speedup, expressions.Expression):
                     speedup = _evaluate(speedup, view, decision.notes) if decision.fired else None
+                    if decision.fired:
+                        decision.notes.extend(_default_notes(proposal.speedup.symbols, view))
                 speedup = None if speedup is MISSING or speedup is None else min(1.0, max(0.0, float(speedup)))
                 entry = {"skill": proposal.skill, "score": proposal.score, "time_saved_fraction": speedup}
                 decision.proposals.append(entry)
@@ -363,6 +365,13 @@ def _leaf(rule: Rule, node: Node, view: View) -> LeafRecord:
     if value is None:
         return LeafRecord(rule.id, node.path, expression.text, observed, None, source)
     return LeafRecord(rule.id, node.path, expression.text, observed, bool(value), source)
+
+
+def _default_notes(names: Iterable[str], view: View) -> list[str]:
+    """A line for each name an estimate read as its vocabulary default: the trace says the value was unknown."""
+    entries = view.vocabulary.entries
+    return [f"`{name}` is unknown; the estimate reads its default {entries[name].default!r}"
+            for name in sorted(set(names) & view.defaulted)]
 
 
 def _evaluate(expression: expressions.Expression, view: View, notes: list[str]) -> Any:

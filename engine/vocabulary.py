@@ -5,7 +5,9 @@ expressions and their cycles) and collects every problem instead of stopping at 
 `Vocabulary.view(evidence, thresholds)` resolves the values of all names for the focus kernel
 of one `Evidence`: a value the evidence lacks is `MISSING` (a sentinel distinct from None
 and False); a derived name is computed on first use from the names it reads and is `MISSING`
-when any of them is.
+when any of them is, unless it declares a `default:`, the value that states what "unknown" means
+for it (`memory_floor_headroom: 1`, no floor known, no bound). Only derived names may declare one,
+so a missing metric, feature or fact never reads as a value; a name opts in explicitly.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ class Entry:
     file: str
     line: int
     expression: expressions.Expression | None = None  # derived names only
+    default: Any = MISSING  # what the derived name reads when its value is unknown; MISSING: it stays unknown
 
     @property
     def where(self) -> str:
@@ -182,6 +185,12 @@ class Vocabulary:
                 (source, ref), = spec["source"].items()
                 entries[name] = Entry(name, spec["type"], spec.get("unit", "none"), source, str(ref),
                                       spec.get("meaning", ""), str(path), where)
+                if "default" in spec:
+                    problem = default_problem(entries[name], spec["default"])
+                    if problem:
+                        problems.append(Problem(str(path), doc.line(f"{name}.default"), *problem))
+                    else:
+                        entries[name].default = coerce(spec["default"], spec["type"])
                 if source == "ncu" and not NCU_METRIC.match(str(ref)):
                     problems.append(Problem(str(path), doc.line(f"{name}.source"),
                                             f"`{ref}` is not an ncu metric name (for `{name}`)",
@@ -247,6 +256,32 @@ class Vocabulary:
     def view(self, evidence: Evidence | dict[str, Any] | None, thresholds: Thresholds | None, kernel: str | None = None,
              overrides: dict[str, Any] | None = None) -> View:
         return View(self, evidence, thresholds, kernel=kernel, overrides=overrides)
+
+
+# Units whose values are amounts: a default below zero is no value the name can have.
+_NON_NEGATIVE_UNITS = {"count", "cycles", "bytes", "ns", "us", "sector", "hz", "bytes_per_s", "flop_per_byte",
+                       "ratio"}
+
+
+def default_problem(entry: Entry, default: Any) -> tuple[str, str] | None:
+    """Why `default` cannot be `entry`'s value when unknown (message, hint); None when it can."""
+    if entry.source != "derived":
+        return (f"`{entry.name}` ({entry.source}) may not have a default: only derived names may",
+                "a missing metric, feature or fact stays missing: give the default to a derived name "
+                "that reads it and says what unknown means (as memory_floor_headroom does)")
+    try:
+        value = coerce(default, entry.type)
+    except TypeError as error:
+        return f"`{entry.name}`'s default: {error} (the name is {entry.type})", f"give a {entry.type} literal"
+    if value is MISSING or (isinstance(value, float) and value in (float("inf"), float("-inf"))):
+        return f"`{entry.name}`'s default must be a finite {entry.type}", "write the value unknown should read as"
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        if entry.unit in _NON_NEGATIVE_UNITS and value < 0:
+            return (f"`{entry.name}`'s default {value!r} is negative, but its unit is {entry.unit}",
+                    "an amount is at least 0")
+        if entry.unit == "percent" and abs(value) > 100:
+            return f"`{entry.name}`'s default {value!r} is not a percentage", "a percent lies within -100..100"
+    return None
 
 
 def _derived_order(entries: dict[str, Entry]) -> tuple[list[str], list[str]]:
@@ -389,6 +424,7 @@ class View:
         self.problems: list[str] = []
         self._values: dict[str, Any] = {}
         self.pinned: set[str] = set()
+        self.defaulted: set[str] = set()   # derived names that read their vocabulary default (value unknown)
         self.evidence: Evidence | None = None
         self.kernel: KernelRecord | None = None
         self.focus_reason, self.kernel_name = "no evidence (values only)", None
@@ -473,6 +509,13 @@ class View:
         return _dotted(blocks[source], ref)
 
     def _derive(self, entry: Entry) -> Any:
+        value = self._compute(entry)
+        if value is MISSING and entry.default is not MISSING:
+            self.defaulted.add(entry.name)
+            return entry.default
+        return value
+
+    def _compute(self, entry: Entry) -> Any:
         expression = entry.expression
         if expression is None:
             return MISSING
