@@ -66,3 +66,30 @@ def test_the_command_joins_two_records_and_exits_1_for_a_cut_pass(tmp_path):
     assert done.returncode == 1, done.stdout + done.stderr
     assert "cut short: ray (3 of 4 results)" in done.stdout
     assert json.loads((tmp_path / "ray_vs_local.json").read_text())["identical"] is False
+
+
+class _Result:
+    def __init__(self, op: str):
+        self.op, self.preset, self.status, self.runtime_us, self.device = op, "s", "verified", 1.0, "0"
+
+
+def test_a_pass_killed_midway_leaves_the_results_it_measured(tmp_path, monkeypatch):
+    """one_pass's record is rewritten after each result and replaced, never torn; an old record at the path is
+    overwritten before the first result, so it cannot stand in for a pass that died at once."""
+    path = tmp_path / "ray.json"
+    path.write_text(json.dumps(record("ray", ops(5))))          # a previous, complete pass
+    done_before_kill = random.randint(0, 4)
+
+    def dying_bench(ops_, dtype, impl, presets, results, executor_kind, progress):
+        for i in range(done_before_kill):
+            progress(_Result(f"op{i:02d}"), i + 1, len(ops_))
+        raise KeyboardInterrupt   # the time limit's signal
+
+    monkeypatch.setattr(ray_vs_local, "run_bench", dying_bench)
+    try:
+        ray_vs_local.one_pass("ray", [f"op{i:02d}" for i in range(5)], ["s"], tmp_path / "r", path)
+    except KeyboardInterrupt:
+        pass
+    kept = json.loads(path.read_text())
+    assert kept["complete"] is False and len(kept["results"]) == done_before_kill
+    assert not list(tmp_path.glob("*.partial"))

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -41,10 +42,12 @@ def one_pass(kind: str, ops: list[str], presets: list[str], folder: Path, record
     record = {"executor": kind, "gpu": None, "ops": ops, "presets": presets, "wall_s": None, "complete": False,
               "results": []}
 
-    def save() -> None:
+    def save() -> None:   # whole or not at all: a pass killed mid-write keeps its last complete record
         if record_path is not None:
             record_path.parent.mkdir(parents=True, exist_ok=True)
-            record_path.write_text(json.dumps(record, indent=1) + "\n")
+            partial = record_path.with_name(record_path.name + ".partial")
+            partial.write_text(json.dumps(record, indent=1) + "\n")
+            os.replace(partial, record_path)
 
     def progress(result, done: int, total: int) -> None:   # a killed run still shows how far it got
         elapsed = time.perf_counter() - start
@@ -53,6 +56,7 @@ def one_pass(kind: str, ops: list[str], presets: list[str], folder: Path, record
         record["wall_s"] = round(elapsed, 2)
         save()
 
+    save()   # an older record at this path never stands in for a pass that died before its first result
     done = run_bench(ops, "fp32", "baseline", presets=presets, results=folder, executor_kind=kind, progress=progress)
     wall = time.perf_counter() - start
     print(f"{kind} executor: {len(done.results)} results in {wall:.1f} s (GPU model {done.gpu})", flush=True)
