@@ -21,6 +21,7 @@ from skillbase.commands.options import (
     executor_options,
     json_option,
     refuse_gpus_on_ray,
+    stop_at_floor_option,
     store_option,
 )
 from skillbase.run.types import AGENTS, Settings
@@ -105,6 +106,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @click.option("--preset", default=None, help="Size preset to profile and time (default: each task's scored presets).")
 @click.option("--no-engine", is_flag=True,
               help="The ablation: the coder chooses the optimization itself; everything else is the same.")
+@stop_at_floor_option
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (no verification or timing; nothing is accepted).")
 @batch_start_options
@@ -112,8 +114,8 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @suite_option
 @store_option
 @json_option
-def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, no_gpu, candidates, gpus, time_limit_s,
-             executor_kind, address, root, store_path, as_json) -> None:
+def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, candidates, gpus,
+             time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -123,7 +125,8 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, model, n
     from skillbase.run.batch import start_batch
 
     refuse_gpus_on_ray(executor_kind, gpus)
-    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine)
+    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine,
+                        stop_at_floor=stop_at_floor)
     # a bar with counts and an ETA on a terminal, one line per run when piped
     with ui.progress(f"bench optimize ({agent})") as bar:
         outcome = start_batch(settings, comma_list(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,

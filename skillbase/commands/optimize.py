@@ -13,6 +13,7 @@ from skillbase.commands.options import (
     extra_rules_option,
     json_option,
     refuse_gpus_on_ray,
+    stop_at_floor_option,
     store_option,
 )
 from skillbase.run.types import AGENTS, Settings
@@ -37,6 +38,7 @@ def _agent_default() -> str:
 @click.option("--preset", default=None, help="Size preset to profile and time (default: the spec's scored presets).")
 @click.option("--time-budget", type=click.FloatRange(min=1), default=None, help="Stop after this many seconds.")
 @click.option("--token-budget", type=click.IntRange(min=1), default=None, help="Stop after this many LLM tokens.")
+@stop_at_floor_option
 @click.option("--no-gpu", is_flag=True, help="Compile-only run (no verification or timing; nothing is accepted).")
 @click.option("--report", "saved_report", type=click.Path(dir_okay=False, exists=True), default=None,
               help="A saved .ncu-rep of KERNEL as it is now: used as the first round's evidence instead of profiling.")
@@ -45,13 +47,13 @@ def _agent_default() -> str:
                    "version from the PyTorch reference, verified and repaired, then the rounds start from it.")
 @json_option
 @store_option
-def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, no_gpu,
-             saved_report, from_reference, as_json, store_path):
+def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_budget, token_budget, stop_at_floor,
+             no_gpu, saved_report, from_reference, as_json, store_path):
     """Optimize KERNEL (a .cu with its .task.yaml) round by round; every round lands in the run store."""
     from skillbase.run.session import start_run
 
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent or _agent_default(), model=model,
-                        time_budget_s=time_budget, token_budget=token_budget,
+                        time_budget_s=time_budget, token_budget=token_budget, stop_at_floor=stop_at_floor,
                         extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
     if from_reference and settings.agent == "external":
         from skillbase.run.session import start_generator_run

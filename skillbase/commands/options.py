@@ -1,11 +1,14 @@
 """Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`,
-`--extra-rules`, `--skills-dir`, `--executor`/`--address`, a batch's `--candidates`/`--gpus`/`--time-limit`."""
+`--extra-rules`, `--skills-dir`, `--executor`/`--address`, a batch's `--candidates`/`--gpus`/`--time-limit`,
+`--stop-at-floor`."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import click
+
+from skillbase.run.types import Settings
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
 store_option = click.option(
@@ -40,6 +43,12 @@ def executor_options(function):
 def comma_list(value: str | None) -> list[str]:
     """A comma-separated option (`--ops`, `--gpus`, `--presets`) as its non-empty items."""
     return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+stop_at_floor_option = click.option(
+    "--stop-at-floor", type=click.FloatRange(0, 1), default=Settings.stop_at_floor, show_default=True,
+    help="With a coder and a profile: once the engine has no proposal left, stop when the best kernel runs at this "
+         "share of its roofline floor or more, instead of asking for the coder's own choice (0: never).")
 
 
 def batch_start_options(function):

@@ -25,6 +25,7 @@ from dataclasses import asdict, replace
 from functools import partial
 from pathlib import Path
 
+from skillbase.agents.coder import FREE_CHOICE
 from skillbase.errors import InputError
 from skillbase.evidence import Evidence
 from skillbase.run.store import RunStore, run_name
@@ -104,7 +105,9 @@ class Loop:
                     stop_reason = budget
                     break
                 if self._round(round_idx, state) == Outcome.NO_CANDIDATE:
-                    stop_reason = NO_CANDIDATE_LEFT
+                    # the decision says why when the coder's free choice was held back (the kernel near its floor)
+                    stop_reason = self.store.step_result(self.run_id, f"r{round_idx}/decision").get("stop") \
+                        or NO_CANDIDATE_LEFT
                     break
         except Paused as pause:
             self._pause(pause)
@@ -281,15 +284,17 @@ def attempt_key(round_idx: int, variant_idx: int, attempt: int) -> str:
 def decision_of(candidates: list[Candidate], trace_text: str, tabu: list[list],
                 kernel_digest: str) -> tuple[dict, str]:
     """A round's decision as the loop records it (its step result: the chosen skill and params, the
-    ranked candidates, why) and the trace kept beside it: the full engine result (every rule, every
-    leaf), what `explain` replays."""
+    ranked candidates, why; `stop`: why the run stops here when the coder's free choice was not offered)
+    and the trace kept beside it: the full engine result (every rule, every leaf), what `explain` replays."""
     chosen = choose(candidates, tabu, kernel_digest)
     trace = trace_text or json.dumps([c.stored() | {"params": c.params} for c in candidates], sort_keys=True,
                                      default=str)
+    held_back = None if chosen else next((c for c in candidates if c.skill == FREE_CHOICE and not c.applicable), None)
     reason = (f"{chosen.skill}: {chosen.because or 'top applicable candidate'}" if chosen
-              else "no applicable candidate outside the tabu list")
+              else held_back.because if held_back else "no applicable candidate outside the tabu list")
     return {"skill": chosen.skill if chosen else None, "params": chosen.params if chosen else {},
-            "candidates": [c.stored() for c in candidates], "reason": reason}, trace
+            "candidates": [c.stored() for c in candidates], "reason": reason,
+            "stop": held_back.because if held_back else None}, trace
 
 
 def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str]) -> None:

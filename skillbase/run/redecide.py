@@ -17,6 +17,13 @@ candidate already at the expected path, which answers the old prompt, moved to `
 with a note; the old prompt renamed `rN-v0-a0.superseded-dID.prompt.md`; the new prompt (written
 before the transaction under a staging name) put where `pending` lists it; `waiting.json` last. A run
 interrupted between the transaction and the last rename is finished by the next `redecide`.
+
+The same Decide holds the run's standing against its --stop-at-floor: a round whose new decision is no
+candidate because the kernel is near its floor (the decision's `stop`) ends as the loop ends it, in the
+same transaction (the round's outcome `no-candidate`); the stale candidate and the old prompt go aside as
+above, no new prompt is written, and the run is marked finished with the stop as its reason (a run
+interrupted before that is ended by the next `redecide` or `resume`). Any other round left no candidate
+is refused: it keeps its skill.
 """
 
 from __future__ import annotations
@@ -41,9 +48,9 @@ from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.loop import attempt_key, decision_of, replayed_state
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
-from skillbase.run.session import make_decide, mechanical_applier, prompt_builder
+from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, run_standing
 from skillbase.run.store import RunRow, RunStore, parse_batch_ref
-from skillbase.run.types import ApplyRequest, Candidate, Paused, RunStatus, Settings
+from skillbase.run.types import ApplyRequest, Candidate, LoopState, Outcome, Paused, RunStatus, Settings
 from skillbase.task import load_task
 
 CHANGED = "changed"          # the round's decision is the new one; prompt and candidate moved
@@ -86,7 +93,9 @@ class RunRedecision:
         shown = [head + f"{_named(self.old_skill, self.old_params)} -> {_named(self.new_skill, self.new_params)}"
                  + (" (dry run: nothing written)" if self.action == WOULD_CHANGE else ""),
                  f"  why: {self.reason}"]
-        if self.action == CHANGED:
+        if self.action == CHANGED and self.new_skill is None:
+            shown.append(f"  the run finished; nothing waits (the old prompt kept as {self.superseded_prompt})")
+        elif self.action == CHANGED:
             shown.append(f"  prompt: {self.prompt} (the old one kept as {self.superseded_prompt})")
             if self.candidate_moved:
                 shown.append(f"  a candidate for the old prompt was moved to {self.candidate_moved}")
@@ -207,42 +216,53 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
 
     engine = deciders.engine(tuple(settings.extra_rules))
     corpus = deciders.corpus
-    decide = make_decide(settings.agent, engine, corpus, mechanical_applier(corpus, settings), engine_on=True)
+    spec = load_task(kernel)
+    # where the kernel stands as the run's prompts show it: the decision holds it against --stop-at-floor
+    gpu = run.manifest.get("gpu") if run.manifest.get("gpu_run", True) else None
+    standing = run_standing(kernel, spec, run.manifest.get("preset"), gpu)
+    decide = make_decide(settings.agent, engine, corpus, mechanical_applier(corpus, settings), engine_on=True,
+                         standing=standing, stop_at_floor=settings.stop_at_floor)
     evidence = Evidence.from_json(store.artifacts.get_text(evidence_step["document"]))
     new, trace_text = decision_of(*decide(evidence, state), state.tabu, started)
     rules = deciders.record(engine)
     found = dict(run=run.name, round=idx, old_skill=old["skill"], old_params=old["params"], new_skill=new["skill"],
                  new_params=new["params"], rules=rules)
+    if old["skill"] is None and old.get("stop"):
+        # an earlier redecide ended this round and was interrupted before the run was marked finished
+        if not dry_run:
+            _end_run(store, run, idx, old["stop"], state)
+        return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
     if (new["skill"], new["params"]) == (old["skill"], old["params"]):
         return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
-    if new["skill"] is None:
+    if new["skill"] is None and not new.get("stop"):
         raise _LeftAlone(f"the current rules leave {run.name}'s round {idx} no applicable candidate "
                          f"({new['reason']}); it keeps {old['skill']}")
 
-    # The new prompt, exactly as the run's external applier writes it for this try.
-    spec = load_task(kernel)
-    gpu = run.manifest.get("gpu") if run.manifest.get("gpu_run", True) else None
-    prompts = prompt_builder(kernel, spec, corpus, run.manifest.get("preset"), gpu)
+    # The new prompt, exactly as the run's external applier writes it for this try (none when the round
+    # ends the run: the kernel near its floor with nothing of the engine's left, as the loop decides).
+    prompts = prompt_builder(kernel, spec, corpus, standing)
     applier = ExternalApplier(prompts, run_folder(store, run.id))
     candidate = next((Candidate.from_stored(c) for c in new["candidates"] if c["skill"] == new["skill"]), None)
-    request = ApplyRequest(skill=new["skill"], params=applier.variants(new["skill"], new["params"], state)[0],
-                           attempt=0, key=waiting.key, candidate=candidate)
-    prompt = prompts.build(request, state)
+    request = ApplyRequest(skill=new["skill"] or old["skill"], attempt=0, key=waiting.key, candidate=candidate,
+                           params=applier.variants(new["skill"], new["params"], state)[0] if new["skill"] else {})
+    prompt = prompts.build(request, state) if new["skill"] else None
     path = applier.prompt_path(request)
     old_id = decisions[-1]["id"]
     superseded = path.with_name(path.name.removesuffix(".prompt.md") + f".superseded-d{old_id}.prompt.md")
     aside = waiting.candidate_path.parent / "superseded" / f"{run.name}.{waiting.key.replace('/', '-')}.d{old_id}.cu"
-    found.update(reason=new["reason"], prompt=str(path), superseded_prompt=str(superseded))
+    found.update(reason=new["reason"], prompt=str(path) if prompt else None, superseded_prompt=str(superseded))
     if dry_run:
         return RunRedecision(action=WOULD_CHANGE, **found)
 
     staged = path.with_name(path.name + STAGED)
-    staged.parent.mkdir(parents=True, exist_ok=True)
-    staged.write_text(prompt.text)
+    if prompt is not None:
+        staged.parent.mkdir(parents=True, exist_ok=True)
+        staged.write_text(prompt.text)
     record = {"old_skill": old["skill"], "old_params": old["params"], "skill": new["skill"], "params": new["params"],
               "reason": new["reason"], "rules": rules, "key": waiting.key, "prompt": str(path),
-              "superseded_prompt": str(superseded), "candidate_aside": str(aside), "kind": prompt.role,
-              "template": prompt.template.name}
+              "superseded_prompt": str(superseded), "candidate_aside": str(aside),
+              "kind": prompt.role if prompt else None, "template": prompt.template.name if prompt else None,
+              "stop": new["stop"]}
     try:
         with store.transaction() as tx:
             # every write to a run adds an event: one since we read it is another process's (a resume)
@@ -250,12 +270,26 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
                 raise _LeftAlone(f"{run.name} changed while it was re-decided (another skillbase process?); "
                                  "nothing was written")
             tx.supersede_decision(run.id, idx, old_id, f"r{idx}/decision", new, store.artifacts.put_text(trace_text),
-                                  record, str(Paused(new["skill"], path)))
+                                  record, new["stop"] or str(Paused(new["skill"], path)))
+            if new["stop"]:
+                # the round ends as the loop ends a round with no candidate (Loop._round)
+                tx.finish_round(run.id, idx, Outcome.NO_CANDIDATE)
+                tx.finish_step(run.id, f"r{idx}/outcome", {"status": Outcome.NO_CANDIDATE})
     except BaseException:
         staged.unlink(missing_ok=True)
         raise
     moved = _finish_files(store, run, waiting, None)
+    if new["stop"]:
+        _end_run(store, run, idx, new["stop"], state)
     return RunRedecision(action=CHANGED, candidate_moved=str(moved) if isinstance(moved, Path) else None, **found)
+
+
+def _end_run(store: RunStore, run: RunRow, idx: int, stop: str, state: LoopState) -> None:
+    """A run whose round `idx` ended with no candidate, finished as `Loop.run` finishes it (its files moved
+    first: a run interrupted before this is still paused, and the next redecide or resume ends it)."""
+    store.update_run(run.id, status=RunStatus.FINISHED, stop_reason=stop, finished_at=time.time(),
+                     best_us=state.best_us, best_kernel=store.artifacts.put_text(state.best_source))
+    (run_folder(store, run.id) / "waiting.json").unlink(missing_ok=True)   # nothing waits any more
 
 
 def _waiting_round(store: RunStore, run: RunRow) -> tuple[PendingPrompt, int]:
@@ -298,7 +332,10 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
     folder = run_folder(store, run.id)
     prompt = folder / Path(mark["prompt"]).name
     staged = prompt.with_name(prompt.name + STAGED)
-    if not staged.exists() and waiting.skill == mark["skill"]:
+    stop = mark.get("stop")
+    if stop and not prompt.exists() and not waiting.candidate_path.is_file():
+        return False   # done: the old prompt renamed, no candidate left to move
+    if not stop and not staged.exists() and waiting.skill == mark["skill"]:
         return False   # done
     moved = None
     if waiting.candidate_path.is_file():   # written for the prompt still in place: the old one
@@ -307,13 +344,19 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
         os.replace(waiting.candidate_path, moved)
         if waiting.meta_path.is_file():
             os.replace(waiting.meta_path, moved.with_suffix(".meta.json"))
+        now = (f"ends the run ({stop})" if stop else f"asks for {mark['skill']} ({prompt})")
         moved.with_suffix(".note.txt").write_text(
             f"{run.name}'s round {mark['round']} was re-decided on {time.strftime('%Y-%m-%d %H:%M:%S')} "
             f"(skillbase redecide): this candidate answered the prompt for {mark['old_skill']}, and the round now "
-            f"asks for {mark['skill']} ({prompt}). It was moved here from {waiting.candidate_path} so that it is "
-            "not judged for the new skill; nothing reads it from here.\n")
-        store.note_waiting(run.id, mark["key"], f"re-decided: {mark['old_skill']} -> {mark['skill']}; the candidate "
-                                                f"written for {mark['old_skill']} was moved to {moved}")
+            f"{now}. It was moved here from {waiting.candidate_path} so that it is not judged for "
+            f"{'nothing' if stop else 'the new skill'}; nothing reads it from here.\n")
+        store.note_waiting(run.id, mark["key"], f"re-decided: {mark['old_skill']} -> {mark['skill'] or 'none'}; the "
+                                                f"candidate written for {mark['old_skill']} was moved to {moved}")
+    if stop:   # no new prompt: the old one is kept under its superseded name, nothing waits any more
+        superseded = folder / Path(mark["superseded_prompt"]).name
+        if prompt.exists() and not superseded.exists():
+            os.replace(prompt, superseded)
+        return moved
     if staged.exists():
         superseded = folder / Path(mark["superseded_prompt"]).name
         if prompt.exists() and not superseded.exists():

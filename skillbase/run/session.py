@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from skillbase import __version__, ui
-from skillbase.agents.appliers import CoderReply, ExternalApplier, LLMApplier, PromptBuilder
+from skillbase.agents.appliers import CoderReply, ExternalApplier, LLMApplier, PromptBuilder, Standing
 from skillbase.agents.client import ChatClient, default_model, load_config
 from skillbase.agents.coder import FREE_CHOICE
 from skillbase.corpus.examples import example_for_coder
@@ -32,7 +32,7 @@ from skillbase.harness.scratch import copy_spec
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run
 from skillbase.run.judges import judge_for
-from skillbase.run.loop import Loop
+from skillbase.run.loop import Loop, choose
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.pending import pending_in
 from skillbase.run.standing import standing_of
@@ -303,11 +303,13 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
                                  metrics=list(engine.required_ncu_metrics()),
                                  past=lambda: store.skill_outcome_stats(exclude_run=run_id))
     mechanical = mechanical_applier(corpus, settings)
-    decide = make_decide(settings.agent, engine, corpus, mechanical, engine_on=settings.engine)
+    standing = run_standing(kernel, spec, preset, env.gpu_name() if gpu else None)
+    decide = make_decide(settings.agent, engine, corpus, mechanical, engine_on=settings.engine, standing=standing,
+                         stop_at_floor=settings.stop_at_floor)
     if settings.agent == "none":
         return Collaborators(engine, corpus, judge, evidence, decide, mechanical)
 
-    prompts = prompt_builder(kernel, spec, corpus, preset, env.gpu_name() if gpu else None)
+    prompts = prompt_builder(kernel, spec, corpus, standing)
     if settings.agent == "openai":
         client = ChatClient(load_config(model=settings.model))
         return Collaborators(engine, corpus, judge, evidence, decide, LLMApplier(client, prompts),
@@ -316,16 +318,21 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
                          ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}", reply))
 
 
-def prompt_builder(kernel: Path, spec: TaskSpec, corpus: Corpus, preset: str | None, gpu: str | None) -> PromptBuilder:
+def run_standing(kernel: Path, spec: TaskSpec, preset: str | None, gpu: str | None) -> Callable[[LoopState], Standing]:
+    """Where a run of `kernel` stands on `gpu` (None: a compile-only run) at `preset`: what its prompts show
+    and what its decision holds against --stop-at-floor (issue 16). A bench task's folder is its operator."""
+    return standing_of(spec, kernel.parent.name, preset, gpu)
+
+
+def prompt_builder(kernel: Path, spec: TaskSpec, corpus: Corpus,
+                   standing: Callable[[LoopState], Standing]) -> PromptBuilder:
     """The coder's and debugger's prompts of a run of `kernel`: the skill cards and verified examples of
-    `corpus`, where the kernel stands on `gpu` (None: a compile-only run) at `preset`."""
+    `corpus`, and where the kernel stands (`run_standing`)."""
     def example(skill_id: str, source: str, candidate: Candidate | None) -> str:
         return example_for_coder(corpus, skill_id, source=source,
                                  candidate=candidate.stored() if candidate is not None else None)
 
-    # Where the kernel stands (issue 16): a bench task's folder is its operator
-    return PromptBuilder(spec.launcher, kernel.stem, corpus.get, example,
-                         standing_of(spec, kernel.parent.name, preset, gpu))
+    return PromptBuilder(spec.launcher, kernel.stem, corpus.get, example, standing)
 
 
 def mechanical_applier(corpus: Corpus, settings: Settings) -> MechanicalApplier:
@@ -340,12 +347,15 @@ def _mechanical_of(corpus: Corpus, skill_id: str) -> dict | None:
 
 
 def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: MechanicalApplier,
-                engine_on: bool = True) -> Decide:
+                engine_on: bool = True, standing: Callable[[LoopState], Standing] | None = None,
+                stop_at_floor: float = 0.0) -> Decide:
     """The engine's ranking -> candidates, each marked applicable or not in this agent mode. With the
     engine off (the ablation) the one candidate is the coder's free choice; the engine's result is
     still recorded, so `explain` shows what it would have chosen. With a coder (external, openai) and a
     profile, the coder's free choice is also the last candidate, taken when the engine's own are all
-    tried or inapplicable."""
+    tried or inapplicable; except when `standing` (the run's, as its prompts show it) puts the current
+    best at `stop_at_floor` of its roofline floor or more (Settings.stop_at_floor; 0: never): then, with
+    nothing of the engine's left, the free choice is recorded as not offered and the run stops."""
 
     def decide(evidence, state: LoopState) -> tuple[list[Candidate], str]:
         result = engine.evaluate(evidence)
@@ -372,17 +382,33 @@ def make_decide(agent: str, engine: Engine, corpus: Corpus, mechanical: Mechanic
         elif evidence.focus() is not None:
             # Last in line, so it is chosen only when every proposal is tried or inapplicable: a profiled
             # run stops at its --rounds budget, not for want of a skill the rules can name (a compile-only
-            # run, with no profile, cannot accept anything and still stops).
-            candidates.append(_free_choice(
-                "the engine has no further proposal for this kernel: the coder chooses the optimization", state))
+            # run, with no profile, cannot accept anything and still stops) ...
+            near = near_floor(standing(state), stop_at_floor) if standing is not None else None
+            if near is None:
+                candidates.append(_free_choice(
+                    "the engine has no further proposal for this kernel: the coder chooses the optimization", state))
+            elif choose(candidates, state.tabu, state.best_digest) is None:
+                # ... unless the kernel is near its floor: a round would buy little; the loop stops with this
+                candidates.append(_free_choice(f"the engine has no proposal left and {near}: stopped", state,
+                                               offered=False))
         return candidates, json.dumps(result.to_json(), sort_keys=True, default=str)
 
     return decide
 
 
-def _free_choice(because: str, state: LoopState) -> Candidate:
+def _free_choice(because: str, state: LoopState, offered: bool = True) -> Candidate:
     # A new parameter each round: a rejected free choice does not make the next round tabu.
-    return Candidate(FREE_CHOICE, 0.0, None, (), because, params={"round": len(state.tried)})
+    return Candidate(FREE_CHOICE, 0.0, None, (), because, applicable=offered, params={"round": len(state.tried)})
+
+
+def near_floor(standing: Standing, stop_at_floor: float) -> str | None:
+    """Where the current best stands when it runs at `stop_at_floor` (a share) of its roofline floor or more,
+    in words; None when it is further away, the floor or its time is unknown, or `stop_at_floor` is 0."""
+    pct, gain = standing.pct_of_floor, standing.max_gain
+    if not stop_at_floor or pct is None or gain is None or pct < 100.0 * stop_at_floor:
+        return None
+    left = f"at most {gain:.2f}x left" if gain > 1.0 else "at or past it"
+    return (f"the kernel runs at {pct:.0f} % of its roofline floor ({left}; --stop-at-floor {stop_at_floor:g})")
 
 
 def manifest(task_path: Path, settings: Settings, wired: Collaborators, profile: bool) -> dict:

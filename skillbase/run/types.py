@@ -195,6 +195,9 @@ class Settings:
     sweep_limit: int = 24
     extra_rules: tuple[str, ...] = ()   # the user's rule folders (--extra-rules), absolute
     engine: bool = True                 # False (--no-engine, the ablation): the coder picks the optimization
+    # --stop-at-floor: once the engine has no proposal left, a run whose best kernel runs at this share of its
+    # roofline floor or more stops instead of asking for the coder's free choice (0: never; the floor unknown: never)
+    stop_at_floor: float = 0.75
 
     @classmethod
     def from_stored(cls, stored: dict) -> Settings:
@@ -208,6 +211,9 @@ class Settings:
         if not self.engine and self.agent == "none":
             raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                              hint="use --agent external or --agent openai with --no-engine")
+        if not 0.0 <= self.stop_at_floor <= 1.0:
+            raise InputError(f"--stop-at-floor {self.stop_at_floor:g} is not a share of the roofline floor",
+                             hint="give a share between 0 and 1 (0.75 stops at 75 % of the floor; 0 never stops)")
 
 
 @dataclass(frozen=True)
