@@ -23,7 +23,9 @@ def redecide(runs, all_runs, batch, dry_run, as_json, store_path):
     The round's stored evidence and the run's history are ranked again, without a GPU. Where the
     choice changes, the old decision is kept (`explain` shows it superseded), the new prompt replaces
     the old one (kept beside it, renamed) and a candidate already written for the old prompt is moved
-    to <candidates>/superseded/. Only a run waiting at a round's first prompt, nothing judged yet."""
+    to <candidates>/superseded/. Only a run waiting at a round's first prompt, nothing judged yet.
+    A round left no candidate because the kernel is near its roofline floor (the run's --stop-at-floor)
+    ends the run, as the loop would."""
     from skillbase.errors import InputError
     from skillbase.run.redecide import redecide as redecide_runs
 
