@@ -532,25 +532,26 @@ class _Checker:
 
         collect(root, True)
         constants = _file_constants(root)
-        fixed = _fixed_parameters(root, functions, constants)
-        file_calls = _fact_functions(functions, constants, fixed)
+        references = _reference_parameters(root)   # once per file: _is_written asks for every argument it sees
+        fixed = _fixed_parameters(root, functions, constants, references)
+        file_calls = _fact_functions(functions, constants, fixed, references)
         global_writes: dict[str, list[tuple[object, str]]] = {}   # name -> (use, kind of write)
         for fn in functions:
             body = fn.child_by_field_name("body")
             if body is None:
                 continue
             calls = file_calls | fixed.get(fn.start_byte, frozenset())
-            facts = _device_facts(body, calls)
+            facts = _device_facts(body, calls, references)
             statics = set(host_globals).union(*(names for _, names in _static_locals(body)))
-            pointers = _cache_pointers(body, statics, facts, calls)
-            self.static_locals(body, facts, calls, pointers)
+            pointers = _cache_pointers(body, statics, facts, calls, references)
+            self.static_locals(body, facts, calls, pointers, references)
             for node in syntax.descendants(body):
                 if node.type != "identifier":
                     continue
                 name = syntax.text(node)
-                if name in host_globals and _is_written(node) and node.start_byte not in pointers.bindings:
+                if name in host_globals and _is_written(node, references) and node.start_byte not in pointers.bindings:
                     global_writes.setdefault(name, []).append(_write(node, facts, set(host_globals), calls))
-                elif name in device_globals and _is_written(node):
+                elif name in device_globals and _is_written(node, references):
                     self.report("device-global-state", node, name)
             for name in set(host_globals) & set(pointers.writes):
                 global_writes.setdefault(name, []).extend(pointers.writes[name])
@@ -559,13 +560,14 @@ class _Checker:
                 for node, _ in writes:
                     self.report("host-static-state", node, name)
 
-    def static_locals(self, body, facts: set[str], calls: frozenset[str], pointers: CachePointers) -> None:
+    def static_locals(self, body, facts: set[str], calls: frozenset[str], pointers: CachePointers,
+                      references: dict[str, set[int]]) -> None:
         for node, names in _static_locals(body):
             cached = bool(names)
             for name in names:
                 writes = [_write(use, facts, set(names), calls) for use in syntax.descendants(body)
                           if use.type == "identifier" and syntax.text(use) == name
-                          and use.start_byte > node.end_byte and _is_written(use)
+                          and use.start_byte > node.end_byte and _is_written(use, references)
                           and use.start_byte not in pointers.bindings]
                 writes += pointers.writes.get(name, [])
                 cached &= _device_fact_cache(writes, _initializer(node, name), calls)
@@ -702,7 +704,7 @@ def _query_argument(node) -> bool:
     return function is not None and syntax.text(function).split("::")[-1] in DEVICE_QUERIES
 
 
-def _device_facts(body, calls: frozenset[str] = frozenset()) -> set[str]:
+def _device_facts(body, calls: frozenset[str], references: dict[str, set[int]]) -> set[str]:
     """Names in a function body whose address a device query writes through (`int v; cudaGetDevice(&v)`)
     and that start from a literal (or nothing) and are otherwise only given literals and device facts:
     a queried local later set from an input (`v = n;`) is not a device fact."""
@@ -715,7 +717,7 @@ def _device_facts(body, calls: frozenset[str] = frozenset()) -> set[str]:
                 tainted.update(name for name in set(_declared_names(node)) & facts
                                if (initial := _initializer(node, name)) is not None
                                and not _fact_expression(initial, set(), calls))
-            elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node) \
+            elif node.type == "identifier" and syntax.text(node) in facts and _is_written(node, references) \
                     and _write(node, facts, set(), calls)[1] == "other":
                 tainted.add(syntax.text(node))
         if not tainted:
@@ -756,15 +758,14 @@ def _file_constants(root) -> set[str]:
     return names
 
 
-def _fact_functions(functions, constants: set[str] = frozenset(),
-                    fixed: dict[int, frozenset[str]] | None = None) -> frozenset[str]:
+def _fact_functions(functions, constants: set[str], fixed: dict[int, frozenset[str]],
+                    references: dict[str, set[int]]) -> frozenset[str]:
     """Names of the file's functions that only ever return device facts (`static int resident_blocks(...)`:
     queries the SM count and an occupancy figure, returns their product): each local a query writes
     starts from a literal and is otherwise only assigned literals and facts, and every return is an
     expression of those (a parameter returned, or anything read through a pointer, disqualifies it;
     a parameter in `fixed`, given a literal by every call, is a literal).
     Found to a fixed point, so such a function may call another; the result holds `constants` too."""
-    fixed = fixed or {}
     found: set[str] = set(constants)
     while True:
         grown = set(found)
@@ -773,18 +774,21 @@ def _fact_functions(functions, constants: set[str] = frozenset(),
             body = fn.child_by_field_name("body")
             if name is None or name in grown or body is None:
                 continue
-            if _returns_device_facts(body, frozenset(grown) | fixed.get(fn.start_byte, frozenset())):
+            if _returns_device_facts(body, frozenset(grown) | fixed.get(fn.start_byte, frozenset()), references):
                 grown.add(name)
         if grown == found:
             return frozenset(found)
         found = grown
 
 
-def _fixed_parameters(root, functions, constants: set[str]) -> dict[int, frozenset[str]]:
+def _fixed_parameters(root, functions, constants: set[str],
+                      references: dict[str, set[int]]) -> dict[int, frozenset[str]]:
     """For each function (by start byte) that only this file's code can call (not `extern "C"`, so not a
-    launcher or hook the harness calls; defined once; its name used only as a callee), its scalar parameters
-    that every call gives a literal: a number, a file constant, or a `const` local of the caller set to one
-    (`const int block = 256; ... resident_blocks(k, block)`). Inside the function such a parameter is a literal."""
+    launcher or hook the harness calls; defined once; its name used only as a callee and in no macro body,
+    where a call is invisible), its scalar parameters that every call gives a literal (`_literal_argument`)
+    and that its body only reads (`_only_read`: never assigned, incremented, addressed, bound to a non-const
+    reference or shadowed). Inside the function such a parameter is a literal."""
+    names = _Names(references, _macro_words(root), _function_macros(root))
     definitions: dict[str, list] = {}
     for fn in functions:
         if (name := _function_name(fn)) is not None:
@@ -794,38 +798,90 @@ def _fixed_parameters(root, functions, constants: set[str]) -> dict[int, frozens
         if node.type == "identifier" and syntax.text(node) in definitions and not _declares(node):
             uses.setdefault(syntax.text(node), []).append(node)
     fixed: dict[int, frozenset[str]] = {}
-    caller_constants: dict[int, frozenset[str]] = {}   # a caller's start byte -> its constants (`_local_constants`)
+    caller_constants: dict[int, dict[str, int]] = {}   # a caller's start byte -> its constants (`_local_constants`)
     for name, (fn, *others) in definitions.items():
         calls = [use.parent for use in uses.get(name, [])]
-        if others or syntax.in_extern_c(fn) or not calls or any(
+        if others or name in names.in_macros or syntax.in_extern_c(fn) or not calls or any(
                 use.parent.type != "call_expression" or use.parent.child_by_field_name("function") != use
                 for use in uses[name]):
             continue
         literal = set()
-        for i, parameter in enumerate(_scalar_parameters(fn)):
-            if parameter is not None and all(_literal_argument(call, i, constants, caller_constants) for call in calls):
+        for i, (parameter, declared) in enumerate(_scalar_parameters(fn)):
+            if parameter is not None and parameter not in names.in_macros \
+                    and _only_read(fn, parameter, declared, names) \
+                    and all(_literal_argument(call, i, constants, caller_constants, names) for call in calls):
                 literal.add(parameter)
         if literal:
             fixed[fn.start_byte] = frozenset(literal)
     return fixed
 
 
-def _scalar_parameters(function) -> list[str | None]:
-    """A function's parameter names in order, None where the parameter is not a plain named value."""
+@dataclass(frozen=True)
+class _Names:
+    """What the file says about names beyond a function's own text, for `_only_read`."""
+    references: dict[str, set[int]]   # `_reference_parameters`
+    in_macros: frozenset[str]         # every word of every macro body: a name used there may mean anything
+    function_macros: frozenset[str]   # function-like macros: `SET(v)` may assign v
+
+
+def _macro_words(root) -> frozenset[str]:
+    return frozenset(word for node in syntax.descendants(root) if node.type in ("preproc_def", "preproc_function_def")
+                     and (value := node.child_by_field_name("value")) is not None
+                     for word in _IDENT.findall(syntax.strip_comments_and_strings(syntax.text(value))))
+
+
+def _function_macros(root) -> frozenset[str]:
+    return frozenset(syntax.text(name) for node in syntax.descendants(root) if node.type == "preproc_function_def"
+                     and (name := node.child_by_field_name("name")) is not None)
+
+
+# Where a name is read and nothing else: an operand, an argument, a returned or launched value.
+_READ_CONTEXTS = frozenset({"argument_list", "binary_expression", "conditional_expression", "parenthesized_expression",
+                            "return_statement", "kernel_call_syntax", "unary_expression", "condition_clause"})
+_READ_FIELDS = {"init_declarator": "value", "assignment_expression": "right", "cast_expression": "value"}
+
+
+def _only_read(scope, name: str, declared, names: _Names) -> bool:
+    """Is every use of `name` in `scope` but its declaring identifier `declared` a plain read? Not a write
+    (`_is_written`), not another declaration (a lambda's parameter, a range-for's variable, a capture, a
+    shadowing local), not a function-like macro's argument, not cast away from const: so each names the one
+    variable `declared` declares, holding the value it was given."""
+    for use in syntax.descendants(scope):
+        if use.type != "identifier" or syntax.text(use) != name or use.start_byte == declared.start_byte:
+            continue
+        parent = use.parent
+        field = _READ_FIELDS.get(parent.type)
+        if not (parent.child_by_field_name(field) == use if field else parent.type in _READ_CONTEXTS):
+            return False
+        if _is_written(use, names.references):
+            return False
+        node = use
+        while node is not None and node != scope:
+            if node.type == "call_expression" and (function := node.child_by_field_name("function")) is not None \
+                    and (syntax.text(function) in names.function_macros or "const_cast" in syntax.text(function)):
+                return False
+            node = node.parent
+    return True
+
+
+def _scalar_parameters(function) -> list[tuple[str | None, object]]:
+    """A function's parameters in order, each (its name, its identifier node); (None, None) where the parameter
+    is not a plain named value."""
     declarator = syntax.function_declarator(function.child_by_field_name("declarator"))
     parameters = declarator.child_by_field_name("parameters") if declarator is not None else None
-    names = []
+    found = []
     for parameter in parameters.named_children if parameters is not None else ():
         if parameter.type == "comment":
             continue
         inner = parameter.child_by_field_name("declarator") if parameter.type == "parameter_declaration" else None
-        names.append(syntax.text(inner) if inner is not None and inner.type == "identifier" else None)
-    return names
+        found.append((syntax.text(inner), inner) if inner is not None and inner.type == "identifier" else (None, None))
+    return found
 
 
-def _literal_argument(call, position: int, constants: set[str], caller_constants: dict[int, frozenset[str]]) -> bool:
+def _literal_argument(call, position: int, constants: set[str], caller_constants: dict[int, dict[str, int]],
+                      names: _Names) -> bool:
     """Is the call's argument at `position` a literal: numbers and file constants, or a `const` local of the
-    calling function declared once there and set to such an expression (`caller_constants` caches those)?"""
+    calling function declared before the call and only read (`_local_constants`; `caller_constants` caches them)?"""
     arguments = call.child_by_field_name("arguments")
     values = [c for c in arguments.named_children if c.type != "comment"] if arguments is not None else []
     if position >= len(values):
@@ -836,35 +892,41 @@ def _literal_argument(call, position: int, constants: set[str], caller_constants
     local = frozenset()
     if caller is not None:
         if caller.start_byte not in caller_constants:
-            caller_constants[caller.start_byte] = _local_constants(caller, constants)
-        local = caller_constants[caller.start_byte]
+            caller_constants[caller.start_byte] = _local_constants(caller, constants, names)
+        local = frozenset(n for n, declared_by in caller_constants[caller.start_byte].items()
+                          if declared_by <= call.start_byte)
     return _fact_expression(values[position], set(), frozenset(constants | local)) and not _has_call(values[position])
 
 
-def _local_constants(function, constants: set[str]) -> frozenset[str]:
-    """The `const` / `constexpr` locals a function declares once, not shadowing a parameter, set to literals."""
+def _local_constants(function, constants: set[str], names: _Names) -> dict[str, int]:
+    """The `const` / `constexpr` locals a statement of the function's own body declares (not one nested in a
+    block, loop or lambda) and sets to numbers and file constants, that no macro mentions and that the function
+    only reads (`_only_read`), each with the byte its declaration ends at (a use before it is another name).
+    The qualifier is read from the syntax tree (a comment saying const is no const)."""
     body = function.child_by_field_name("body")
-    declared: dict[str, int] = {}
-    local = set()
-    for node in syntax.descendants(body) if body is not None else ():
-        if node.type != "declaration":
+    local: dict[str, int] = {}
+    for declaration in body.named_children if body is not None else ():
+        if declaration.type != "declaration" or not {"const", "constexpr"} & {
+                syntax.text(c) for c in declaration.children if c.type == "type_qualifier"}:
             continue
-        words = _declaration_words(node)
-        for name in _declared_names(node):
-            declared[name] = declared.get(name, 0) + 1
-            initial = _initializer(node, name)
-            if {"const", "constexpr"} & words and initial is not None \
-                    and _fact_expression(initial, set(), frozenset(constants)):
-                local.add(name)
-    return frozenset(name for name in local if declared[name] == 1 and name not in _scalar_parameters(function))
+        for child in declaration.children:
+            declared = child.child_by_field_name("declarator") if child.type == "init_declarator" else None
+            initial = child.child_by_field_name("value") if declared is not None else None
+            if declared is None or declared.type != "identifier" or initial is None:
+                continue
+            name = syntax.text(declared)
+            if name not in names.in_macros and _fact_expression(initial, set(), frozenset(constants)) \
+                    and not _has_call(initial) and _only_read(function, name, declared, names):
+                local[name] = declaration.end_byte
+    return local
 
 
 def _function_name(function) -> str | None:
     return syntax.function_name(function.child_by_field_name("declarator"))
 
 
-def _returns_device_facts(body, calls: frozenset[str]) -> bool:
-    facts = _device_facts(body, calls)
+def _returns_device_facts(body, calls: frozenset[str], references: dict[str, set[int]]) -> bool:
+    facts = _device_facts(body, calls, references)
     returns = [node for node in syntax.descendants(body) if node.type == "return_statement"]
     values = [next((c for c in r.named_children if c.type != "comment"), None) for r in returns]
     return bool(returns) and all(v is not None and _fact_expression(v, facts, calls) for v in values)
@@ -909,7 +971,8 @@ class CachePointers:
     writes: dict[str, list[tuple[object, str]]]     # static -> the writes through a pointer that may point at it
 
 
-def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[str]) -> CachePointers:
+def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[str],
+                    references: dict[str, set[int]]) -> CachePointers:
     """Local pointers that only ever hold the address of one of `statics` (`int* slot = hit ? &a : &b;`,
     any condition; `slot = &c;`) and are used only to read `*slot`, to assign `*slot = <...>` or as a
     device query's output argument. A write through such a pointer counts as a write to every static it may
@@ -926,7 +989,7 @@ def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[s
             if declarator is None or declarator.type != "pointer_declarator" or \
                     (name := declarator.child_by_field_name("declarator")) is None or name.type != "identifier":
                 continue
-            found = _cache_pointer(body, child, syntax.text(name), statics, facts, calls)
+            found = _cache_pointer(body, child, syntax.text(name), statics, facts, calls, references)
             if found is not None:
                 bindings, targets, writes = found
                 pointers.bindings |= bindings
@@ -935,7 +998,7 @@ def _cache_pointers(body, statics: set[str], facts: set[str], calls: frozenset[s
     return pointers
 
 
-def _cache_pointer(body, declarator, name: str, statics, facts, calls):
+def _cache_pointer(body, declarator, name: str, statics, facts, calls, references):
     """(the `&s` bindings, the statics pointed at, the writes through it) for the pointer `name` that
     `declarator` (`*slot = <value>` or `*slot`) declares, or None when it may point at anything but statics
     (`_cache_pointers`). A pointer declared without a value, or null, points at nothing yet."""
@@ -956,7 +1019,8 @@ def _cache_pointer(body, declarator, name: str, statics, facts, calls):
                 return None
             addresses += more
         elif parent is not None and parent.type == "pointer_expression" and parent.children[0].type == "*":
-            if _is_written(parent):   # *slot = v; and (*slot)++, int& r = *slot, &*slot, keep(*slot): "other"
+            # *slot = v; and (*slot)++, int& r = *slot, &*slot, keep(*slot): "other"
+            if _is_written(parent, references):
                 writes.append((use, _assigned(_outermost(parent, _MEMBER_OF)[0], facts, statics, calls)))
         elif _query_argument(node):
             writes.append((use, "query"))
@@ -1047,8 +1111,9 @@ def _declared_names(declaration) -> list[str]:
     return names
 
 
-def _is_written(identifier) -> bool:
-    """Is this use a write: the target of an assignment / ++ / --, address taken, or an atomic's target?"""
+def _is_written(identifier, references: dict[str, set[int]]) -> bool:
+    """Is this use a write: the target of an assignment / ++ / --, address taken, an atomic's target, or
+    passed where the callee may write it (`references`: the file's `_reference_parameters`)?"""
     node, parent = _outermost(identifier, ("subscript_expression", *_MEMBER_OF))
     while parent is not None and parent.type == "pointer_expression" and parent.children \
             and parent.children[0].type == "*":
@@ -1064,7 +1129,7 @@ def _is_written(identifier) -> bool:
     if parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
         declarator = parent.child_by_field_name("declarator")   # int& r = x: a write through r writes x
         return declarator is not None and declarator.type == "reference_declarator" and not _is_const(parent.parent)
-    if _by_reference(node):
+    if _by_reference(node, references):
         return True
     while parent is not None and parent.type in ("binary_expression", "cast_expression", "parenthesized_expression"):
         node, parent = parent, parent.parent  # atomicAdd(buf + i, 1), atomicAdd((int*)&x, 1)
@@ -1080,7 +1145,7 @@ def _is_written(identifier) -> bool:
 _WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange"})   # std::swap(x, v), std::exchange(x, v)
 
 
-def _by_reference(argument) -> bool:
+def _by_reference(argument, references: dict[str, set[int]]) -> bool:
     """Is this expression a call's argument that the callee may write: to std::swap / std::exchange, or at a
     non-const reference parameter of a function the file declares (`void keep(int& c, int v)`)?"""
     arguments = argument.parent
@@ -1092,10 +1157,7 @@ def _by_reference(argument) -> bool:
     if name in _WRITES_ITS_ARGUMENTS:
         return True
     position = [c for c in arguments.named_children if c.type != "comment"].index(argument)
-    root = call
-    while root.parent is not None:
-        root = root.parent
-    return position in _reference_parameters(root).get(name, set())
+    return position in references.get(name, set())
 
 
 def _reference_parameters(root) -> dict[str, set[int]]:
