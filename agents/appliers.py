@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -280,6 +281,20 @@ class LLMApplier:
         return Produced(source=source, flags=state.best_flags, tokens=tokens, llm_call=call)
 
 
+def write_waiting(run_dir: Path, key: str, skill: str, kind: str, prompt: Path, template: str | None = None) -> Path:
+    """The run's `waiting.json`: which request (step `key`, `skill`, the prompt's role `kind`) waits for
+    a candidate, the prompt file answering it and its template (none for a generator prompt). Written
+    whole or not at all (a reader, `pending`, never sees half of it). `skillbase.run.pending` reads it."""
+    document = {"key": key, "skill": skill, "kind": kind, "prompt": str(prompt)}
+    if template is not None:
+        document["template"] = template
+    path = run_dir / "waiting.json"
+    arriving = path.with_name(path.name + ".arriving")
+    arriving.write_text(json.dumps(document))
+    os.replace(arriving, path)
+    return path
+
+
 @dataclass(frozen=True)
 class CoderReply:
     """What a coder outside skillbase says about its candidate (`run_N.meta.json`): who wrote it, how
@@ -318,9 +333,7 @@ class ExternalApplier:
             return self._answered(request, prompt, prompt.text, prompt.template.name, state)
         self.run_dir.mkdir(parents=True, exist_ok=True)
         path.write_text(prompt.text)
-        (self.run_dir / "waiting.json").write_text(json.dumps({"key": request.key, "skill": request.skill,
-                                                               "kind": prompt.role, "prompt": str(path),
-                                                               "template": prompt.template.name}))
+        write_waiting(self.run_dir, request.key, request.skill, prompt.role, path, prompt.template.name)
         raise Paused(request.skill, path)
 
     def shown_template(self, request: ApplyRequest, prompt: Prompt) -> str:

@@ -16,7 +16,10 @@ decisions row, the `rN/decision` step replaced, a `decision-superseded` event ma
 candidate already at the expected path, which answers the old prompt, moved to `<candidates>/superseded/`
 with a note; the old prompt renamed `rN-v0-a0.superseded-dID.prompt.md`; the new prompt (written
 before the transaction under a staging name) put where `pending` lists it; `waiting.json` last. A run
-interrupted between the transaction and the last rename is finished by the next `redecide`.
+interrupted between the transaction and the last rename is finished by the next `redecide`, as is one
+whose moves failed (a file error is one line, after the commit). The superseded record keeps the staged
+prompt's digest: a prompt staged by a redecide killed before its commit does not match and is deleted,
+never put in place.
 
 The same Decide holds the run's standing against its --stop-at-floor: a round whose new decision is no
 candidate because the kernel is near its floor (the decision's `stop`) ends as the loop ends it, in the
@@ -38,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase import __version__
-from skillbase.agents.appliers import ExternalApplier
+from skillbase.agents.appliers import ExternalApplier, write_waiting
 from skillbase.corpus.load import load_corpus
 from skillbase.corpus.model import Corpus
 from skillbase.documents import versioned
@@ -48,7 +51,7 @@ from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.loop import attempt_key, decision_of, replayed_state
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
-from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, run_standing
+from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, run_standing, unchanged_task
 from skillbase.run.store import RunRow, RunStore, parse_batch_ref
 from skillbase.run.types import ApplyRequest, Candidate, LoopState, Outcome, Paused, RunStatus, Settings
 from skillbase.task import load_task
@@ -208,7 +211,7 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     evidence_step = store.step_result(run.id, f"r{idx}/evidence")
     if not decisions or old is None or evidence_step is None:
         raise _LeftAlone(f"{run.name}'s round {idx} has no decision recorded")
-    kernel = _task_kernel(run)
+    kernel = unchanged_task(run)
     state = replayed_state(store, run.id, kernel.read_text(), idx)
     started = next((r["kernel"] for r in store.rounds(run.id) if r["idx"] == idx), None)
     if state is None or state.best_digest != started:
@@ -255,14 +258,22 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
         return RunRedecision(action=WOULD_CHANGE, **found)
 
     staged = path.with_name(path.name + STAGED)
-    if prompt is not None:
-        staged.parent.mkdir(parents=True, exist_ok=True)
-        staged.write_text(prompt.text)
+    staged_text = prompt.text.encode("utf-8") if prompt is not None else None
+    if staged_text is not None:
+        try:
+            staged.parent.mkdir(parents=True, exist_ok=True)
+            staged.write_bytes(staged_text)
+        except OSError as error:
+            raise EnvironmentProblem(f"cannot stage {run.name}'s new prompt: {_failed(error)}; nothing was re-decided",
+                                     hint=f"make {staged.parent} writable (or move away what is at {staged.name}) "
+                                          f"and run `skillbase redecide {run.name}` again") from None
     record = {"old_skill": old["skill"], "old_params": old["params"], "skill": new["skill"], "params": new["params"],
               "reason": new["reason"], "rules": rules, "key": waiting.key, "prompt": str(path),
               "superseded_prompt": str(superseded), "candidate_aside": str(aside),
               "kind": prompt.role if prompt else None, "template": prompt.template.name if prompt else None,
-              "stop": new["stop"]}
+              "stop": new["stop"],
+              # which staged file is this decision's prompt (not one of a redecide killed before its commit)
+              "prompt_sha256": hashlib.sha256(staged_text).hexdigest() if staged_text is not None else None}
     try:
         with store.transaction() as tx:
             # every write to a run adds an event: one since we read it is another process's (a resume)
@@ -308,17 +319,23 @@ def _waiting_round(store: RunStore, run: RunRow) -> tuple[PendingPrompt, int]:
     return waiting, idx
 
 
-def _task_kernel(run: RunRow) -> Path:
-    kernel = Path(run.task_path)
-    if not kernel.is_file():
-        raise _LeftAlone(f"{run.name}'s task {kernel} no longer exists")
-    digest = run.manifest.get("task_digest")
-    if digest and hashlib.sha256(kernel.read_bytes()).hexdigest()[:16] != digest:
-        raise _LeftAlone(f"{kernel} changed since {run.name} started")
-    return kernel
-
-
 def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: int | None) -> Path | None | bool:
+    """`_move_files`, a file error (a file where a folder goes, a full disk) one line: the store has the
+    re-decision already, and the next `redecide` of the run finishes the moves."""
+    try:
+        return _move_files(store, run, waiting, current)
+    except OSError as error:
+        raise EnvironmentProblem(f"cannot move {run.name}'s files after its re-decision: {_failed(error)}",
+                                 hint=f"the store has the new decision; clear the way (or free space) and run "
+                                      f"`skillbase redecide {run.name}` again: it finishes the moves") from None
+
+
+def _failed(error: OSError) -> str:
+    """What an OSError of a file operation says, with the path it failed on."""
+    return f"{error.filename}: {error.strerror or error}" if error.filename else str(error.strerror or error)
+
+
+def _move_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: int | None) -> Path | None | bool:
     """The file moves of the run's last re-decision, each done once (so an interrupted one is finished by
     the next call): the stale candidate aside, the old prompt renamed, the new one in place, then
     `waiting.json`. `current`: only when that re-decision made decisions row `current` (the round's
@@ -333,6 +350,8 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
     prompt = folder / Path(mark["prompt"]).name
     staged = prompt.with_name(prompt.name + STAGED)
     stop = mark.get("stop")
+    if staged.exists() and not _marks_prompt(mark, staged, waiting):
+        staged.unlink()   # left by a redecide killed before its commit: never this round's prompt
     if stop and not prompt.exists() and not waiting.candidate_path.is_file():
         return False   # done: the old prompt renamed, no candidate left to move
     if not stop and not staged.exists() and waiting.skill == mark["skill"]:
@@ -362,12 +381,18 @@ def _finish_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current:
         if prompt.exists() and not superseded.exists():
             os.replace(prompt, superseded)
         os.replace(staged, prompt)
-    listed = folder / "waiting.json"
-    arriving = listed.with_name(listed.name + STAGED)
-    arriving.write_text(json.dumps({"key": mark["key"], "skill": mark["skill"], "kind": mark["kind"],
-                                    "prompt": str(prompt), "template": mark["template"]}))
-    os.replace(arriving, listed)
+    write_waiting(folder, mark["key"], mark["skill"], mark["kind"], prompt, mark["template"])
     return moved
+
+
+def _marks_prompt(mark: dict, staged: Path, waiting: PendingPrompt) -> bool:
+    """Whether `staged` is the prompt the re-decision `mark` committed: its digest is the one recorded. A
+    mark recorded before digests were (an older store) owns a staged prompt only while `waiting.json`
+    still names another skill than the mark's, that is while its moves are unfinished."""
+    if "prompt_sha256" not in mark:
+        return waiting.skill != mark["skill"]
+    recorded = mark["prompt_sha256"]
+    return recorded is not None and hashlib.sha256(staged.read_bytes()).hexdigest() == recorded
 
 
 def _unique(path: Path) -> Path:

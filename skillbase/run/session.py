@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 from skillbase import __version__, ui
-from skillbase.agents.appliers import CoderReply, ExternalApplier, LLMApplier, PromptBuilder, Standing
+from skillbase.agents.appliers import CoderReply, ExternalApplier, LLMApplier, PromptBuilder, Standing, write_waiting
 from skillbase.agents.client import ChatClient, default_model, load_config
 from skillbase.agents.coder import FREE_CHOICE
 from skillbase.corpus.examples import example_for_coder
@@ -36,7 +36,7 @@ from skillbase.run.loop import Loop, choose
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.pending import pending_in
 from skillbase.run.standing import standing_of
-from skillbase.run.store import RunStore
+from skillbase.run.store import RunRow, RunStore
 from skillbase.run.types import (
     Applier,
     Candidate,
@@ -109,13 +109,7 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
                          hint="--candidate answers a run paused by --agent external")
     if run.manifest.get("from_reference") and not run.manifest.get("task_digest"):
         return _resume_generator(store, run, candidate, reply, progress)   # still waiting for its first kernel
-    kernel = Path(run.task_path)
-    if not kernel.exists():
-        raise InputError(f"{run.name}'s task {kernel} no longer exists", hint="restore it to resume the run")
-    current = hashlib.sha256(kernel.read_bytes()).hexdigest()[:16]
-    if run.manifest.get("task_digest") and current != run.manifest["task_digest"]:
-        raise InputError(f"{kernel} changed since {run.name} started; resuming would mix two kernels",
-                         hint="start a new run with `skillbase optimize`")
+    kernel = unchanged_task(run)
     stored = run.manifest.get("settings") or {}
     settings = Settings.from_stored(stored)
     saved = run.manifest.get("saved_report")
@@ -125,6 +119,24 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     # paused run's live starter (a test, an MCP server) look like an owner still driving it.
     store.update_run(run.id, stop_reason=None)
     return _execute(store, run.id, kernel, settings, wired, candidate, progress)
+
+
+def task_digest(kernel: Path) -> str:
+    """The task kernel's digest as a run's manifest records it (`task_digest`)."""
+    return hashlib.sha256(kernel.read_bytes()).hexdigest()[:16]
+
+
+def unchanged_task(run: RunRow) -> Path:
+    """The run's task kernel, there and as it was when the run started (its manifest's `task_digest`):
+    resuming or re-deciding the run on a changed kernel would mix two kernels in one run."""
+    kernel = Path(run.task_path)
+    if not kernel.is_file():
+        raise InputError(f"{run.name}'s task {kernel} no longer exists", hint="restore it to go on with the run")
+    recorded = run.manifest.get("task_digest")
+    if recorded and task_digest(kernel) != recorded:
+        raise InputError(f"{kernel} changed since {run.name} started; going on would mix two kernels",
+                         hint="start a new run with `skillbase optimize`")
+    return kernel
 
 
 def summarise(store: RunStore, run_id: int) -> dict:
@@ -217,8 +229,7 @@ def _ask_generator(store: RunStore, run_id: int, attempt: int, text: str, role: 
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / f"{key.replace('/', '-')}.prompt.md"
     path.write_text(text)
-    (folder / "waiting.json").write_text(json.dumps({"key": key, "skill": "generator", "kind": role,
-                                                      "prompt": str(path)}))
+    write_waiting(folder, key, "generator", role, path)
     store.update_run(run_id, status=RunStatus.PAUSED,
                      stop_reason=f"waiting for the first kernel ({key}: the {role} prompt is in {path})")
 
@@ -417,7 +428,7 @@ def manifest(task_path: Path, settings: Settings, wired: Collaborators, profile:
         "skillbase_version": __version__,
         "git": env.git_revision(),
         "task_path": str(task_path.resolve()),
-        "task_digest": hashlib.sha256(task_path.read_bytes()).hexdigest()[:16],
+        "task_digest": task_digest(task_path),
         "agent": settings.agent,
         "model": settings.model if settings.agent == "openai" else None,
         "endpoint": wired.endpoint,

@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import jsonschema
@@ -23,7 +25,7 @@ from skillbase.cli import cli
 from skillbase.documents import schema_path
 from skillbase.engine import Engine
 from skillbase.engine.evaluate import RULES_PATH_ENV
-from skillbase.errors import InputError, SkillbaseError
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.run.batch import resume_all
 from skillbase.run.explain import explain_run, render_text
 from skillbase.run.pack import pack_store, unpack_store
@@ -329,3 +331,109 @@ def test_a_redecided_store_travels_and_explains_where_it_lands(task, tmp_path, r
     [old] = explain_run(RunStore.open(there, read_only=True), first["run"])["rounds"][0]["decision"]["superseded"]
     assert old["skill"] == "mem.vectorize" and Path(old["prompt"]).parent == there / "runs" / first["run"]
     assert "## The skill: mem.vectorize" in Path(old["prompt"]).read_text()
+
+
+def killed_before_the_commit(store_path: Path, run: str) -> subprocess.CompletedProcess:
+    """`redecide run` in its own process, killed as it opens the store's transaction: the new prompt is
+    staged, nothing is committed, and nothing of the process is left to clean up after it."""
+    script = ("import os, sys\n"
+              "from skillbase.run.redecide import redecide\n"
+              "from skillbase.run.store import RunStore\n"
+              "RunStore.transaction = lambda self: os._exit(137)\n"
+              "redecide(sys.argv[1], runs=[sys.argv[2]])\n")
+    died = subprocess.run([sys.executable, "-c", script, str(store_path), run], capture_output=True, text=True)
+    assert died.returncode == 137, died.stderr
+    return died
+
+
+def test_a_prompt_staged_by_a_redecide_killed_before_its_commit_is_never_installed(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    rules("mem.coalesce")
+    assert [e.action for e in redecide(store_path, runs=[first["run"]]).runs] == ["changed"]
+    answer = Path(first["candidate"])              # the coder answers the mem.coalesce prompt
+    answer.parent.mkdir(parents=True, exist_ok=True)
+    answer.write_text("// for mem.coalesce\n" + TILED)
+    prompt = Path(first["prompt"])
+    asked = prompt.read_text()
+    rules("mem.smem_tiling")
+    killed_before_the_commit(store_path, first["run"])
+    [abandoned] = prompt.parent.glob("*.redecided")   # the killed call's staged prompt, left behind
+    assert "## The skill: mem.smem_tiling" in abandoned.read_text()
+    rules("mem.coalesce")                          # the rule put back: the round's decision stands
+
+    [entry] = redecide(store_path, runs=[first["run"]]).runs
+    assert (entry.action, entry.new_skill, entry.candidate_moved) == ("unchanged", "mem.coalesce", None)
+    [waiting] = list_pending(store_path)
+    assert (waiting.skill, waiting.prompt_path) == ("mem.coalesce", prompt)
+    assert prompt.read_text() == asked            # the store's decision and the prompt agree
+    assert answer.read_text().startswith("// for mem.coalesce")   # the valid answer stays to be judged
+    assert not (answer.parent / "superseded").exists()
+    assert not abandoned.exists()                  # the abandoned prompt is deleted, not kept to mislead later
+    assert [e.action for e in redecide(store_path, runs=[first["run"]]).runs] == ["unchanged"]
+    assert prompt.read_text() == asked and answer.exists()
+
+
+def test_a_staged_prompt_under_a_mark_without_its_digest_is_installed_only_while_the_moves_are_unfinished(
+        task, tmp_path, rules):
+    """A store re-decided before marks recorded the staged prompt's digest: a staged prompt is the
+    mark's only while `waiting.json` still names the superseded skill."""
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    rules("mem.coalesce")
+    assert [e.action for e in redecide(store_path, runs=[first["run"]]).runs] == ["changed"]
+    with sqlite3.connect(store_path / "runs.sqlite3") as db:   # the mark as such a store holds it
+        [(event, payload)] = db.execute("SELECT id, payload_json FROM events WHERE kind='decision-superseded'")
+        record = json.loads(payload)
+        assert record.pop("prompt_sha256")
+        db.execute("UPDATE events SET payload_json=? WHERE id=?", (json.dumps(record), event))
+    prompt = Path(first["prompt"])
+    asked = prompt.read_text()
+    rules("mem.smem_tiling")
+    killed_before_the_commit(store_path, first["run"])
+    rules("mem.coalesce")
+    assert [e.action for e in redecide(store_path, runs=[first["run"]]).runs] == ["unchanged"]
+    assert prompt.read_text() == asked and not list(prompt.parent.glob("*.redecided"))
+
+
+def test_a_file_error_after_the_commit_is_one_line_and_the_next_redecide_finishes_the_moves(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    stale = Path(first["candidate"])
+    stale.parent.mkdir(parents=True, exist_ok=True)
+    stale.write_text("// for mem.vectorize\n" + TILED)
+    blocking = stale.parent / "superseded"
+    blocking.write_text("a file where the folder for moved candidates goes\n")
+    rules("mem.coalesce")
+
+    result = CliRunner().invoke(cli, ["redecide", first["run"], "--store", str(store_path)])
+    assert result.exit_code != 0 and isinstance(result.exception, EnvironmentProblem), result.output
+    assert "Traceback" not in result.output and "\n" not in result.exception.message
+    assert str(blocking) in result.exception.message
+    assert f"`skillbase redecide {first['run']}`" in result.exception.hint
+    store = RunStore.open(store_path)
+    assert store.step_result(1, "r0/decision")["skill"] == "mem.coalesce"   # committed before the moves
+    assert stale.exists()
+
+    blocking.unlink()                              # the user clears the way and runs it again
+    [entry] = redecide(store_path, runs=[first["run"]]).runs
+    assert entry.action == "unchanged"
+    [waiting] = list_pending(store_path)
+    assert waiting.skill == "mem.coalesce" and "## The skill: mem.coalesce" in waiting.prompt_path.read_text()
+    [moved] = blocking.glob("*.cu")
+    assert moved.read_text().startswith("// for mem.vectorize") and not stale.exists()
+
+
+def test_a_prompt_that_cannot_be_staged_is_one_line_and_nothing_is_redecided(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    first = paused(task, store_path, rules("mem.vectorize"))
+    prompt = Path(first["prompt"])
+    blocking = prompt.with_name(prompt.name + ".redecided")
+    blocking.mkdir()                               # a folder where the new prompt is staged
+    rules("mem.coalesce")
+    with pytest.raises(EnvironmentProblem) as refused:
+        redecide(store_path, runs=[first["run"]])
+    assert str(blocking) in refused.value.message and "nothing was re-decided" in refused.value.message
+    store = RunStore.open(store_path)
+    assert [d["chosen_skill"] for d in store.decisions(1)] == ["mem.vectorize"]
+    assert list_pending(store_path)[0].skill == "mem.vectorize"
