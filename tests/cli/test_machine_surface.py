@@ -246,7 +246,8 @@ def test_rules_list_and_show(capsys):
     assert {r["kind"] for r in listed} == {"derive", "propose", "constrain"}
     code, out, _ = run(capsys, "rules", "show", "mem.coalesce.global-loads", "--json")
     rule = json.loads(out)["rule"]
-    assert rule["proposes"] == [{"skill": "mem.coalesce", "score": 0.9, "time_saved_fraction": "coalesce_ld_speedup"}]
+    assert rule["proposes"] == [{"skill": "mem.coalesce", "score": 0.9, "time_saved_fraction":
+                                  "$min([coalesce_ld_speedup, memory_floor_headroom])"}]
     assert "bps_ld_global" in rule["reads"] and rule["when"].startswith("(bps_ld_global > 0")
     assert {c["expect"] for c in rule["cases"]} == {"fire", "quiet"}
     assert Path(rule["file"]).name == "mem.coalesce.global-loads.yaml"
