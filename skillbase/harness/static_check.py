@@ -555,6 +555,9 @@ class _Checker:
                     self.report("device-global-state", node, name)
             for name in set(host_globals) & set(pointers.writes):
                 global_writes.setdefault(name, []).extend(pointers.writes[name])
+            for name, uses in _paren_references(body).items():
+                if name in host_globals:
+                    global_writes.setdefault(name, []).extend((use, "other") for use in uses)
         for name, writes in global_writes.items():
             if not _device_fact_cache(writes, _initializer(host_globals[name], name), calls):
                 for node, _ in writes:
@@ -562,6 +565,7 @@ class _Checker:
 
     def static_locals(self, body, facts: set[str], calls: frozenset[str], pointers: CachePointers,
                       references: dict[str, set[int]]) -> None:
+        bound = _paren_references(body)
         for node, names in _static_locals(body):
             cached = bool(names)
             for name in names:
@@ -570,6 +574,7 @@ class _Checker:
                           and use.start_byte > node.end_byte and _is_written(use, references)
                           and use.start_byte not in pointers.bindings]
                 writes += pointers.writes.get(name, [])
+                writes += [(use, "other") for use in bound.get(name, []) if use.start_byte > node.end_byte]
                 cached &= _device_fact_cache(writes, _initializer(node, name), calls)
             if not cached:
                 self.report("host-static-state", node, "static local")
@@ -709,7 +714,7 @@ def _device_facts(body, calls: frozenset[str], references: dict[str, set[int]]) 
     and that start from a literal (or nothing) and are otherwise only given literals and device facts:
     a queried local later set from an input (`v = n;`) is not a device fact."""
     facts = {syntax.text(node) for node in syntax.descendants(body)
-             if node.type == "identifier" and _query_write(node)}
+             if node.type == "identifier" and _query_write(node)} - set(_paren_references(body))
     while facts:   # to a fixed point: a local set from a disqualified one is disqualified too
         tainted = set()
         for node in syntax.descendants(body):
@@ -788,7 +793,7 @@ def _fixed_parameters(root, functions, constants: set[str],
     where a call is invisible), its scalar parameters that every call gives a literal (`_literal_argument`)
     and that its body only reads (`_only_read`: never assigned, incremented, addressed, bound to a non-const
     reference or shadowed). Inside the function such a parameter is a literal."""
-    names = _Names(references, _macro_words(root), _function_macros(root))
+    names = _Names(references, _macro_words(root))
     definitions: dict[str, list] = {}
     for fn in functions:
         if (name := _function_name(fn)) is not None:
@@ -819,20 +824,14 @@ def _fixed_parameters(root, functions, constants: set[str],
 @dataclass(frozen=True)
 class _Names:
     """What the file says about names beyond a function's own text, for `_only_read`."""
-    references: dict[str, set[int]]   # `_reference_parameters`
+    references: dict[str, set[int]]   # `_reference_parameters` (function-like macros' written arguments too)
     in_macros: frozenset[str]         # every word of every macro body: a name used there may mean anything
-    function_macros: frozenset[str]   # function-like macros: `SET(v)` may assign v
 
 
 def _macro_words(root) -> frozenset[str]:
     return frozenset(word for node in syntax.descendants(root) if node.type in ("preproc_def", "preproc_function_def")
                      and (value := node.child_by_field_name("value")) is not None
                      for word in _IDENT.findall(syntax.strip_comments_and_strings(syntax.text(value))))
-
-
-def _function_macros(root) -> frozenset[str]:
-    return frozenset(syntax.text(name) for node in syntax.descendants(root) if node.type == "preproc_function_def"
-                     and (name := node.child_by_field_name("name")) is not None)
 
 
 # Where a name is read and nothing else: an operand, an argument, a returned or launched value.
@@ -843,9 +842,9 @@ _READ_FIELDS = {"init_declarator": "value", "assignment_expression": "right", "c
 
 def _only_read(scope, name: str, declared, names: _Names) -> bool:
     """Is every use of `name` in `scope` but its declaring identifier `declared` a plain read? Not a write
-    (`_is_written`), not another declaration (a lambda's parameter, a range-for's variable, a capture, a
-    shadowing local), not a function-like macro's argument, not cast away from const: so each names the one
-    variable `declared` declares, holding the value it was given."""
+    (`_is_written`: nor an argument a function-like macro may write), not another declaration (a lambda's
+    parameter, a range-for's variable, a capture, a shadowing local), not cast away from const: so each names
+    the one variable `declared` declares, holding the value it was given."""
     for use in syntax.descendants(scope):
         if use.type != "identifier" or syntax.text(use) != name or use.start_byte == declared.start_byte:
             continue
@@ -858,7 +857,7 @@ def _only_read(scope, name: str, declared, names: _Names) -> bool:
         node = use
         while node is not None and node != scope:
             if node.type == "call_expression" and (function := node.child_by_field_name("function")) is not None \
-                    and (syntax.text(function) in names.function_macros or "const_cast" in syntax.text(function)):
+                    and "const_cast" in syntax.text(function):
                 return False
             node = node.parent
     return True
@@ -1087,9 +1086,20 @@ def _declares(identifier) -> bool:
         parent.child_by_field_name("declarator") == identifier
 
 
+_SPECIFIERS = ("storage_class_specifier", "type_qualifier", "attribute_specifier", "attribute_declaration")
+
+
 def _declaration_words(declaration) -> set[str]:
-    """The words before a declaration's first `=`: its specifiers and qualifiers (`static`, `const`, `__device__`)."""
-    return set(_IDENT.findall(syntax.text(declaration).split("=")[0]))
+    """A declaration's own specifiers and qualifiers (`static`, `const`, `__device__`), read from the syntax tree
+    before its first declarator: not a comment (`int v /* const */ = 4`), not a later declarator's
+    (`int g, *const p`), not a template argument's (`std::pair<const int, int> g`)."""
+    words: set[str] = set()
+    for child in declaration.children:
+        if child.type == "identifier" or child.type.endswith("declarator"):
+            break
+        if child.type in _SPECIFIERS or not child.is_named:
+            words.update(_IDENT.findall(syntax.text(child)))
+    return words
 
 
 def _declared_names(declaration) -> list[str]:
@@ -1126,6 +1136,8 @@ def _is_written(identifier, references: dict[str, set[int]]) -> bool:
         return True
     if parent.type == "pointer_expression" and parent.children and parent.children[0].type == "&":
         return True
+    if parent.type == "initializer_list" and parent.parent is not None and parent.parent.type == "init_declarator":
+        node, parent = parent, parent.parent   # int& r{x}, int& r = {x}
     if parent.type == "init_declarator" and parent.child_by_field_name("value") == node:
         declarator = parent.child_by_field_name("declarator")   # int& r = x: a write through r writes x
         return declarator is not None and declarator.type == "reference_declarator" and not _is_const(parent.parent)
@@ -1142,7 +1154,25 @@ def _is_written(identifier, references: dict[str, set[int]]) -> bool:
     return False
 
 
-_WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange"})   # std::swap(x, v), std::exchange(x, v)
+# std::swap(x, v), std::exchange(x, v); std::tie(x) = t, std::ref(x) and std::forward_as_tuple(x) hand out references
+_WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange", "tie", "ref", "forward_as_tuple"})
+
+
+def _paren_references(body) -> dict[str, list]:
+    """Names bound to a non-const local reference with parentheses (`int& r(x);`), each with its nodes: the tree
+    reads that as a prototype whose parameter type is `x`, so `_is_written` never sees x there."""
+    bound: dict[str, list] = {}
+    for declaration in syntax.descendants(body):
+        if declaration.type != "declaration" or _is_const(declaration):
+            continue
+        for child in declaration.children:
+            inner = next((c for c in child.named_children if c.type == "function_declarator"), None) \
+                if child.type == "reference_declarator" else None
+            parameters = inner.child_by_field_name("parameters") if inner is not None else None
+            for name in syntax.descendants(parameters) if parameters is not None else ():
+                if name.type == "type_identifier":
+                    bound.setdefault(syntax.text(name), []).append(name)
+    return bound
 
 
 def _by_reference(argument, references: dict[str, set[int]]) -> bool:
@@ -1161,8 +1191,9 @@ def _by_reference(argument, references: dict[str, set[int]]) -> bool:
 
 
 def _reference_parameters(root) -> dict[str, set[int]]:
-    """Function name -> the positions of its non-const reference parameters, over all its declarations in the file."""
-    found: dict[str, set[int]] = {}
+    """Function name -> the positions of its non-const reference parameters, over all its declarations in the file;
+    a function-like macro's name -> the positions of the arguments its body may write (`_macro_writes`)."""
+    found: dict[str, set[int]] = _macro_writes(root)
     for declarator in syntax.descendants(root):
         name = declarator.child_by_field_name("declarator") if declarator.type == "function_declarator" else None
         parameters = declarator.child_by_field_name("parameters") if name is not None else None
@@ -1173,6 +1204,39 @@ def _reference_parameters(root) -> dict[str, set[int]]:
             i for i, parameter in enumerate(listed)
             if (inner := parameter.child_by_field_name("declarator")) is not None
             and inner.type in ("reference_declarator", "abstract_reference_declarator") and not _is_const(parameter))
+    return found
+
+
+# In a macro body, what may write a parameter `p`: `p = `, `p += `, `p++` (after closing parentheses); `++p`,
+# `&p`, or a word before it, a declaration (`int p`) (after opening ones); and any call when p is in the body.
+_MACRO_WRITE_AFTER = r"\s*\)*\s*(?:(?:[-+*/%&|^]|<<|>>)?=(?!=)|\+\+|--)"
+_MACRO_WRITE_BEFORE = r"(?:\+\+|--|(?<![&\w)\]\s])\s*&|\b(?!return\b)[A-Za-z_]\w*[\s*&]+)\s*\(*\s*$"
+_MACRO_CALL = re.compile(r"\b(?!(?:sizeof|alignof|decltype|defined)\b)[A-Za-z_]\w*\s*\(")
+
+
+def _macro_writes(root) -> dict[str, set[int]]:
+    """Function-like macro name -> the positions of the parameters its body may write, read from the body's
+    text (`_MACRO_WRITE_AFTER` / `_BEFORE`, a call, or `...`): `#define SET(a, b) a = b` writes argument 0,
+    `#define CEIL(a, b) (((a) + (b) - 1) / (b))` none."""
+    found: dict[str, set[int]] = {}
+    for node in syntax.descendants(root):
+        name, params = node.child_by_field_name("name"), node.child_by_field_name("parameters")
+        if node.type != "preproc_function_def" or name is None or params is None:
+            continue
+        value = node.child_by_field_name("value")
+        body = syntax.strip_comments_and_strings(syntax.text(value)) if value is not None else ""
+        calls = _MACRO_CALL.findall(body)
+        written = set()
+        for i, param in enumerate(c for c in params.children if c.type in ("identifier", "...")):
+            if param.type == "...":
+                written.update(range(i, i + 64))   # every variadic argument, as far as any call goes
+                continue
+            word = syntax.text(param)
+            for use in re.finditer(rf"\b{re.escape(word)}\b", body):
+                if calls or re.match(_MACRO_WRITE_AFTER, body[use.end():]) \
+                        or re.search(_MACRO_WRITE_BEFORE, body[:use.start()]):
+                    written.add(i)
+        found.setdefault(syntax.text(name), set()).update(written)
     return found
 
 

@@ -30,6 +30,9 @@ def test_the_candidate_as_written_passes():
     ("the block size comes from the input's shape, so the fallback carries it", CALL,
      "resident_blocks((const void*)matrix_scalar_mul_vec4_kernel, M)"),
     ("the pointer may also point at a parameter", "? &cached_vec : &cached_scalar;", "? &cached_vec : &block;"),
+    ("the caller's block is const only in a comment", "  const int block = 256;", "  int /* const */ block = 256;"),
+    ("the helper writes its block parameter", "static int resident_blocks(const void* kernel, int block) {",
+     "static int resident_blocks(const void* kernel, int block) {\n  block += 0;"),
 ])
 def test_a_cache_made_to_carry_the_inputs_is_refused(why, old, new):
     source = CANDIDATE.read_text()
