@@ -346,7 +346,8 @@ class RunStore:
     """SQLite database + artifact folder. Open with `RunStore.open(path_or_None)`."""
 
     def __init__(self, location: Path):
-        self.location = Path(location)
+        # Absolute: paths written from it (a waiting run's prompt) must not depend on the caller's working directory.
+        self.location = Path(location).absolute()
         self.db_path = self.location / "runs.sqlite3"
         self.artifacts = ArtifactStore(self.location / "artifacts")
         self._db: _Guarded | None = None
