@@ -412,6 +412,55 @@ def test_thread_private_shared_and_pairwise_loads():
     assert g["loads_in_store_free_loops"] == 2 and g["loads_in_loops"] == 2
 
 
+UNROLLED_WITH_REMAINDER = """#define U 4
+__global__ void mc(const float* __restrict__ u, float* __restrict__ partial, long long nn, float a, float w) {
+    const long long stride = (long long)gridDim.x * blockDim.x;
+    long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.f;
+    for (; i + (U - 1) * stride < nn; i += U * stride) {
+        float v[U];
+#pragma unroll
+        for (int k = 0; k < U; ++k) v[k] = u[i + k * stride];
+        for (int k = 0; k < U; ++k) { const float x = a + w * v[k]; s += 4.f / (1.f + x * x); }
+    }
+    // the remainder: fewer than U elements left for this thread
+%s
+    partial[blockIdx.x] = s;
+}"""
+
+
+@pytest.mark.parametrize("remainder", [
+    "    for (; i < nn; i += stride) s += 4.f / (1.f + (a + w * u[i]) * (a + w * u[i]));",
+    "#pragma unroll 1\n    for (; i < nn; ++i) s += u[i];",
+])
+def test_the_remainder_of_an_unrolled_loop_is_the_same_pass(remainder):
+    # monte_carlo_int, LLM run round 1 (run_38): the tail resumes the index the unrolled loop stopped at; DRAM moved
+    # exactly the task's bytes, yet the loop was read as a second pass (alg.fewer_passes.static-rereads fired)
+    g = _kernel(UNROLLED_WITH_REMAINDER % remainder, "mc")["global_access"]
+    assert g["reread_loops"] == 0
+
+
+@pytest.mark.parametrize("second", [
+    "    for (long long j = threadIdx.x; j < nn; j += stride) s -= u[j];",      # its own index from the start
+    "    i = threadIdx.x;\n    for (; i < nn; i += stride) s -= u[i];",       # the index reset before the loop
+    "    for (; i < nn; i += stride) s += u[i];\n    for (i = 0; i < nn; i += stride) s -= u[i];",  # a third loop
+])
+def test_a_loop_that_starts_over_still_counts_as_a_second_pass(second):
+    g = _kernel(UNROLLED_WITH_REMAINDER % second, "mc")["global_access"]
+    assert g["reread_loops"] == 1
+
+
+def test_a_remainder_after_a_real_second_pass_is_counted_once():
+    src = """__global__ void norm(const float* x, float* y, int n) {
+        float s = 0.f;
+        for (int i = threadIdx.x; i < n; i += blockDim.x) s += x[i];
+        int i = threadIdx.x;
+        for (; i + blockDim.x < n; i += 2 * blockDim.x) { y[i] = x[i] - s; y[i + blockDim.x] = x[i + blockDim.x] - s; }
+        for (; i < n; i += blockDim.x) y[i] = x[i] - s;
+    }"""
+    assert _kernel(src, "norm")["global_access"]["reread_loops"] == 1
+
+
 def test_passes_structs_half_inputs_and_histogram_atomics():
     passes = """#include <cooperative_groups.h>
     namespace cg = cooperative_groups;

@@ -292,7 +292,8 @@ class KernelFeatures:
         self._loop_vars: list[str] = []                    # counters of the enclosing loops
         self._staged = 0                                   # shared stores of global values seen so far
         self._top_loads: set[str] | None = None            # parameters loaded inside the current top loop
-        self._top_loop_loads: list[set[str]] = []          # ... of each earlier top-level loop
+        self._top_loop_loads: list[set[str]] = []          # ... of each earlier top-level loop (pass)
+        self._top_loop_reread: list[bool] = []             # ... whether that pass was counted as a re-read
         self._broadcast_walks: dict[str, int] = {}         # param -> uniform loads walking it in run-time loops
         self._lane_loaded: set[str] = set()                # params loaded at a lane-varying index
         self._loop_counts: list[list[int]] = []            # per open loop: [loads, stores, store-free loads]
@@ -462,9 +463,18 @@ class KernelFeatures:
                 self.reduction["tree_loops_below_warp"] += 1
         if top:
             loaded = self._top_loads or set()
-            if loaded and any(loaded & earlier for earlier in self._top_loop_loads):
-                self.g["reread_loops"] += 1   # a later pass reads an input an earlier pass already read
-            self._top_loop_loads.append(loaded)
+            if self._top_loop_loads and continues_previous_loop(node):
+                # the remainder of an unrolled loop resumes its index: one pass with it, not a second
+                passed = self._top_loop_loads[-1] = self._top_loop_loads[-1] | loaded
+                if not self._top_loop_reread[-1] and any(passed & earlier for earlier in self._top_loop_loads[:-1]):
+                    self.g["reread_loops"] += 1
+                    self._top_loop_reread[-1] = True
+            else:
+                reread = bool(loaded) and any(loaded & earlier for earlier in self._top_loop_loads)
+                if reread:
+                    self.g["reread_loops"] += 1   # a later pass reads an input an earlier pass already read
+                self._top_loop_loads.append(loaded)
+                self._top_loop_reread.append(reread)
             self._top_loads = None
 
     def _tree_step(self, node, variable: str) -> bool | None:
@@ -1222,3 +1232,33 @@ def parent_is_address_of(node) -> bool:
         parent = parent.parent
     return (parent is not None and parent.type == "pointer_expression"
             and syntax.text(parent.child_by_field_name("operator")) == "&")
+
+
+
+def loop_counter(node) -> str | None:
+    """The variable a `for` loop's update advances (`i += s`, `i = i + s`, `++i`), None when there is none."""
+    update = unwrap(node.child_by_field_name("update"))
+    if update is None:
+        return None
+    if update.type == "assignment_expression":
+        target = update.child_by_field_name("left")
+    elif update.type == "update_expression":
+        target = update.child_by_field_name("argument")
+    else:
+        return None
+    return syntax.text(target).strip() if target is not None and target.type == "identifier" else None
+
+
+def continues_previous_loop(node) -> bool:
+    """`for (; i < n; i += s)` right after a `for` that advances the same `i`: the remainder loop of an unrolled
+    loop, which resumes where the other stopped (`for (; i + 3 * s < n; i += 4 * s) {...} for (; i < n; i += s)`).
+    It starts from no initialiser, so nothing between the two loops may reset `i` (comments and pragmas aside)."""
+    if node.type != "for_statement" or node.child_by_field_name("initializer") is not None:
+        return False
+    counter = loop_counter(node)
+    previous = node.prev_named_sibling
+    while previous is not None and (previous.type == "comment" or previous.type.startswith("preproc")):
+        previous = previous.prev_named_sibling
+    return (counter is not None and previous is not None and previous.type == "for_statement"
+            and loop_counter(previous) == counter)
+
