@@ -1154,8 +1154,10 @@ def _is_written(identifier, references: dict[str, set[int]]) -> bool:
     return False
 
 
-# std::swap(x, v), std::exchange(x, v); std::tie(x) = t, std::ref(x) and std::forward_as_tuple(x) hand out references
-_WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange", "tie", "ref", "forward_as_tuple"})
+# std::swap(x, v), std::exchange(x, v); std::tie(x) = t, std::ref, std::forward_as_tuple, std::addressof,
+# std::move and std::forward hand out a reference or the address, through which x can be written
+_WRITES_ITS_ARGUMENTS = frozenset({"swap", "exchange", "tie", "ref", "forward_as_tuple", "addressof", "move",
+                                   "forward"})
 
 
 def _paren_references(body) -> dict[str, list]:

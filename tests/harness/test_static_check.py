@@ -151,7 +151,8 @@ POSITIVES = [
                                    f"{write} cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); "
                                    "if (!last) last = sms; else last = v; return last; }"), 3)
       for write in ("v = dims[0];", "v += dims[0];", "v++;", "int* p = &v; *p = dims[0];", "keep(v, dims);",
-                    "SET(v, dims[0]);", "[&] { v = dims[0]; }();")],
+                    "SET(v, dims[0]);", "[&] { v = dims[0]; }();", "*std::addressof(v) = dims[0];",
+                    "int& r{v}; r = dims[0];")],
     # the caller's "constant" is shadowed by a lambda's parameter or a range-for's variable, or is const only
     # in a comment, or the call is in a macro body (invisible to the call-site check)
     *[("host-static-state", kernel("", launcher, REMEMBER), 2) for launcher in (
@@ -168,7 +169,8 @@ POSITIVES = [
     *[("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
                                        f"cudaDevAttrMultiProcessorCount, 0); {bind} k<<<sms, 1>>>(x, n);"), 6)
       for bind in ("int& r{sms}; r = n;", "int& r = {sms}; r = n;", "int& r(sms); r = n;",
-                   "std::tie(sms) = std::make_tuple(n);")],
+                   "std::tie(sms) = std::make_tuple(n);", "*std::addressof(sms) = n;",
+                   "int&& r = std::move(sms); r = n;")],
     ("host-static-state", kernel("", "static int c = 0; int d = 0; cudaGetDevice(&d); int& r(d); r = n; c = d;"), 6),
     # a function-like macro whose body assigns, increments, takes the address of or passes on an argument writes it
     *[("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
