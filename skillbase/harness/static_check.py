@@ -520,11 +520,12 @@ class _Checker:
                     if words & {"__device__", "__managed__"}:
                         for n in names:
                             device_globals[n] = child
-                    elif words & {"__constant__", "__shared__", "const", "constexpr", "extern", "typedef"}:
+                    elif words & {"__constant__", "__shared__", "extern", "typedef"}:
                         continue
-                    else:
+                    else:   # `const float* last` is no constant: the pointer itself can be set
                         for n in names:
-                            host_globals[n] = child
+                            if not _is_const_object(child, n):
+                                host_globals[n] = child
                 elif child.type in ("namespace_definition", "declaration_list", "linkage_specification",
                                     "template_declaration", "preproc_if", "preproc_ifdef", "preproc_else",
                                     "preproc_elif"):
@@ -588,9 +589,32 @@ def _static_locals(body) -> list[tuple[object, list[str]]]:
             continue
         specifiers = {syntax.text(c) for c in node.children if c.type in ("storage_class_specifier", "type_qualifier")}
         words = _declaration_words(node)
-        if {"static", "thread_local"} & (specifiers | words) and not {"const", "constexpr", "__shared__"} & words:
-            found.append((node, _declared_names(node)))
+        if {"static", "thread_local"} & (specifiers | words) and "__shared__" not in words:
+            names = _declared_names(node)
+            writable = [n for n in names if not _is_const_object(node, n)]
+            if writable or not names:
+                found.append((node, writable))
     return found
+
+
+def _is_const_object(declaration, name: str) -> bool:
+    """Is the variable `name` itself const: `constexpr`, or `const` with no pointer in its declarator, or
+    the pointer nearest its name qualified const (`const float* const p`)? `static const float* last`
+    declares a pointer that can be set on every call (to the input it was given)."""
+    words = _declaration_words(declaration)
+    if "constexpr" in words:
+        return True
+    for child in declaration.children:
+        node, pointer = child, None
+        while node is not None and node.type not in ("identifier", "function_declarator"):
+            if node.type == "pointer_declarator":
+                pointer = node
+            node = node.child_by_field_name("declarator")
+        if node is not None and node.type == "identifier" and syntax.text(node) == name:
+            if pointer is not None:
+                return any(c.type == "type_qualifier" and syntax.text(c) == "const" for c in pointer.children)
+            break
+    return "const" in words
 
 
 # The launch stream as a launcher names it: no stream, the legacy default stream, or a null handle.

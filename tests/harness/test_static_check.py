@@ -165,6 +165,10 @@ POSITIVES = [
     ("host-static-state", kernel("", "if (g) return; g = 1; k<<<1,1>>>(x, n);", "int g /* const */ = 0;"), 6),
     ("host-static-state", kernel("", "if (g) return; g = 1; k<<<1,1>>>(x, n);", "int g = 0, * const p = nullptr;"), 6),
     ("host-static-state", kernel("", "static int g /* const */ = 0; if (g) return; g = 1; k<<<1,1>>>(x, n);"), 6),
+    # a pointer to const is no constant: it can be set to the input on every call (keyed on the pointer)
+    ("host-static-state", kernel("", "if (last == x) return; last = x; k<<<1,1>>>(x, n);",
+                                 "static const float* last = nullptr;"), 6),
+    ("host-static-state", kernel("", "static const float* last = nullptr; if (last == x) return; last = x;"), 6),
     # a reference bound with braces or parentheses, std::tie: each a write of unknown value
     *[("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
                                        f"cudaDevAttrMultiProcessorCount, 0); {bind} k<<<sms, 1>>>(x, n);"), 6)
@@ -283,6 +287,9 @@ NEGATIVES = [
                 "k<<<MIN(sms, CEIL(n, 256)), 256>>>(x, n);",
             "#define MIN(a, b) ((a) < (b) ? (a) : (b))\n#define CEIL(a, b) (((a) + (b) - 1) / (b))\n"
             "#define CHECK(x) do { cudaError_t e = (x); if (e != cudaSuccess) return; } while (0)")),
+    ("a const pointer to const and a constexpr pointer are constants",
+     kernel("", "static const float* const table = nullptr; k<<<1,1>>>(x, n);",
+            "static constexpr const char* name = \"k\";\nconst int* const none = nullptr;")),
     ("a pointer declared empty, then set to one of two static caches",
      kernel("", "static int a = 0, b = 0; int* slot; if (n > 4096) slot = &a; else slot = &b; int sms = 0; "
                 "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); if (*slot == 0) (*slot) = sms * 4; "
