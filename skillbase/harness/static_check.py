@@ -532,6 +532,18 @@ class _Checker:
                     collect(child, True)
 
         collect(root, True)
+        for members in syntax.descendants(root):   # a class's methods and static data members
+            if members.type != "field_declaration_list":
+                continue
+            for child in members.children:
+                if child.type == "template_declaration":
+                    child = next((c for c in child.children if c.type == "function_definition"), child)
+                if child.type == "function_definition":
+                    functions.append(child)
+                elif child.type == "field_declaration" and "static" in _declaration_words(child):
+                    for n in _declared_names(child):
+                        if not _is_const_object(child, n):
+                            host_globals[n] = child
         constants = _file_constants(root)
         references = _reference_parameters(root)   # once per file: _is_written asks for every argument it sees
         fixed = _fixed_parameters(root, functions, constants, references)
@@ -606,11 +618,11 @@ def _is_const_object(declaration, name: str) -> bool:
         return True
     for child in declaration.children:
         node, pointer = child, None
-        while node is not None and node.type not in ("identifier", "function_declarator"):
+        while node is not None and node.type not in ("identifier", "field_identifier", "function_declarator"):
             if node.type == "pointer_declarator":
                 pointer = node
             node = node.child_by_field_name("declarator")
-        if node is not None and node.type == "identifier" and syntax.text(node) == name:
+        if node is not None and node.type in ("identifier", "field_identifier") and syntax.text(node) == name:
             if pointer is not None:
                 return any(c.type == "type_qualifier" and syntax.text(c) == "const" for c in pointer.children)
             break
@@ -1129,13 +1141,13 @@ def _declaration_words(declaration) -> set[str]:
 def _declared_names(declaration) -> list[str]:
     """Variable names a declaration introduces (function prototypes introduce none)."""
     names = []
-    for child in declaration.children:
-        if child.type not in ("identifier", "init_declarator", "array_declarator", "pointer_declarator",
-                              "reference_declarator"):
+    for child in declaration.children:   # a class's field_declaration names field_identifiers
+        if child.type not in ("identifier", "field_identifier", "init_declarator", "array_declarator",
+                              "pointer_declarator", "reference_declarator"):
             continue
         node = child
         is_function = False
-        while node is not None and node.type != "identifier":
+        while node is not None and node.type not in ("identifier", "field_identifier"):
             if node.type == "function_declarator":
                 is_function = True
                 break
@@ -1148,6 +1160,9 @@ def _declared_names(declaration) -> list[str]:
 def _is_written(identifier, references: dict[str, set[int]]) -> bool:
     """Is this use a write: the target of an assignment / ++ / --, address taken, an atomic's target, or
     passed where the callee may write it (`references`: the file's `_reference_parameters`)?"""
+    while identifier.parent is not None and identifier.parent.type == "qualified_identifier" \
+            and identifier.parent.child_by_field_name("name") == identifier:
+        identifier = identifier.parent   # C::calls, ns::last
     node, parent = _outermost(identifier, ("subscript_expression", *_MEMBER_OF))
     while parent is not None and parent.type == "pointer_expression" and parent.children \
             and parent.children[0].type == "*":

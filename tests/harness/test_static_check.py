@@ -169,6 +169,15 @@ POSITIVES = [
     ("host-static-state", kernel("", "if (last == x) return; last = x; k<<<1,1>>>(x, n);",
                                  "static const float* last = nullptr;"), 6),
     ("host-static-state", kernel("", "static const float* last = nullptr; if (last == x) return; last = x;"), 6),
+    # state in a class or a namespace is state: a static data member, a method's static, a qualified name
+    ("host-static-state", kernel("", "if (C::calls++) return; k<<<1,1>>>(x, n);",
+                                 "struct C { static int calls; };\nint C::calls = 0;"), 7),
+    ("host-static-state", kernel("", "if (C::calls++) return; k<<<1,1>>>(x, n);",
+                                 "struct C { static inline int calls = 0; };"), 6),
+    ("host-static-state", kernel("", "if (N::calls++) return; k<<<1,1>>>(x, n);", "namespace N { int calls = 0; }"), 6),
+    ("host-static-state", kernel("", "if (Cache().seen(x)) return; k<<<1,1>>>(x, n);",
+                                 "struct Cache { bool seen(float* p) { static float* last = nullptr; "
+                                 "bool r = last == p; last = p; return r; } };"), 1),
     # a reference bound with braces or parentheses, std::tie: each a write of unknown value
     *[("host-static-state", kernel("", "static int sms = 0; cudaDeviceGetAttribute(&sms, "
                                        f"cudaDevAttrMultiProcessorCount, 0); {bind} k<<<sms, 1>>>(x, n);"), 6)
@@ -290,6 +299,10 @@ NEGATIVES = [
     ("a const pointer to const and a constexpr pointer are constants",
      kernel("", "static const float* const table = nullptr; k<<<1,1>>>(x, n);",
             "static constexpr const char* name = \"k\";\nconst int* const none = nullptr;")),
+    ("a class's constants and a method that keeps nothing",
+     kernel("", "k<<<C::K + C::table[0] + C().twice(n), 1>>>(x, n);",
+            "struct C { static constexpr int K = 3; static const int table[2]; int twice(int v) { return 2 * v; } };\n"
+            "const int C::table[2] = {1, 2};")),
     ("a pointer declared empty, then set to one of two static caches",
      kernel("", "static int a = 0, b = 0; int* slot; if (n > 4096) slot = &a; else slot = &b; int sms = 0; "
                 "cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0); if (*slot == 0) (*slot) = sms * 4; "
