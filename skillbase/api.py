@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from skillbase.advise import Advice, advise, why_not
 from skillbase.datafile.problems import did_you_mean
 from skillbase.errors import InputError
+from skillbase.run.types import AGENTS, Settings  # small: Run.start's defaults are the CLI's
 
 if TYPE_CHECKING:
     from skillbase.corpus.model import Skill
@@ -302,20 +303,23 @@ class Run:
     def start(cls, kernel: str | Path, *, agent: str = "external", rounds: int = 10, repairs: int = 3,
               gpu: bool = True, preset: str | None = None, saved_report: str | Path | None = None,
               model: str | None = None, time_budget_s: float | None = None, token_budget: int | None = None,
-              extra_rules: Iterable[str | Path] = (), store: str | Path | None = None,
-              progress: Progress | None = None) -> Run:
+              stop_at_floor: float = Settings.stop_at_floor, extra_rules: Iterable[str | Path] = (),
+              store: str | Path | None = None, progress: Progress | None = None) -> Run:
         """Start a run of `kernel` (a .cu with its .task.yaml) and advance it until it finishes or, with
         `agent="external"`, pauses for a candidate (`pending()` says what for). `gpu=False`: a
-        compile-only run that never accepts; `saved_report` is the first round's evidence."""
+        compile-only run that never accepts; `saved_report` is the first round's evidence.
+        `stop_at_floor` (`--stop-at-floor`, a share between 0 and 1; 0: never): once the engine has no
+        proposal left, a run whose best kernel runs at this share of its roofline floor or more stops
+        instead of asking the coder for a free choice; a share outside 0..1 is an InputError."""
         from skillbase.run.session import start_run
-        from skillbase.run.types import AGENTS, Settings
 
         if agent not in AGENTS:
             raise InputError(f"unknown agent `{agent}`", f"one of {', '.join(AGENTS)}")
         task = _file(kernel, "kernel")
         report = _file(saved_report, "saved report") if saved_report is not None else None
         settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, time_budget_s=time_budget_s,
-                            token_budget=token_budget, extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
+                            token_budget=token_budget, stop_at_floor=stop_at_floor,
+                            extra_rules=tuple(str(Path(p).resolve()) for p in extra_rules))
         summary = start_run(task, settings, store_path=store, preset=preset, gpu=gpu, progress=progress,
                             saved_report=report)
         return cls(summary["run"], store, summary)

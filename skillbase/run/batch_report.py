@@ -4,9 +4,12 @@ Per run (operator, dtype, size): the verified speedup over the naive baseline (t
 changes only on an accepted, i.e. verified and faster, candidate), against the vendor library where
 the bench measured one (both as speedups over the same baseline, so session drift cancels), % of the
 roofline floor, the accepted skills, rounds, repairs, rejected attempts by status, the coder's
-tokens and the wall time spent judging. Per category and overall: the geometric mean speedup,
+tokens, the wall time spent judging, and why the run ended (`loop.run_ended`: its rounds spent, stopped
+near the floor, no candidate left, a budget spent; or still waiting, failed, interrupted) with the reason
+it recorded. Per category and overall: the geometric mean speedup,
 fast_1 and fast_1.5 (share of runs verified faster than 1x / 1.5x: fast_1 is the success rate),
-the share of judged attempts that verified, and the share at or above the vendor. With an
+the share of judged attempts that verified, the share at or above the vendor, and the runs per way
+of ending. With an
 engine-on and an engine-off batch, the two side by side on their common operators.
 """
 
@@ -22,8 +25,9 @@ from skillbase.bench.results import SizeResult, floor_us, geomean, gpu_slug, loa
 from skillbase.bench.suite import discover
 from skillbase.documents import versioned
 from skillbase.run.batch import KERNELBENCH
+from skillbase.run.loop import run_ended
 from skillbase.run.store import RunStore, batch_name
-from skillbase.run.types import Outcome, Status
+from skillbase.run.types import Ended, Outcome, Status
 from skillbase.task import load_task
 
 # Published figures of the systems skillbase starts from: another GPU (RTX 4090) and other
@@ -64,6 +68,7 @@ class RunResult:
     prompt_tokens: int
     reply_tokens: int
     judge_minutes: float
+    ended: dict[str, str | None]           # {"category": an Ended, "reason": the stop reason the store recorded}
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -89,7 +94,8 @@ class BatchReport:
                 "vendor_covered": len(covered),
                 "at_or_above_vendor": _share(sum(r.vs_vendor >= 1.0 for r in covered), len(covered)),
                 "prompt_tokens": sum(r.prompt_tokens for r in runs), "reply_tokens": sum(r.reply_tokens for r in runs),
-                "judge_minutes": round(sum(r.judge_minutes for r in runs), 2)}
+                "judge_minutes": round(sum(r.judge_minutes for r in runs), 2),
+                "ended": _ended_counts(runs)}
 
     def by_category(self, runs: Sequence[RunResult]) -> dict[str, dict[str, Any]]:
         return {c: self.summary([r for r in runs if r.category == c]) for c in sorted({r.category for r in runs})}
@@ -120,12 +126,13 @@ class BatchReport:
         """(heading, header, rows) of each table: what the Markdown and the HTML page both render."""
         runs = ("Per run", ["operator", "dtype", "size", "engine", "speedup", "vendor", "vs vendor", "% roofline",
                             "at the floor", "accepted skills", "rounds", "repairs", "rejected", "tokens (in/out)",
-                            "judge min"],
+                            "judge min", "ended"],
                 [[r.operator, r.dtype, r.size, "on" if r.engine else "off", _x(r.speedup), _x(r.vendor_speedup),
                   _x(r.vs_vendor), _percent(r.roofline_pct), _x(r.floor_speedup),
                   ", ".join(r.accepted_skills) or "—", str(r.rounds),
                   str(r.repairs), ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())) or "—",
-                  f"{r.prompt_tokens}/{r.reply_tokens}", f"{r.judge_minutes:.1f}"] for r in self.runs])
+                  f"{r.prompt_tokens}/{r.reply_tokens}", f"{r.judge_minutes:.1f}", r.ended["category"]]
+                 for r in self.runs])
         out = [runs, ("Per category", *_summary_table(self.by_category(self.runs)
                                                       | {"overall": self.summary(self.runs)}))]
         comparison = self.engine_comparison()
@@ -149,20 +156,25 @@ class BatchReport:
     def to_html(self) -> str:
         import html
 
+        # the page also gives each run's recorded stop reason, too long for the Markdown's per-run table
+        reasons = ("Why each run ended", ["run", "operator", "dtype", "engine", "ended", "reason recorded"],
+                   [[r.run, r.operator, r.dtype, "on" if r.engine else "off", r.ended["category"],
+                     r.ended["reason"] or "—"] for r in self.runs])
         body = "".join(f"<h2>{html.escape(heading)}</h2>{ui.html_table(header, rows)}"
-                       for heading, header, rows in self.sections())
+                       for heading, header, rows in [*self.sections(), reasons])
         return ui.html_page(self.title(), body)
 
 
 def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
     header = ["group", "runs (judged)", "geomean", "with a floor: geomean / at the floor", "fast_1", "fast_1.5",
-              "verified attempts", "≥ vendor", "tokens", "judge min"]
+              "verified attempts", "≥ vendor", "tokens", "judge min", "ended"]
     return header, [[name, f"{s['runs']} ({s['timed']})", _x(s["geomean_speedup"]),
                      f"{_x(s['geomean_speedup_with_floor'])} / {_x(s['geomean_floor_speedup'])} ({s['with_floor']})",
                      _share_pct(s["fast_1"]),
                      _share_pct(s["fast_1_5"]), _share_pct(s["verified_attempt_rate"]),
                      f"{_share_pct(s['at_or_above_vendor'])} of {s['vendor_covered']}",
-                     str(s["prompt_tokens"] + s["reply_tokens"]), f"{s['judge_minutes']:.1f}"]
+                     str(s["prompt_tokens"] + s["reply_tokens"]), f"{s['judge_minutes']:.1f}",
+                     ", ".join(f"{k} {v}" for k, v in s["ended"].items()) or "—"]
                     for name, s in groups.items()]
 
 
@@ -206,6 +218,7 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
     speedup = run.speedup if run.best_us and judged else None
     vendor_speedup = vendor.get((member.operator, member.dtype, size))
     floors = _roofline(run, member, size, speedup)
+    ended, reason = run_ended(store, run)
     return RunResult(
         operator=member.operator, category=category, dtype=member.dtype, size=size, batch=batch, engine=engine,
         run=run.name, status=store.shown_status(run), baseline_us=run.baseline_us, best_us=run.best_us,
@@ -218,7 +231,8 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
         verified_attempts=len(verified), judged_attempts=len(judged),
         prompt_tokens=sum(c["prompt_tokens"] or 0 for c in calls),
         reply_tokens=sum(c["completion_tokens"] or 0 for c in calls),
-        judge_minutes=round(sum((a["finished_at"] or a["created_at"]) - a["created_at"] for a in judged) / 60, 3))
+        judge_minutes=round(sum((a["finished_at"] or a["created_at"]) - a["created_at"] for a in judged) / 60, 3),
+        ended={"category": str(ended), "reason": reason})
 
 
 def _roofline(run, member, size: str, speedup: float | None) -> tuple[float | None, float | None]:
@@ -248,6 +262,12 @@ def _vendor_speedups(results_root) -> dict[tuple[str, str, str], float]:
             if r.impl.startswith("vendor_") and r.speedup is not None:
                 found[(r.op, r.dtype, r.preset)] = r.speedup
     return found
+
+
+def _ended_counts(runs: Sequence[RunResult]) -> dict[str, int]:
+    """The runs per way of ending, in Ended's order (the same order on every report)."""
+    counts = Counter(r.ended["category"] for r in runs)
+    return {str(e): counts[e] for e in Ended if counts[e]}
 
 
 def _share(count: int, total: int) -> float | None:

@@ -28,13 +28,14 @@ from pathlib import Path
 from skillbase.agents.coder import FREE_CHOICE
 from skillbase.errors import InputError
 from skillbase.evidence import Evidence
-from skillbase.run.store import RunStore, run_name
+from skillbase.run.store import RunRow, RunStore, run_name
 from skillbase.run.types import (
     REPAIRABLE,
     Applier,
     ApplyRequest,
     Candidate,
     Decide,
+    Ended,
     EvidenceSource,
     Judge,
     LLMCall,
@@ -274,6 +275,25 @@ class Loop:
         best = outcome.get("best")
         if outcome["status"] == Outcome.ACCEPTED and best:
             self.store.update_run(self.run_id, best_us=state.best_us, best_kernel=best["source"])
+
+
+def run_ended(store: RunStore, run: RunRow) -> tuple[Ended, str | None]:
+    """Why `run` ended (or has not) and the reason the store recorded, read from what `Loop.run` (or
+    `redecide`, which ends a round as it does) left: the run's shown status, its last round's outcome and
+    decision, and the rounds it finished against its --rounds."""
+    status = store.shown_status(run)
+    if status != RunStatus.FINISHED:
+        return {RunStatus.PAUSED: Ended.WAITING, RunStatus.FAILED: Ended.ERROR,
+                RunStatus.INTERRUPTED: Ended.INTERRUPTED, RunStatus.RUNNING: Ended.RUNNING}[status], run.stop_reason
+    rounds = store.rounds(run.id)
+    if rounds and rounds[-1]["outcome"] == Outcome.NO_CANDIDATE:
+        # the decision's `stop` says the coder's free choice was held back near the floor (decision_of)
+        decision = store.step_result(run.id, f"r{rounds[-1]['idx']}/decision") or {}
+        return (Ended.NEAR_FLOOR if decision.get("stop") else Ended.NO_CANDIDATE), run.stop_reason
+    # short of its rounds with a candidate every round: only a budget leaves the loop early
+    planned = Settings.from_stored(run.manifest.get("settings") or {}).rounds
+    finished = sum(r["status"] == "finished" for r in rounds)
+    return (Ended.ROUNDS if finished >= planned else Ended.BUDGET), run.stop_reason
 
 
 def attempt_key(round_idx: int, variant_idx: int, attempt: int) -> str:

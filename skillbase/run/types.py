@@ -62,6 +62,19 @@ class RunStatus(StrEnum):
     INTERRUPTED = "interrupted"          # Ctrl-C, or its process died (`resume` continues it)
 
 
+class Ended(StrEnum):
+    """Why a run ended, or why it has not yet (`loop.run_ended`: the reports' short word for it)."""
+
+    ROUNDS = "rounds"                    # every round of --rounds spent
+    NEAR_FLOOR = "near-floor"            # nothing of the engine's left near the roofline floor (--stop-at-floor)
+    NO_CANDIDATE = "no-candidate"        # every proposed skill tried or inapplicable
+    BUDGET = "budget"                    # the time or token budget spent
+    WAITING = "waiting"                  # paused for a candidate (`--agent external`)
+    ERROR = "error"                      # failed: an error, or an LLM endpoint that never answered
+    INTERRUPTED = "interrupted"
+    RUNNING = "running"
+
+
 AGENTS = ("openai", "external", "none")
 
 

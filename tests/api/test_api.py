@@ -107,3 +107,30 @@ def test_the_external_loop_through_run(tmp_path):
         run.submit("  \n")
     with pytest.raises(InputError, match="unknown agent"):
         skillbase.Run.start(task / "naive_sgemm.cu", agent="claude", gpu=False, store=store)
+
+
+def _stored_settings(store: Path, run: skillbase.Run) -> dict:
+    from skillbase.run.store import RunStore
+
+    opened = RunStore.open(store, read_only=True)
+    try:
+        return opened.get_run(run.ref).manifest["settings"]
+    finally:
+        opened.close()
+
+
+def test_run_start_records_stop_at_floor_and_refuses_a_share_outside_0_to_1(tmp_path):
+    # the run's manifest settings are what its loop and `resume` decide with: the CLI's default when not given
+    task = tmp_path / "sg"
+    shutil.copytree(EXAMPLE, task)
+    store = tmp_path / "store"
+    quiet = dict(agent="external", gpu=False, rounds=1, store=store, saved_report=task / "naive_sgemm.h200.ncu-rep.xz",
+                 progress=lambda message: None)
+    run = skillbase.Run.start(task / "naive_sgemm.cu", stop_at_floor=0.5, **quiet)
+    assert _stored_settings(store, run)["stop_at_floor"] == 0.5
+    default = skillbase.Run.start(task / "naive_sgemm.cu", **quiet)
+    assert _stored_settings(store, default)["stop_at_floor"] == 0.75
+    for share in (1.5, -0.1):
+        with pytest.raises(InputError, match="is not a share of the roofline floor"):
+            skillbase.Run.start(task / "naive_sgemm.cu", stop_at_floor=share, **quiet)
+    assert [p.run for p in skillbase.pending(store)] == [run.ref, default.ref]   # a refused share started no run

@@ -4,6 +4,7 @@ timings) and from the bench's vendor results, checked against sums computed inde
 
 from __future__ import annotations
 
+import html
 import json
 import math
 import random
@@ -29,7 +30,8 @@ def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng:
     batch = store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": "fp32",
                                 "preset": "l", "members": []})
     for op, speedup in speedups.items():
-        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32", {"gpu": "NVIDIA H200"})
+        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32",
+                                  {"gpu": "NVIDIA H200", "settings": {"rounds": 1}})
         store.add_batch_run(batch, run_id, op, "fp32")
         baseline = rng.uniform(50, 5000)
         tried = baseline / speedup              # the round's candidate
@@ -47,7 +49,8 @@ def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng:
             tx.add_llm_call(run_id, second, "debugger", "m", "external", "debugger.v1", None, None, 700, 100, 3.0,
                             None)
             tx.finish_round(run_id, 0, "accepted" if accepted else "rejected")
-        store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best)
+        store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best,
+                         stop_reason="ran 1 rounds")
     return batch
 
 
@@ -77,6 +80,7 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
         assert got["accepted_skills"] == (["mem.vectorize"] if speedup > 1.0 else [])
         assert (got["prompt_tokens"], got["reply_tokens"]) == (1700, 300)
         assert (got["verified_attempts"], got["judged_attempts"]) == (1, 2)
+        assert got["ended"] == {"category": "rounds", "reason": "ran 1 rounds"}
     mm = runs[("matrix_mul", True)]
     assert math.isclose(mm["vendor_speedup"], vendor) and math.isclose(mm["vs_vendor"], mm["speedup"] / vendor)
     assert 0 < mm["roofline_pct"] < 100 or mm["roofline_pct"] is None
@@ -103,6 +107,7 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
                         math.prod(r.speedup for r in bounded) ** (1 / len(bounded)))
     elementwise = data["by_category"]["elementwise"]
     assert elementwise["runs"] == 3 and elementwise["prompt_tokens"] == 3 * 1700   # relu on and off, gelu
+    assert elementwise["ended"] == {"rounds": 3} and data["overall"]["ended"] == {"rounds": len(on) + len(off)}
 
     engine = data["engine"]
     assert engine["operators"] == 2
@@ -121,3 +126,57 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
     assert json.loads(result.output)["overall"]["runs"] == len(on)
     assert json.loads((out / "report.json").read_text()) == json.loads(result.output)
     assert (out / "report.md").read_text().startswith("# bench optimize: batch_1 (engine on, fp32, external)")
+
+
+# What each way of ending leaves in the store, as the loop (`Loop.run`, `decision_of`) and the session write
+# it: the rounds finished (their last outcome), the last round's decision step, the status and stop reason.
+NEAR = ("the engine has no proposal left and the kernel runs at 91 % of its roofline floor (at most 1.10x left; "
+        "--stop-at-floor 0.75): stopped")
+ENDINGS = {
+    # operator: (--rounds, rounds finished, the last outcome, the last decision's stop, status, stop reason)
+    "relu": (3, 3, "rejected", None, RunStatus.FINISHED, "ran 3 rounds"),
+    "gelu": (12, 4, "no-candidate", NEAR, RunStatus.FINISHED, NEAR),
+    "softmax": (12, 2, "no-candidate", None, RunStatus.FINISHED,
+                "no candidate left (every proposed skill was tried or cannot be applied in this mode)"),
+    "matrix_mul": (12, 5, "accepted", None, RunStatus.FINISHED, "time budget of 600 s spent"),
+    "swiglu": (3, 1, "accepted", None, RunStatus.PAUSED, "waiting for a candidate for mem.vectorize"),
+    "layer_norm": (3, 0, None, None, RunStatus.FAILED, "stopped by an error; `skillbase resume` retries"),
+    "sigmoid": (3, 1, "rejected", None, RunStatus.INTERRUPTED, "interrupted (Ctrl-C); `skillbase resume` continues"),
+}
+EXPECTED = {"relu": "rounds", "gelu": "near-floor", "softmax": "no-candidate", "matrix_mul": "budget",
+            "swiglu": "waiting", "layer_norm": "error", "sigmoid": "interrupted"}
+
+
+def test_the_report_says_why_each_run_ended(tmp_path):
+    store = RunStore.open(tmp_path / "store")
+    batch = store.create_batch({"settings": {"agent": "external", "engine": True}, "dtype": "fp32", "members": []})
+    for op, (planned, done, last, stop, status, reason) in ENDINGS.items():
+        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32",
+                                  {"settings": {"rounds": planned, "agent": "external"}})
+        store.add_batch_run(batch, run_id, op, "fp32")
+        with store.transaction() as tx:
+            for idx in range(done):
+                tx.start_round(run_id, idx, f"k{idx}")
+                tx.finish_step(run_id, f"r{idx}/decision", {"skill": None, "stop": stop if idx == done - 1 else None})
+                tx.finish_round(run_id, idx, last if idx == done - 1 else "rejected")
+        store.update_run(run_id, status=status, stop_reason=reason, baseline_us=100.0, best_us=100.0)
+
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "results")
+    data = report.to_json()
+    jsonschema.Draft202012Validator(json.loads(schema_path("bench-optimize-report").read_text())).validate(data)
+    assert {r["operator"]: r["ended"] for r in data["runs"]} == {
+        op: {"category": EXPECTED[op], "reason": ENDINGS[op][5]} for op in ENDINGS}
+    # one of each, in the order the categories are declared, on every report of these runs
+    assert list(data["overall"]["ended"].items()) == [(c, 1) for c in
+                                                      ("rounds", "near-floor", "no-candidate", "budget", "waiting",
+                                                       "error", "interrupted")]
+    assert data["by_category"]["llm"]["ended"] == {"no-candidate": 1, "error": 1}     # softmax, layer_norm
+    assert report.to_json() == data
+
+    markdown = report.to_markdown()
+    assert "| judge min | ended |" in markdown
+    assert "| gelu | fp32 | scored | on |" in markdown and "| 0.0 | near-floor |" in markdown
+    assert NEAR not in markdown        # the Markdown's table says the category; the reason is in the JSON and HTML
+    assert ("rounds 1, near-floor 1, no-candidate 1, budget 1, waiting 1, error 1, interrupted 1" in markdown)
+    page = report.to_html()
+    assert "<h2>Why each run ended</h2>" in page and html.escape(NEAR) in page

@@ -34,6 +34,7 @@ from skillbase.corpus.load import load_corpus
 from skillbase.engine import Engine
 from skillbase.errors import InputError
 from skillbase.run import session
+from skillbase.run.batch_report import batch_report
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run, render_text
 from skillbase.run.loop import Loop
@@ -132,6 +133,15 @@ def stop_text(share: float, threshold: float) -> str:
             f"(at most {1 / share:.2f}x left; --stop-at-floor {threshold:g}): stopped")
 
 
+def ended_in_report(store_path: Path, run_id: int) -> dict:
+    """How `bench optimize-report` says the run ended, the run put in a batch of its own."""
+    store = RunStore.open(store_path)
+    batch = store.create_batch({"settings": {"agent": "external"}, "dtype": "fp32", "members": []})
+    store.add_batch_run(batch, run_id, "naive_gemm", "fp32")
+    [run] = batch_report(store_path, [batch], results_root=store_path / "no-results").runs
+    return run.ended
+
+
 def coder_settings(**changes) -> Settings:
     return Settings(**{"rounds": ROUNDS, "repairs": 0, "agent": "external", **changes})
 
@@ -160,6 +170,7 @@ def test_near_the_floor_with_nothing_left_the_run_stops_without_the_free_choice(
     text = render_text(explain_run(store, run.name))
     assert f"status: finished — {run.stop_reason}" in text
     assert f"round {last}: no-candidate" in text and f"decision: none — {run.stop_reason}" in text
+    assert ended_in_report(store_path, run_id) == {"category": "near-floor", "reason": run.stop_reason}
 
 
 def test_below_the_threshold_the_free_choice_follows_the_same_proposals(task, tmp_path):
@@ -172,6 +183,7 @@ def test_below_the_threshold_the_free_choice_follows_the_same_proposals(task, tm
     assert far_tried[:len(engine_proposals)] == engine_proposals
     assert far_tried[len(engine_proposals)] == FREE_CHOICE and len(far_tried) == ROUNDS
     assert RunStore.open(tmp_path / "far").get_run(far).stop_reason == f"ran {ROUNDS} rounds"
+    assert ended_in_report(tmp_path / "far", far) == {"category": "rounds", "reason": f"ran {ROUNDS} rounds"}
 
 
 @pytest.mark.parametrize("case", ["unknown floor", "engine off", "threshold 0"])
@@ -295,6 +307,7 @@ def test_redecide_ends_a_round_near_the_floor_as_the_loop_would(task, tmp_path):
     assert all(a["skill"] != FREE_CHOICE for a in store.attempts(run.id))
     text = render_text(explain_run(store, run.name))
     assert f"decision: none — {expected}" in text and f"superseded: {FREE_CHOICE}" in text
+    assert ended_in_report(store_path, run.id) == {"category": "near-floor", "reason": expected}
 
     [again] = redecide(store_path, runs=[run.name]).runs
     assert again.action == "refused" and "is finished" in again.reason
