@@ -13,6 +13,7 @@ from skillbase.commands.options import (
     executor_options,
     json_option,
     refuse_gpus_on_ray,
+    stop_at_floor_option,
     store_option,
 )
 
@@ -110,12 +111,13 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
 @click.option("--defer-baselines", is_flag=True,
               help="Start without a GPU (--agent external): every generator prompt now; each member's PyTorch "
                    "times are taken on the GPU by the `resume --all` that judges its first answer.")
+@stop_at_floor_option
 @batch_start_options
 @executor_options
 @store_option
 @json_option
 def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int, repairs: int, model: str | None,
-             no_gpu: bool, no_compile: bool, defer_baselines: bool, candidates: Path | None, gpus: str | None,
+             no_gpu: bool, no_compile: bool, defer_baselines: bool, stop_at_floor: float, candidates: Path | None, gpus: str | None,
              time_limit_s: float | None,
              executor_kind: str, address: str | None, store_path, as_json: bool) -> None:
     """One batch of generator runs, one per imported task in TASKS_DIR (`kernelbench import --out`).
@@ -129,7 +131,7 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
     from skillbase.run.types import Settings
 
     refuse_gpus_on_ray(executor_kind, gpus)
-    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model)
+    settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, stop_at_floor=stop_at_floor)
     with ui.progress(f"kernelbench optimize ({agent})") as bar:
         outcome = start_kernelbench_batch(
             settings, tasks_dir, problems, gpu=not no_gpu, compile=not no_compile, store_path=store_path,

@@ -33,6 +33,7 @@ from mcp.shared.exceptions import MCPError
 from skillbase import __version__, api
 from skillbase.config import store_location
 from skillbase.errors import InputError, SkillbaseError
+from skillbase.run.types import Settings
 
 log = logging.getLogger("skillbase.mcp")
 
@@ -165,7 +166,9 @@ def _profile(config: ServerConfig, args: dict[str, Any], progress: Progress) -> 
 def _optimize_start(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     run = api.Run.start(config.path(args["kernel"]), agent="external", rounds=args.get("rounds", 10),
                         repairs=args.get("repairs", 3), gpu=not args.get("no_gpu", False), preset=args.get("preset"),
-                        saved_report=config.optional_path(args, "saved_report"), store=config.store, progress=progress)
+                        saved_report=config.optional_path(args, "saved_report"),
+                        stop_at_floor=args.get("stop_at_floor", Settings.stop_at_floor), store=config.store,
+                        progress=progress)
     return run.to_json()
 
 
@@ -234,7 +237,12 @@ TOOLS = {spec.name: spec for spec in (
               "repairs": _int("Debugger repairs per attempt.", minimum=0, default=3),
               "no_gpu": _bool("A compile-only run (no verification or timing; nothing is accepted)."),
               "saved_report": _str("A saved .ncu-rep of the kernel as it is now: the first round's evidence."),
-              "preset": _str("The size preset to profile and time.")},
+              "preset": _str("The size preset to profile and time."),
+              # the share is checked by Settings.check (one place for the CLI, the API and this tool)
+              "stop_at_floor": {"type": "number", "default": Settings.stop_at_floor,
+                                "description": "A share between 0 and 1 (0: never): once the engine has no "
+                                "proposal left, stop when the best kernel runs at this share of its roofline floor "
+                                "or more, instead of asking for your own choice."}},
              _optimize_start, required=("kernel",), read_only=False),
     ToolSpec("pending", "Every run waiting for a candidate: its prompt (path and text), whether it is a first try "
              "(coder) or a repair (debugger), the round and the skill.",

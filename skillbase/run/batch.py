@@ -167,6 +167,7 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
     taken on the GPU by the `resume --all` that judges its first answer (`advance_payload`)."""
     from skillbase.kernelbench.importer import imported_tasks
 
+    settings.check()
     if settings.agent not in ("external", "openai"):
         raise InputError(f"a KernelBench batch needs a coder to write each first kernel; --agent {settings.agent} "
                          "has none", hint="use --agent external (answers through pending / resume --all) or openai")

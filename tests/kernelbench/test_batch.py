@@ -24,9 +24,11 @@ from skillbase.cli import cli
 from skillbase.documents import DOCUMENTS, schema_path
 from skillbase.harness.jobs import NOT_STARTED, Job, JobResult
 from skillbase.kernelbench.importer import import_problems
-from skillbase.run.batch import PYTORCH_STEP, resume_all
+from skillbase.errors import InputError
+from skillbase.run.batch import PYTORCH_STEP, resume_all, start_kernelbench_batch
 from skillbase.run.pending import list_pending
 from skillbase.run.store import RunStore
+from skillbase.run.types import Settings
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 KERNELS = FIXTURES / "kernels"
@@ -153,6 +155,31 @@ def test_problems_pick_tasks_and_a_written_kernel_or_no_coder_is_refused_before_
     assert done.returncode == 2 and "'none' is not one of 'external', 'openai'" in done.stderr
     done = run_cli("kernelbench", "report", "--store", store, "batch_9")
     assert done.returncode != 0 and "batch_9" in done.stderr.splitlines()[0] and "Traceback" not in done.stderr
+
+
+def test_stop_at_floor_reaches_every_member_and_a_share_outside_0_to_1_is_refused(tasks, tmp_path):
+    # each member's manifest settings are what its loop and `resume --all` decide with: the CLI's default if not given
+    store = tmp_path / "store"
+    document("kernelbench", "optimize", tasks, "--agent", "external", "--no-gpu", "--store", store,
+             "--problems", "level1/2", "--problems", "level2/2", "--stop-at-floor", "0.5")
+    runs = RunStore.open(store)
+    assert runs.get_batch("batch_1").settings["settings"]["stop_at_floor"] == 0.5
+    assert sorted(r.manifest["settings"]["stop_at_floor"] for r in by_task(runs).values()) == [0.5, 0.5]
+    runs.close()
+    other = tmp_path / "other"
+    document("kernelbench", "optimize", tasks, "--agent", "external", "--no-gpu", "--store", other,
+             "--problems", "level1/1")
+    runs = RunStore.open(other)
+    assert [r.manifest["settings"]["stop_at_floor"] for r in by_task(runs).values()] == [0.75]
+    runs.close()
+    done = run_cli("kernelbench", "optimize", tasks, "--agent", "external", "--no-gpu", "--store", tmp_path / "x",
+                   "--stop-at-floor", "1.5")
+    assert done.returncode == 2 and "--stop-at-floor" in done.stderr and not (tmp_path / "x").exists()
+    # the library refuses it too, before anything is recorded
+    with pytest.raises(InputError, match="is not a share of the roofline floor"):
+        start_kernelbench_batch(Settings(agent="external", stop_at_floor=-0.1), tasks, gpu=False,
+                                store_path=tmp_path / "y")
+    assert not (tmp_path / "y").exists()
 
 
 def test_with_openai_each_member_gets_its_first_kernel_from_the_endpoint_then_its_rounds(tasks, tmp_path,

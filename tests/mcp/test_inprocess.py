@@ -3,6 +3,7 @@ that fails with a bug is reported as that tool's internal error and the server k
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -12,6 +13,7 @@ from skillbase.errors import InputError
 from skillbase.mcp import server
 
 pytestmark = pytest.mark.anyio
+EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "naive_sgemm"
 
 
 @pytest.fixture
@@ -43,3 +45,25 @@ def test_paths_resolve_against_the_root_and_stay_inside(tmp_path):
     for escape in ("../k.cu", "/etc/hostname", "link/hostname"):    # a symlink out is outside too
         with pytest.raises(InputError, match="outside the server's folder"):
             config.path(escape)
+
+
+async def test_optimize_start_records_stop_at_floor_and_refuses_a_share_outside_0_to_1(tmp_path):
+    from skillbase.run.store import RunStore
+
+    shutil.copytree(EXAMPLE, tmp_path / "sg")
+    config = server.ServerConfig(root=tmp_path, store=tmp_path / "store")
+    start = {"kernel": "sg/naive_sgemm.cu", "no_gpu": True, "rounds": 1,
+             "saved_report": "sg/naive_sgemm.h200.ncu-rep.xz"}
+    async with Client(server.build_server(config)) as client:
+        given = await client.call_tool("optimize_start", {**start, "stop_at_floor": 0.5})
+        default = await client.call_tool("optimize_start", start)
+        refused = await client.call_tool("optimize_start", {**start, "stop_at_floor": 1.5})
+    assert not given.is_error and not default.is_error, (given.content[0].text, default.content[0].text)
+    assert refused.is_error and "is not a share of the roofline floor" in refused.content[0].text
+    store = RunStore.open(tmp_path / "store", read_only=True)
+    try:   # the manifest's settings are what the run's loop and `resume` decide with
+        assert [store.get_run(got.structured_content["run"]).manifest["settings"]["stop_at_floor"]
+                for got in (given, default)] == [0.5, 0.75]
+        assert len(store.list_runs()) == 2                       # the refused share started no run
+    finally:
+        store.close()
