@@ -117,7 +117,8 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
 @store_option
 @json_option
 def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int, repairs: int, model: str | None,
-             no_gpu: bool, no_compile: bool, defer_baselines: bool, stop_at_floor: float, candidates: Path | None, gpus: str | None,
+             no_gpu: bool, no_compile: bool, defer_baselines: bool, stop_at_floor: float, candidates: Path | None,
+             gpus: str | None,
              time_limit_s: float | None,
              executor_kind: str, address: str | None, store_path, as_json: bool) -> None:
     """One batch of generator runs, one per imported task in TASKS_DIR (`kernelbench import --out`).

@@ -22,9 +22,9 @@ from click.testing import CliRunner
 
 from skillbase.cli import cli
 from skillbase.documents import DOCUMENTS, schema_path
+from skillbase.errors import InputError
 from skillbase.harness.jobs import NOT_STARTED, Job, JobResult
 from skillbase.kernelbench.importer import import_problems
-from skillbase.errors import InputError
 from skillbase.run.batch import PYTORCH_STEP, resume_all, start_kernelbench_batch
 from skillbase.run.pending import list_pending
 from skillbase.run.store import RunStore
