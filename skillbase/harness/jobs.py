@@ -35,8 +35,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "collect", "describe_error", "folders_of",
-           "run_job"]
+from skillbase.harness.phases import collecting
+
+__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "TimeBudget", "collect", "describe_error",
+           "folders_of", "not_started", "run_job"]
 
 
 @dataclass(frozen=True)
@@ -66,10 +68,12 @@ class JobResult:
     device: str | None                 # the CUDA_VISIBLE_DEVICES value it ran under (None: no GPU)
     value: Any = None                  # what the job's function returned
     error: str | None = None           # why it returned nothing (an exception, a dead worker)
+    wall_s: float | None = None        # how long it ran (None: it did not run)
+    phases_s: dict[str, float] = field(default_factory=dict)   # where that time went (harness.phases)
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.index, "job": self.job.to_json(), "device": self.device, "value": self.value,
-                "error": self.error}
+                "error": self.error, "wall_s": self.wall_s, "phases_s": self.phases_s}
 
 
 def folders_of(*paths: str | Path | None) -> tuple[str, ...]:
@@ -91,13 +95,17 @@ class Executor(Protocol):
         ...
 
 
-def _attempt(index: int, job: Job, device: str | None) -> JobResult:
+def _attempt(index: int, job: Job, device: str | None, clock: Callable[[], float] = time.monotonic) -> JobResult:
     # The one call site of a job on its GPU. The harness's workers take `harness.gpu_lock` themselves
     # (shared to verify, exclusive to time), so a job here never times beside another process's work.
-    try:
-        return JobResult(index, job, device, value=run_job(job))
-    except Exception as error:  # the executor's boundary: a job's failure is its result, never the end of the batch
-        return JobResult(index, job, device, error=describe_error(error))
+    started = clock()
+    with collecting() as phases:     # what the harness measured during the job (its worker phases, nvcc, ncu)
+        try:
+            result = JobResult(index, job, device, value=run_job(job))
+        except Exception as error:  # the executor's boundary: a job's failure is its result, never the end of the batch
+            result = JobResult(index, job, device, error=describe_error(error))
+    result.wall_s, result.phases_s = round(clock() - started, 3), dict(phases)
+    return result
 
 
 def describe_error(error: Exception) -> str:
@@ -106,47 +114,112 @@ def describe_error(error: Exception) -> str:
 
 
 NOT_STARTED = "not started: the time limit was reached (run again to continue)"
+# What a job of each kind is expected to take before one has run in this command (seconds): a
+# KernelBench judgement on an H200 took 33-218 s, a plain task's a few seconds to a minute.
+DEFAULT_ESTIMATE_S = {"advance-run": 60.0, "start-run": 60.0}
+WHAT = {"advance-run": "a judgement", "start-run": "a run's start", "bench-measure": "a measurement"}
+
+
+def not_started(error: str | None) -> bool:
+    """Whether a result's error says the job never started (the time limit), so it can run later."""
+    return bool(error) and error.startswith("not started: ")
+
+
+class TimeBudget:
+    """The one rule for starting a job under a time limit: not after the deadline, and not when the
+    time left is shorter than the longest job of the same kind seen so far (or, before any, its
+    `DEFAULT_ESTIMATE_S`): a job started then would overrun the limit the caller set."""
+
+    def __init__(self, deadline: float | None, clock: Callable[[], float] = time.time,
+                 defaults: dict[str, float] | None = None):
+        self.deadline = deadline
+        self.clock = clock
+        self.longest = dict(DEFAULT_ESTIMATE_S if defaults is None else defaults)
+        self.seen: set[str] = set()
+
+    def refusal(self, job: Job) -> str | None:
+        """Why `job` must not start now (one line, `not_started`), or None."""
+        if self.deadline is None:
+            return None
+        left = self.deadline - self.clock()
+        if left <= 0:
+            return NOT_STARTED
+        needed = self.longest.get(job.kind, 0.0)
+        if left < needed:
+            took = "took up to" if job.kind in self.seen else "is expected to take"
+            return (f"not started: time limit: ~{left:.0f} s left, {WHAT.get(job.kind, f'a {job.kind} job')} "
+                    f"{took} {needed:.0f} s (run again to continue)")
+        return None
+
+    def ran(self, result: JobResult) -> None:
+        """Learn from a job that ran: the longest of its kind, measured (replacing the default estimate)."""
+        if result.wall_s is None:
+            return
+        kind = result.job.kind
+        self.longest[kind] = max(result.wall_s, self.longest.get(kind, 0.0) if kind in self.seen else 0.0)
+        self.seen.add(kind)
 
 
 class LocalExecutor:
     """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one (or on none: work
     that needs no GPU), else one spawned worker process per GPU taking jobs from a shared queue.
 
-    With a `deadline` (a `time.time()` value) no job starts after it: the jobs running then finish,
-    the rest come back with the error `NOT_STARTED` (a device session's time is bounded)."""
+    With a `deadline` (a `clock()` value, default `time.time()`) a job starts only when its
+    `TimeBudget` allows: the jobs running then finish, the rest come back with a `not_started` error
+    (a device session's time is bounded)."""
 
     remote = False   # its jobs run on this host: they read and write its files (a batch's run store)
 
-    def __init__(self, gpu_ids: Sequence[str], deadline: float | None = None):
+    def __init__(self, gpu_ids: Sequence[str], deadline: float | None = None, clock: Callable[[], float] = time.time):
         self.gpu_ids = list(gpu_ids)
         self.deadline = deadline
+        self.clock = clock
 
     def close(self) -> None:
         """Nothing to release: the worker processes end with each `run`."""
 
     def run(self, jobs: Sequence[Job], on_result: Callable[[JobResult], None]) -> list[JobResult]:
+        budget = TimeBudget(self.deadline, self.clock)
         if len(self.gpu_ids) <= 1:
             device = self.gpu_ids[0] if self.gpu_ids else None
             if device is not None:
                 os.environ["CUDA_VISIBLE_DEVICES"] = device
             results = []
             for index, job in enumerate(jobs):
-                late = self.deadline is not None and time.time() > self.deadline
-                result = JobResult(index, job, device, error=NOT_STARTED) if late else _attempt(index, job, device)
+                refusal = budget.refusal(job)
+                result = JobResult(index, job, device, error=refusal) if refusal else \
+                    _attempt(index, job, device, self.clock)
+                budget.ran(result)
                 results.append(result)
                 on_result(result)
             return results
         ctx = mp.get_context("spawn")
         tasks, done = ctx.Queue(), ctx.Queue()
-        for index, job in enumerate(jobs):
-            tasks.put((index, job.to_json()))
-        for _ in self.gpu_ids:
-            tasks.put(None)
-        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done, os.getpid(), self.deadline), daemon=True)
+        upcoming = iter(range(len(jobs)))
+
+        def start_next() -> None:
+            # This process hands out each job when a GPU frees, so the budget knows every job that finished.
+            for index in upcoming:
+                refusal = budget.refusal(jobs[index])
+                if refusal is None:
+                    tasks.put((index, jobs[index].to_json()))
+                    return
+                done.put({"index": index, "device": None, "value": None, "error": refusal})
+            tasks.put(None)     # nothing left: this worker ends
+
+        def arrived(result: JobResult) -> None:
+            budget.ran(result)
+            if result.wall_s is not None:   # a worker is free again
+                start_next()
+            on_result(result)
+
+        workers = [ctx.Process(target=_worker, args=(gpu, tasks, done, os.getpid()), daemon=True)
                    for gpu in self.gpu_ids]
         for worker in workers:
             worker.start()
-        by_index = collect(jobs, done, workers, on_result)
+        for _ in workers:
+            start_next()
+        by_index = collect(jobs, done, workers, arrived)
         for worker in workers:
             worker.join()
         return [by_index[i] for i in sorted(by_index)]
@@ -171,7 +244,8 @@ def collect(jobs: Sequence[Job], done, workers, on_result: Callable[[JobResult],
                                                                         f"{codes}) before this job ran")
                     on_result(by_index[index])
             break
-        result = JobResult(data["index"], jobs[data["index"]], data["device"], data["value"], data["error"])
+        result = JobResult(data["index"], jobs[data["index"]], data["device"], data["value"], data["error"],
+                           data.get("wall_s"), data.get("phases_s") or {})
         by_index[result.index] = result
         on_result(result)
     return by_index
@@ -186,7 +260,7 @@ def _die_with_parent() -> None:
         pass
 
 
-def _worker(gpu: str, tasks, done, parent: int, deadline: float | None = None) -> None:
+def _worker(gpu: str, tasks, done, parent: int) -> None:
     os.environ["CUDA_VISIBLE_DEVICES"] = gpu          # before anything initialises CUDA in this process
     _die_with_parent()
     while True:
@@ -194,11 +268,9 @@ def _worker(gpu: str, tasks, done, parent: int, deadline: float | None = None) -
         if item is None or os.getppid() != parent:
             return
         index, job = item
-        if deadline is not None and time.time() > deadline:
-            done.put({"index": index, "device": gpu, "value": None, "error": NOT_STARTED})
-            continue
         result = _attempt(index, Job.from_json(job), gpu)
-        done.put({"index": index, "device": gpu, "value": result.value, "error": result.error})
+        done.put({"index": index, "device": gpu, "value": result.value, "error": result.error,
+                  "wall_s": result.wall_s, "phases_s": result.phases_s})
 
 
 def main(argv: Sequence[str]) -> int:
@@ -208,7 +280,8 @@ def main(argv: Sequence[str]) -> int:
     job = Job.from_json(json.loads(open(argv[0]).read()))
     result = _attempt(0, job, os.environ.get("CUDA_VISIBLE_DEVICES"))
     with open(argv[1], "w") as out:
-        json.dump({"value": result.value, "error": result.error}, out)
+        json.dump({"value": result.value, "error": result.error, "wall_s": result.wall_s,
+                   "phases_s": result.phases_s}, out)
     return 0
 
 

@@ -26,6 +26,7 @@ from skillbase.config import cache_root
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.build import BuildError, BuildResult, build
 from skillbase.harness.ncu_metrics import catalogue, split_metrics
+from skillbase.harness.phases import Phases, record
 from skillbase.harness.runtime import require_gpu, run_worker
 from skillbase.task import load_task
 
@@ -106,8 +107,10 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     preset = preset or spec.scored[0]
     sizes = spec.sizes_for(preset)
     say(f"building {cu_path.name}")
+    phases = Phases()
     try:
-        built = build(cu_path, extra_flags=tuple(extra_flags), link=spec.link, task_arch=spec.arch)
+        with phases("compile"):
+            built = build(cu_path, extra_flags=tuple(extra_flags), link=spec.link, task_arch=spec.arch)
     except BuildError as error:
         raise InputError(f"cannot profile {cu_path.name}: it does not build: {error.message}") from None
     folder = Path(out) if out is not None else _default_folder(cu_path, built.key)
@@ -121,7 +124,9 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
     job = {"kind": "run", "task": str(spec.kernel_path.resolve()),
            "candidate": {"library": str(built.library), "hooks": dict(spec.hooks)},
            "run": {"sizes": sizes, "seed": 0}}
-    outcome = run_worker(job, timeout_s=timeout_s, wrapper=ncu_command(ncu, base, metrics, full), plain=False)
+    with phases("profile"):      # the whole ncu process: its replays dominate the worker's own phases
+        outcome = run_worker(job, timeout_s=timeout_s, wrapper=ncu_command(ncu, base, metrics, full), plain=False)
+    record(phases.to_json())
     problem = ncu_problem(outcome.stderr_tail)
     if problem is not None:
         raise problem

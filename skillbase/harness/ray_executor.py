@@ -28,14 +28,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from skillbase import __version__
 from skillbase.errors import EnvironmentProblem, InputError
-from skillbase.harness.jobs import NOT_STARTED, Job, JobResult
+from skillbase.harness.jobs import Job, JobResult, TimeBudget
 
 __all__ = ["MAX_BUNDLE_BYTES", "NodeProbe", "RayExecutor", "check_nodes", "probe_node", "run_on_node"]
 
@@ -179,7 +178,7 @@ class RayExecutor:
     without an address, a Ray instance started on this host for the executor's lifetime (`init_options`
     go to `ray.init`: tests declare `num_gpus` there). The cluster is checked on construction;
     `gpu_model` is its one GPU model (None when no node could name it). With a `deadline` no job
-    starts after it (`NOT_STARTED`). `close()` disconnects (and stops the instance it started)."""
+    starts that its `TimeBudget` refuses (`not_started`). `close()` disconnects (and stops the instance it started)."""
 
     remote = True    # its jobs run on other machines: what they write there never reaches this host
 
@@ -257,13 +256,17 @@ class RayExecutor:
         results: dict[int, JobResult] = {}
         upcoming = iter(range(len(jobs)))
 
+        budget = TimeBudget(self.deadline)
+
         def finish(result: JobResult) -> None:
+            budget.ran(result)
             results[result.index] = result
             on_result(result)
 
         for index in upcoming:
-            if self.deadline is not None and time.time() > self.deadline:
-                finish(JobResult(index, jobs[index], None, error=NOT_STARTED))
+            refusal = budget.refusal(jobs[index])
+            if refusal is not None:
+                finish(JobResult(index, jobs[index], None, error=refusal))
                 continue
             job = jobs[index]
             ref = task.options(num_gpus=1, max_retries=self.retries, retry_exceptions=False).remote(
@@ -289,7 +292,8 @@ class RayExecutor:
             first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
             return JobResult(index, jobs[index], None, error=f"the Ray worker died running this job "
                                                                f"({self.retries + 1} attempts): {first}")
-        return JobResult(index, jobs[index], data["device"], data["value"], data["error"])
+        return JobResult(index, jobs[index], data["device"], data["value"], data["error"], data.get("wall_s"),
+                         data.get("phases_s") or {})
 
     def close(self) -> None:
         """Disconnect (stopping the instance this executor started); a session opened by the caller stays."""

@@ -135,6 +135,7 @@ class CheckResult:
     calls: int = 0                     # candidate launcher calls made (verification + timing)
     static_violations: list[str] = field(default_factory=list)
     log: str = ""                      # build log / worker stderr tail for the debugger
+    phases_s: dict[str, float] = field(default_factory=dict)   # wall seconds per phase (harness.phases)
 
     @property
     def accepted(self) -> bool:

@@ -35,6 +35,7 @@ from typing import Any
 
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.env import gpu_name
+from skillbase.harness.phases import Phases, merge, record
 from skillbase.harness.result import CheckResult
 from skillbase.harness.worker import PROGRESS_MARK, RESULT_MARK
 
@@ -300,8 +301,18 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
     the candidate under the task's; the baseline under `baseline_task` (a .cu or .task.yaml, whose
     launcher and arguments must be the task's) when given, else the task's (it is then another
     version of the task's kernel); a `reference: {cuda: R.cu}` under `R.task.yaml` when one sits
-    beside it, else plainly.
+    beside it, else plainly. The result's `phases_s` says where the time went (`compile` here, the
+    worker's own phases, `worker` for its start); it is also recorded for the job collecting them.
     """
+    host = Phases()      # what this side does around the worker (nvcc), added to the worker's phases
+    result = _evaluate(task, candidate, baseline, options, progress, baseline_flags, baseline_task, host)
+    result.phases_s = merge(host.to_json(), result.phases_s)
+    record(result.phases_s)
+    return result
+
+
+def _evaluate(task, candidate, baseline, options: Options | None, progress, baseline_flags, baseline_task,
+              host: Phases) -> CheckResult:
     from skillbase.task import load_task
 
     options = options or Options()
@@ -351,18 +362,21 @@ def evaluate(task: str | Path, candidate: str | Path | None = None, baseline: st
                                  "compile": options.torch_compile}
     else:
         say(f"building {candidate_path.name}")
-        built = _build(result=result, **_build_arguments(spec, candidate_path, options))
+        with host("compile"):
+            built = _build(result=result, **_build_arguments(spec, candidate_path, options))
         if built is None:
             return result
         entry = {"library": str(built), "source": str(candidate_path), "hooks": dict(spec.hooks)}
     result.compiled = True
     # The spec's own path: a torch task's kernel (torch.py) does not name its spec the way K.cu does.
     job: dict[str, Any] = {"kind": "check", "task": str(spec.path.resolve()), "candidate": entry}
-    job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
+    with host("compile"):
+        job["reference"] = _reference(spec, candidate_path, task_kernel, options, say)
     if baseline is not None and options.time:
         say(f"building the baseline {Path(baseline).name}")
-        base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult(), link=base_spec.link,
-                          task_arch=base_spec.arch or spec.arch)
+        with host("compile"):
+                base_lib = _build(Path(baseline).resolve(), baseline_flags, options.arch, CheckResult(),
+                              link=base_spec.link, task_arch=base_spec.arch or spec.arch)
         if base_lib is None:
             raise InputError(f"{baseline}: the baseline does not build", hint="run `skillbase check` on it first")
         job["baseline"] = {"library": str(base_lib), "hooks": dict(base_spec.hooks)}
@@ -406,6 +420,8 @@ def merge_outcome(result: CheckResult, outcome: WorkerOutcome) -> CheckResult:
         merged.compiled = True
         merged.static_violations = result.static_violations
         merged.log = outcome.stderr_tail[-4000:]
+        # The worker process's start and imports: its wall time less the phases it measured itself.
+        merged.phases_s["worker"] = round(max(0.0, outcome.wall_s - sum(merged.phases_s.values())), 3)
         return merged
     status, reason = outcome.diagnosis()
     if status == "environment":

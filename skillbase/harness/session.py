@@ -26,6 +26,7 @@ import numpy as np
 from skillbase.errors import InputError
 from skillbase.harness.device import Device, wait_ms
 from skillbase.harness.native import NativeLauncher
+from skillbase.harness.phases import Phases
 from skillbase.harness.torch_launcher import launcher_for
 from skillbase.harness.verify import POISON, compare_outputs
 
@@ -64,10 +65,12 @@ class CallOutcome:
 class Session:
     """Everything one worker job needs on the GPU."""
 
-    def __init__(self, job: dict, progress: Callable[[str], None] = lambda message: None):
+    def __init__(self, job: dict, progress: Callable[[str], None] = lambda message: None,
+                 phases: Phases | None = None):
         from skillbase.task import load_task
 
         self.progress = progress
+        self.phases = phases or Phases()     # where the job's time goes (inputs and references counted here)
         self.device = Device(int(job.get("device", 0)))
         # Snapshot before any candidate code is loaded: a library constructor could change limits.
         self.limits_snapshot = self.device.limits()
@@ -117,10 +120,11 @@ class Session:
     def prepare(self, size: str, sizes: dict[str, int], seed: int, variant: str = "spec") -> Case:
         resolved = self.spec.resolve(sizes)
         self.setup(resolved.scalars)     # before the reference runs at this size; outside every timed window
-        host = self.spec.make_inputs(sizes, seed)
-        if variant == "scaled-x4":
-            host = {name: self._scaled(name, array) for name, array in host.items()}
-        pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
+        with self.phases("inputs"):
+            host = self.spec.make_inputs(sizes, seed)
+            if variant == "scaled-x4":
+                host = {name: self._scaled(name, array) for name, array in host.items()}
+            pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
         outputs = [a for a in self.args if a.pointer and a.written]
         tolerance = {}
         from skillbase.task import DEFAULT_TOLERANCES
@@ -130,7 +134,8 @@ class Session:
             tolerance[a.name] = (float(default.rtol if rule.rtol is None else rule.rtol),
                                  float(default.atol_scale if rule.atol_scale is None else rule.atol_scale))
         case = Case(size, dict(sizes), seed, variant, resolved, host, pristine, outputs, tolerance)
-        case.reference = self.reference_outputs(case)
+        with self.phases("reference"):
+            case.reference = self.reference_outputs(case)
         return case
 
     def _scaled(self, name: str, array: np.ndarray) -> np.ndarray:

@@ -46,11 +46,14 @@ def run_job(job: dict) -> dict:
 
 def _check(job: dict) -> dict:
     from skillbase.harness.gpu_lock import gpu_lock
+    from skillbase.harness.phases import Phases
     from skillbase.harness.result import CheckResult
     from skillbase.harness.session import Session
 
     result = CheckResult(compiled=True)
-    session = Session(job, _progress)
+    phases = Phases()
+    with phases("load"):        # the task, the libraries (and torch, for a python reference or candidate)
+        session = Session(job, _progress, phases)
     result.device = session.device.info()
     # Shared for the whole job (other candidates verify beside it), exclusive around the probes and
     # the timed phase (nothing of another skillbase process runs on this GPU then).
@@ -73,7 +76,9 @@ def _check_session(job: dict, session, result) -> dict:
     if verify is not None:
         plan = VerifyPlan(sizes=[(name, dict(sizes)) for name, sizes in verify["sizes"]],
                           **{k: v for k, v in verify.items() if k != "sizes"})
-        if not verify_candidate(session, plan, result):
+        with session.phases("verify"):
+            verified = verify_candidate(session, plan, result)
+        if not verified:
             return _finish(result, session)
         result.correct = True
     timing = job.get("time")
@@ -83,7 +88,7 @@ def _check_session(job: dict, session, result) -> dict:
             [("candidate", session.candidate)]
         # No other skillbase process runs on this GPU meanwhile: a neighbour's kernels would stretch
         # the peaks (and so the floors) and every sample.
-        with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress):
+        with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress), session.phases("timing"):
             _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")
             result.peaks = dict(session.device.peaks)
             for name, sizes in timing["sizes"]:
@@ -103,6 +108,7 @@ def _check_session(job: dict, session, result) -> dict:
 
 def _finish(result, session) -> dict:
     result.calls = session.candidate.calls
+    result.phases_s = session.phases.to_json()
     if result.status != "ok" and result.correct is None:
         result.correct = False if result.status in ("incorrect",) else None
     return result.to_dict()
@@ -116,15 +122,19 @@ def _run_once(job: dict) -> dict:
     from skillbase.harness.device import Device
     from skillbase.harness.gpu_lock import gpu_lock
     from skillbase.harness.native import NativeLauncher
+    from skillbase.harness.phases import Phases
     from skillbase.harness.verify import POISON
     from skillbase.task import load_task
     from skillbase.task.dtypes import DTYPES
 
-    device = Device(int(job.get("device", 0)))
-    spec = load_task(job["task"], check_launcher=False)
+    phases = Phases()
+    with phases("load"):
+        device = Device(int(job.get("device", 0)))
+        spec = load_task(job["task"], check_launcher=False)
     sizes = dict(job["run"]["sizes"])
     resolved = spec.resolve(sizes)
-    host = spec.make_inputs(sizes, int(job["run"].get("seed", 0)))
+    with phases("inputs"):
+        host = spec.make_inputs(sizes, int(job["run"].get("seed", 0)))
     cp = device.cp
     buffers = {}
     for a in spec.args:
@@ -139,14 +149,14 @@ def _run_once(job: dict) -> dict:
     launcher.setup(resolved.scalars)       # the spec's hooks.setup, before the profiled calls
     device.sync()
     # A profiler measures these calls (and replays them): alone on the GPU, like a timed phase.
-    with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress):
+    with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress), phases("run"):
         for _ in range(int(job["run"].get("calls", 1))):
             launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
         device.sync()
     launcher.teardown()
     device.sync()
     launcher.close()
-    return {"calls": launcher.calls, "sizes": sizes, "device": device.info()}
+    return {"calls": launcher.calls, "sizes": sizes, "device": device.info(), "phases_s": phases.to_json()}
 
 
 def _selftest(job: dict) -> dict:

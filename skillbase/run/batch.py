@@ -45,7 +45,8 @@ from skillbase.errors import InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
-from skillbase.harness.jobs import NOT_STARTED, Executor, Job, JobResult
+from skillbase.harness.jobs import Executor, Job, JobResult, not_started
+from skillbase.harness.phases import judged_line
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
@@ -69,6 +70,8 @@ class MemberOutcome:
     reason: str                  # the verdict, the pause, why it waits, or the error
     status: str | None = None    # the run's status afterwards
     run: str | None = None
+    wall_s: float | None = None  # how long its job ran (None: no job ran)
+    phases_s: dict[str, float] = field(default_factory=dict)   # where that time went (harness.phases)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -464,15 +467,21 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
 
     def arrived(done: JobResult) -> None:
         if done.error is not None:
-            action = "deferred" if done.error == NOT_STARTED else "failed"
+            action = "deferred" if not_started(done.error) else "failed"
             member = MemberOutcome(done.job.label, action, done.error, None,
-                                   done.job.label if done.job.label.startswith("run_") else None)
+                                   done.job.label if done.job.label.startswith("run_") else None,
+                                   done.wall_s, done.phases_s)
+            if action == "deferred" and done.job.kind == "advance-run" and done.job.payload.get("key"):
+                # Still waiting for its judgement: `pending` says why it was not judged.
+                store.note_waiting(done.job.payload["run"], done.job.payload["key"], done.error)
         else:
             value = done.value
-            member = MemberOutcome(value["run"], value["action"], value["reason"], value["status"], value["run"])
+            member = MemberOutcome(value["run"], value["action"], value["reason"], value["status"], value["run"],
+                                   done.wall_s, done.phases_s)
         outcome.members.append(member)
         if progress is not None:
-            progress(len(outcome.members), total, f"{member.label}: {member.action} -- {member.reason}")
+            line = judged_line(member.label, member.action, member.wall_s, member.phases_s)
+            progress(len(outcome.members), total, f"{line} -- {member.reason}")
 
     if progress is not None and jobs:
         progress(0, total, "")      # the count before the first run ends (a run takes minutes)

@@ -115,15 +115,18 @@ class Shipment:
         """The job's work applied to the store; the result as the batch's own job would have given it."""
         ticket = self.tickets[result.index]
         if result.error is not None:
-            return JobResult(result.index, ticket.job, result.device, None, result.error)
+            return JobResult(result.index, ticket.job, result.device, None, result.error, result.wall_s,
+                             result.phases_s)
         shipped = result.value
         try:
             self._apply(ticket, shipped)
         except (SkillbaseError, OSError) as problem:   # that run's failure, in one line; the batch goes on
             why = problem.message if isinstance(problem, SkillbaseError) else f"{problem.strerror or problem}"
             return JobResult(result.index, ticket.job, result.device, None,
-                             f"{run_name(ticket.run_id)}: its work could not be recorded: {why}")
-        return JobResult(result.index, ticket.job, result.device, shipped["value"], shipped["error"])
+                             f"{run_name(ticket.run_id)}: its work could not be recorded: {why}", result.wall_s,
+                             result.phases_s)
+        return JobResult(result.index, ticket.job, result.device, shipped["value"], shipped["error"], result.wall_s,
+                         result.phases_s)
 
     def _apply(self, ticket: _Ticket, shipped: dict[str, Any]) -> None:
         self.store.require_unchanged(ticket.run_id, ticket.copied_at)   # before anything is written

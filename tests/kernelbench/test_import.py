@@ -194,3 +194,33 @@ def test_score_needs_a_gpu_and_says_so_in_one_line(tmp_path):
     done = subprocess.run([sys.executable, "-m", "skillbase", "kernelbench", "score", str(tmp_path / "level1_2_ReLU")],
                           capture_output=True, text=True)
     assert done.returncode == 3 and done.stderr.splitlines()[0] == "error: no NVIDIA GPU found (nvidia-smi lists none)"
+
+
+def _load(path: Path, name: str):
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("problem", ["level1/1_Matmul.py", "level3/1_MLP.py"])
+def test_without_a_gpu_the_inputs_are_the_problems_own_draws_under_the_harness_seed(imported, problem, monkeypatch):
+    spec = _spec(imported, problem)
+    adapter = _load(spec.path.parent / "kb_task.py", "kb_task_inputs")
+    monkeypatch.setattr(adapter._kb_torch.cuda, "is_available", lambda: False)
+    sizes, seed = spec.sizes_for("default"), random.randrange(1 << 30)
+    arrays = adapter.make_inputs(sizes, np.random.default_rng(seed))
+    # The same draws made by hand with the problem's own code, on the host, as before the GPU path existed.
+    own = _load(FIXTURES / problem, "kb_fixture_inputs")
+    for name in adapter._KB["symbols"]:
+        setattr(own, name, int(sizes[name]))
+    torch.manual_seed(int(np.random.default_rng(seed).integers(0, 2**31 - 1)))
+    model = own.Model(*own.get_init_inputs())
+    inputs = own.get_inputs()
+    expected = {name: inputs[i].numpy() for i, name in enumerate(adapter._KB["inputs"])}
+    state = model.state_dict()
+    expected.update({name: state[key].detach().numpy() for name, key in adapter._KB["params"]})
+    assert sorted(arrays) == sorted(expected)
+    assert all(arrays[k].dtype == expected[k].dtype and np.array_equal(arrays[k], expected[k]) for k in expected)
+    again = adapter.make_inputs(sizes, np.random.default_rng(seed + 1))
+    assert not all(np.array_equal(arrays[k], again[k]) for k in expected)

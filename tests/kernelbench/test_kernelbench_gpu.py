@@ -105,3 +105,35 @@ def test_score_times_eager_compile_and_the_kernel_and_scores_by_level(tasks, tmp
     assert problem["verified"] and problem["kernel_us"] > 0 and problem["eager_us"] > 0 and problem["compile_us"] > 0
     assert problem["speedup_vs_eager"] == pytest.approx(problem["eager_us"] / problem["kernel_us"])
     assert document["levels"][0]["fast_p"]["fast_0"] == 1.0
+
+
+@pytest.mark.gpu
+def test_inputs_drawn_on_the_gpu_repeat_under_a_seed_and_come_back_to_the_host(tasks):
+    import importlib.util
+    import random
+
+    import numpy as np
+
+    from skillbase.task import load_task
+
+    spec = load_task(tasks["level2/2_Gemm_Scale_ReLU.py"] / "model.task.yaml")
+    kb = importlib.util.spec_from_file_location("kb_task_gpu_inputs", spec.path.parent / "kb_task.py")
+    module = importlib.util.module_from_spec(kb)
+    kb.loader.exec_module(module)
+    seed = random.randrange(1 << 30)
+    first, again = (module.make_inputs(spec.sizes_for("default"), np.random.default_rng(seed)) for _ in range(2))
+    assert all(isinstance(v, np.ndarray) and np.array_equal(v, again[k]) for k, v in first.items())
+
+
+@pytest.mark.gpu
+def test_a_judgement_says_where_its_time_went(tasks):
+    import time
+
+    relu = tasks["level1/2_ReLU.py"] / "model.cu"
+    shutil.copyfile(KERNELS / "relu.cu", relu)
+    started = time.monotonic()
+    result = _evaluate(relu, time=True)
+    wall = time.monotonic() - started
+    assert result.status == "ok", result.reason
+    assert {"compile", "load", "inputs", "reference", "verify", "timing", "worker"} <= set(result.phases_s)
+    assert all(v >= 0 for v in result.phases_s.values()) and sum(result.phases_s.values()) <= wall

@@ -1,0 +1,83 @@
+"""Where a job's time goes and a time limit that holds (skillbase.harness.phases, jobs.TimeBudget): phases
+are exclusive and carried from the harness into every job result and a batch's progress line; a job does
+not start when the time left is shorter than the longest of its kind so far (or the default estimate)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from skillbase.harness import jobs
+from skillbase.harness.jobs import DEFAULT_ESTIMATE_S, NOT_STARTED, Job, LocalExecutor, TimeBudget, not_started
+from skillbase.harness.phases import Phases, collecting, judged_line, merge, record
+
+
+class FakeClock:
+    def __init__(self, now: float = 1000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_phases_are_exclusive_so_they_never_add_up_to_more_than_the_wall_time():
+    clock = FakeClock(0.0)
+    phases = Phases(clock)
+    a, b, c = (round(random.uniform(0.5, 50), 3) for _ in range(3))
+    with phases("timing"):
+        clock.now += a
+        with phases("inputs"):      # inputs drawn while timing: counted once, as inputs
+            clock.now += b
+        clock.now += c
+    assert phases.to_json() == {"timing": pytest.approx(a + c), "inputs": pytest.approx(b)}
+    assert sum(phases.seconds.values()) == pytest.approx(clock.now)
+
+
+def test_what_the_harness_records_during_a_job_comes_back_in_its_result():
+    part = {"inputs": round(random.uniform(1, 9), 3), "compile": 2.5}
+    with collecting() as found:
+        record(part)
+        record({"inputs": 1.0})
+    record({"lost": 1.0})             # nothing collecting: dropped
+    assert found == merge(part, {"inputs": 1.0}) and found["inputs"] == pytest.approx(part["inputs"] + 1)
+    results = LocalExecutor([]).run([Job("echo", "skillbase.harness.phases:record", part)], lambda r: None)
+    assert results[0].error is None and results[0].phases_s == part and results[0].wall_s >= 0
+    assert results[0].to_json()["phases_s"] == part
+
+
+def test_the_progress_line_says_where_a_judgement_went():
+    line = judged_line("run_4", "judged", 112.34, {"inputs": 80.12, "reference": 20.4, "load": 0.01, "verify": 7.0})
+    assert line == "run_4: judged in 112.3 s (inputs 80.1, reference 20.4, verify 7.0)"
+    assert judged_line("run_5", "deferred", None, {}) == "run_5: deferred"
+
+
+def test_a_job_is_not_started_when_the_time_left_is_shorter_than_the_longest_of_its_kind(monkeypatch):
+    clock = FakeClock()
+    takes = [random.uniform(10, 40), random.uniform(50, 90), random.uniform(1, 5)]
+
+    def fake_run(job):             # a judgement that takes its payload's seconds of the fake clock
+        clock.now += job.payload["takes"]
+        return job.payload["takes"]
+
+    monkeypatch.setattr(jobs, "run_job", fake_run)
+    limit = sum(takes[:2]) + takes[1] - 1        # after two judgements, less time left than the longest took
+    todo = [Job("advance-run", "fake:judge", {"takes": t}, label=f"run_{i}") for i, t in enumerate(takes)]
+    results = LocalExecutor([], deadline=clock.now + limit, clock=clock).run(todo, lambda r: None)
+    assert [r.value for r in results[:2]] == takes[:2]
+    refused = results[2].error
+    assert not_started(refused) and results[2].wall_s is None
+    assert refused.startswith(f"not started: time limit: ~{takes[1] - 1:.0f} s left, a judgement took up to "
+                              f"{takes[1]:.0f} s"), refused
+
+
+def test_before_any_job_the_default_estimate_decides_and_after_the_deadline_nothing_starts():
+    clock = FakeClock()
+    estimate = DEFAULT_ESTIMATE_S["advance-run"]
+    judgement = Job("advance-run", "fake:judge")
+    assert TimeBudget(clock.now + estimate + 1, clock).refusal(judgement) is None
+    short = TimeBudget(clock.now + estimate - 1, clock).refusal(judgement)
+    assert not_started(short) and "is expected to take" in short
+    assert TimeBudget(clock.now - 1, clock).refusal(judgement) == NOT_STARTED
+    assert TimeBudget(clock.now + 1, clock).refusal(Job("echo", "json:dumps")) is None   # no estimate for it
+    assert TimeBudget(None, clock).refusal(judgement) is None
