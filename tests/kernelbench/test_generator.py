@@ -35,7 +35,7 @@ def test_the_prompt_names_the_launcher_every_argument_and_the_model(relu_task):
     from skillbase.kernelbench.generator import generator_prompt
 
     prompt = generator_prompt(relu_task)
-    assert prompt.template.name == "generator.v1"
+    assert prompt.template.name == "generator.v2"
     text = prompt.text
     assert 'extern "C" void kb_forward(const float* x, float* out, int batch_size, int dim)' in text
     assert "- `x`: f32 [batch_size, dim], an input of forward()" in text

@@ -104,7 +104,7 @@ def test_prompts_render_code_with_braces_untouched():
     prompt = coder_prompt(launcher="launch", skill_id="mem.vectorize", skill_title="Vectorize", skill_card="card",
                           evidence="dram_pct = 91 (>= 60)", memory="", example="", kernel_name="k", kernel=KERNEL)
     assert KERNEL in prompt.text and "mem.vectorize" in prompt.text and "{" in prompt.text
-    assert prompt.template.name == "coder.v2"
+    assert prompt.template.name == "coder.v3"
     assert "(nothing yet)" in prompt.text
     # without the run's figures the standing says so (tests/run/test_standing.py renders real ones)
     assert "## Where the kernel stands" in prompt.text and "built without the task's sizes" in prompt.text

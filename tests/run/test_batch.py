@@ -123,7 +123,7 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
     [call] = store.llm_calls(run.id)
     shown = Path(waiting["relu"]["prompt"]).read_text()
     assert (call["role"], call["model"], call["endpoint_name"], call["prompt_version"]) == \
-        ("coder", "claude helper of the lead", "external", "coder_free.v2")
+        ("coder", "claude helper of the lead", "external", "coder_free.v3")
     assert call["prompt_tokens"] == count_tokens(shown) > 100
     assert (call["completion_tokens"], call["duration_s"]) == (321, 12.5)
     assert store.artifacts.get_text(call["prompt"]) == shown

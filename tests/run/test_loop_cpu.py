@@ -87,7 +87,7 @@ def test_loop_end_to_end_up_to_compile(task, tmp_path, monkeypatch):
     assert "error" in debugger_prompt and "float acc = 0.0f\n" in debugger_prompt
     calls = store.llm_calls(run.id)
     assert [c["role"] for c in calls] == ["coder", "debugger", "debugger", "coder", "coder"]
-    assert calls[0]["prompt_version"] == "coder.v2" and calls[0]["prompt_tokens"] > 0
+    assert calls[0]["prompt_version"] == "coder.v3" and calls[0]["prompt_tokens"] > 0
     # A compile-only run times nothing: its coder is told the figures are unknown, not shown zeros.
     assert "## Where the kernel stands" in coder_prompt and "unknown (this run has not timed a kernel)" in coder_prompt
     assert any("APITimeoutError" in (c["error"] or "") for c in calls)

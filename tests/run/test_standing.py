@@ -87,7 +87,7 @@ def test_the_engine_on_and_off_prompts_carry_byte_identical_standing():
     builder = _prompts(standing)
     engine_on, engine_off = builder.build(_engine_request(), state), builder.build(_free_request(), state)
 
-    assert (engine_on.template.name, engine_off.template.name) == ("coder.v2", "coder_free.v2")
+    assert (engine_on.template.name, engine_off.template.name) == ("coder.v3", "coder_free.v3")
     assert _section(engine_on.text) == _section(engine_off.text), f"seed {seed}"
     assert f"R = {sizes['R']}, C = {sizes['C']}" in _section(engine_on.text)
     # the engine's choice is in one prompt only, and never in the standing
@@ -103,9 +103,9 @@ def test_the_pending_prompt_of_an_external_run_holds_the_standing_and_its_answer
         applier.produce(_free_request(), state)
     written = paused.value.prompt.read_text()
     assert _figures_of(written) == render_standing(standing(state))
-    assert json.loads((tmp_path / "run_1" / "waiting.json").read_text())["template"] == "coder_free.v2"
+    assert json.loads((tmp_path / "run_1" / "waiting.json").read_text())["template"] == "coder_free.v3"
     answered = applier.produce(replace(_free_request(), external_source=KERNEL), state)
-    assert answered.llm_call.prompt_version == "coder_free.v2" and answered.llm_call.prompt == written
+    assert answered.llm_call.prompt_version == "coder_free.v3" and answered.llm_call.prompt == written
 
     # A prompt a run wrote before the waiting file named its template was v1: its answer says so.
     waiting = tmp_path / "run_1" / "waiting.json"
