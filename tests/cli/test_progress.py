@@ -84,7 +84,8 @@ def test_bench_optimize_and_resume_all_log_one_counted_line_per_run_when_piped(b
     from skillbase.bench.suite import bench_dir
 
     started = _batch_cli(*OPTIMIZE, "--store", str(batch_store))
-    runs = re.findall(r"^\[(\d)/2(?:, ~\d+s left)?\] (run_\d+): started -- ", started.stderr, re.MULTILINE)
+    runs = re.findall(r"^\[(\d)/2(?:, ~\d+s left)?\] (run_\d+): started(?: in [\d.]+ s)? -- ",
+                      started.stderr, re.MULTILINE)
     assert [done for done, _ in runs] == ["1", "2"], started.stderr      # counted in the order they paused
     assert started.stderr.splitlines()[1].startswith("[2/2] ")          # nothing left after the last one
     assert "━" not in started.stderr and "\x1b" not in started.stderr
@@ -92,7 +93,7 @@ def test_bench_optimize_and_resume_all_log_one_counted_line_per_run_when_piped(b
     relu = _pending(batch_store)["relu"]
     Path(relu["candidate"]).write_text("// a candidate\n" + (bench_dir() / "ops" / "relu" / "fp32.cu").read_text())
     judged = _batch_cli("resume", "--all", "--store", str(batch_store))
-    assert re.search(rf"^\[1/1\] {relu['run']}: judged -- ", judged.stderr, re.MULTILINE), judged.stderr
+    assert re.search(rf"^\[1/1\] {relu['run']}: judged(?: in [\d.]+ s)? -- ", judged.stderr, re.M), judged.stderr
     # with --json, stderr stays free of progress: stdout is the batch document
     again = _batch_cli("resume", "--all", "--store", str(batch_store), "--json")
     assert again.stderr == "" and json.loads(again.stdout)["schema_version"] == 1
@@ -105,4 +106,4 @@ def test_bench_optimize_on_a_terminal_draws_a_bar_with_the_run_count(batch_store
     _batch_cli(*OPTIMIZE, "--store", str(batch_store))
     text = out.getvalue()
     assert "bench optimize (external)" in text and "2/2" in text and "━" in text and "eta" in text
-    assert len(re.findall(r"run_\d+: started -- ", text)) == 2 and "[1/2" not in text
+    assert len(re.findall(r"run_\d+: started(?: in [\d.]+ s)? -- ", text)) == 2 and "[1/2" not in text

@@ -161,6 +161,9 @@ def _seen(store: Path, outcome: BatchOutcome) -> dict:
         opened.close()
     prompts = [{**p, "text": Path(p["prompt"]).read_text()} for p in document["pending"]]
     document["pending"] = prompts
+    # How long each judgement took (wall_s, phases_s) differs run to run; what was decided must not.
+    document["members"] = [{k: v for k, v in m.items() if k not in ("wall_s", "phases_s")}
+                           for m in document["members"]]
     return {"outcome": document, "runs": runs}
 
 
