@@ -9,26 +9,33 @@
 #   ... candidates ...; skillbase store pack trip/answers.tar.gz --store trip/store --without-reports --force
 # Settings (environment): LIMIT seconds after which no further run starts (default 420); ROUNDS (3);
 # PRESET (l); BATCHES, for STEP=start: `;`-separated batches, each `on:OP,OP,...` (engine-on),
-# `off:OP,...` (engine-off, the ablation) or `on:all`. What comes back in $OUT: store.tar.gz (the whole
+# `off:OP,...` (engine-off, the ablation) or `on:all`; with STEP=resume they start after the judging;
+# DTYPE (fp32 or bf16) for the batches started. What comes back in $OUT: store.tar.gz (the whole
 # store; split into store.tar.gz.part-aa, -ab ... when over 15 MiB, the device tool's per-file limit),
 # trip.log (each command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
 STEP=${STEP:?STEP=start or STEP=resume}
-LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} PRESET=${PRESET:-l}
+LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} PRESET=${PRESET:-l} DTYPE=${DTYPE:-fp32} BATCHES=${BATCHES:-}
 source tools/trip_lib.sh   # repo, OUT, the install, device.txt, left, step, pack_store_back
 store=/tmp/store
+start_batches() {   # each batch of $BATCHES started in the store (its baselines timed and profiled)
+  local batch arm ops extra
+  IFS=';' read -ra batches <<< "$BATCHES"
+  for batch in "${batches[@]}"; do
+    arm=${batch%%:*} ops=${batch#*:}
+    extra=(); [ "$arm" = off ] && extra+=(--no-engine); [ "$ops" != all ] && extra+=(--ops "$ops")
+    step "bench optimize $arm $DTYPE" skillbase bench optimize --agent external --preset "$PRESET" --rounds "$ROUNDS" \
+      --dtype "$DTYPE" --store "$store" --time-limit "$(left)" --json "${extra[@]}"
+  done
+}
 case $STEP in
   start)
-    IFS=';' read -ra batches <<< "${BATCHES:?BATCHES=on:all or e.g. on:relu,softmax;off:relu,softmax}"
-    for batch in "${batches[@]}"; do
-      arm=${batch%%:*} ops=${batch#*:}
-      extra=(); [ "$arm" = off ] && extra+=(--no-engine); [ "$ops" != all ] && extra+=(--ops "$ops")
-      step "bench optimize $arm" skillbase bench optimize --agent external --preset "$PRESET" --rounds "$ROUNDS" \
-        --store "$store" --time-limit "$(left)" --json "${extra[@]}"
-    done ;;
+    : "${BATCHES:?BATCHES=on:all or e.g. on:relu,softmax;off:relu,softmax}"
+    start_batches ;;
   resume)
-    step unpack skillbase store unpack "$repo/trip/answers.tar.gz" --store "$store"
-    step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --json ;;
+    step unpack skillbase store unpack "$repo/trip/answers.tar.gz" --store "$store" --force   # a warm machine keeps the last
+    step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --json
+    [ -n "$BATCHES" ] && start_batches ;;   # new batches after the judging, in the same store
   *) echo "STEP is start or resume"; exit 2 ;;
 esac
 pack_store_back "$store"
