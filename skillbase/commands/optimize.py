@@ -87,15 +87,32 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @click.option("--jobs", type=click.IntRange(0, 64), default=None,
               help="With --all: parallel nvcc processes that build every candidate before the GPU jobs judge them "
                    "(default: one per core, at most 16; 0: build each when it is judged).")
+@click.option("--more-rounds", type=click.IntRange(1, 100), default=None,
+              help="Reopen RUN_REF (with --all: every run that spent its rounds) for N more rounds and go on as the "
+                   "loop would have with a larger --rounds: an external run pauses at its next prompt. Only a run "
+                   "that ended for `rounds`; any other end is left as it is.")
+@click.option("--below-floor", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="With --all --more-rounds: only runs whose best kernel runs below this share of its roofline "
+                   "floor (default 0.5). Runs with no known floor (no work model, compile-only) are not picked: "
+                   "name one to reopen it.")
 @executor_options
 @json_option
 @store_option
-def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, jobs, executor_kind, address, as_json,
-           store_path):
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, jobs, more_rounds, below_floor,
+           executor_kind, address, as_json, store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
-    or with --all every paused run of the store at once."""
+    or with --all every paused run of the store at once; with --more-rounds N, give runs that spent
+    their --rounds N more."""
     from skillbase.errors import InputError
 
+    if more_rounds is not None:
+        _more_rounds(run_ref, all_runs, more_rounds, below_floor, batch, as_json, store_path,
+                     others=bool(candidate or candidates or gpus or time_limit_s or jobs is not None
+                                 or executor_kind != "local" or address))
+        return
+    if below_floor is not None:
+        raise InputError("--below-floor goes with --more-rounds", hint="skillbase resume --all --more-rounds 2 "
+                                                                       "--below-floor 0.5")
     if all_runs:
         if run_ref or candidate:
             raise InputError("--all resumes every paused run; it takes no RUN_REF or --candidate",
@@ -124,6 +141,23 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
     summary = resume_run(run_ref, store_path=store_path,
                          candidate=read_text(Path(candidate)) if candidate else None)
     _print_summary(summary, as_json)
+
+
+def _more_rounds(run_ref, all_runs: bool, more_rounds: int, below_floor: float | None, batch, as_json: bool,
+                 store_path, others: bool) -> None:
+    """`resume RUN --more-rounds N` / `resume --all --more-rounds N`: the runs reopened, then what waits."""
+    from skillbase.commands.pending import print_batch_outcome
+    from skillbase.errors import InputError
+    from skillbase.run.reopen import reopen
+
+    if others:
+        raise InputError("--more-rounds takes RUN_REF or --all, with --below-floor and --batch; not --candidate, "
+                         "--candidates, --gpus, --time-limit, --jobs, --executor or --address",
+                         hint="reopen first, then answer the prompts and `skillbase resume --all`")
+    with ui.progress("resume --more-rounds") as bar:
+        outcome = reopen(store_path, runs=[run_ref] if run_ref else [], more_rounds=more_rounds, all_runs=all_runs,
+                         below_floor=below_floor, batch=batch, progress=None if as_json else bar.step)
+    print_batch_outcome(outcome, as_json)
 
 
 def _print_summary(summary: dict, as_json: bool) -> None:

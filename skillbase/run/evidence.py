@@ -52,5 +52,10 @@ class EvidenceCollector:
             # what the task allows (the ranking demotes what it forbids); a saved report names no size, so its
             # work model is left unset with a note
             attach_task(evidence, path)
-        evidence.history = {**history, "past": self.past()}
-        return evidence
+        return with_history(evidence, history, self.past())
+
+
+def with_history(evidence: Evidence, history: dict, past: dict[str, Any]) -> Evidence:
+    """`evidence` with the run's memory as its history (`past`: the store's other runs' outcomes per skill)."""
+    evidence.history = {**history, "past": past}
+    return evidence

@@ -89,6 +89,9 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
         "best_kernel": run.best_kernel,
         "manifest": run.manifest,
         "rounds": rounds,
+        "reopened": [{"at": _when(r.get("at")), "more": r.get("more"), "from": r.get("from"), "to": r.get("to"),
+                      "round": r.get("round"), "why": r.get("why"), "pct_of_floor": r.get("pct_of_floor"),
+                      "evidence_from": r.get("evidence_from")} for r in store.rounds_added(run.id)],
     })
 
 
@@ -171,8 +174,11 @@ def render_text(report: dict) -> str:
     shown = [f"{k}={manifest[k]}" for k in keys if manifest.get(k) is not None]
     if shown:
         lines.append("manifest: " + "  ".join(shown))
+    reopened = list(report.get("reopened") or [])
     for entry in report["rounds"]:
         lines.append("")
+        while reopened and entry["round"] >= reopened[0]["round"]:   # before the first round it added
+            lines += [_reopened_line(reopened.pop(0)), ""]
         lines.append(f"round {entry['round']}: {entry['outcome'] or entry['status']}")
         decision = entry["decision"]
         if decision:
@@ -213,4 +219,13 @@ def render_text(report: dict) -> str:
                    + (f", error: {llm['error']}" if llm["error"] else "") + "]") if llm else ""
             lines.append(f"  try {attempt['attempt'] + 1}: {attempt['skill']}{params} -> {attempt['status']}: "
                          f"{attempt['reason']}{timing}{via}")
+    lines += [line for record in reopened for line in ("", _reopened_line(record))]   # its new rounds not run yet
     return "\n".join(lines)
+
+
+def _reopened_line(record: dict) -> str:
+    """One reopening of the run (`resume --more-rounds`): when, by how many rounds, why, and its evidence."""
+    evidence = (f"round {record['round']} reuses round {record['evidence_from']}'s evidence"
+                if record.get("evidence_from") is not None else f"round {record['round']} profiles its kernel anew")
+    return (f"reopened {record['at']}: {record['more']} more round{'s' if record['more'] != 1 else ''} "
+            f"({record['from']} -> {record['to']}): {record['why']}; {evidence}")

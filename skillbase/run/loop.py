@@ -163,10 +163,8 @@ class Loop:
             evidence = self.evidence_source.evidence(state.best_source, state.best_flags, state.memory())
             digest = self.store.artifacts.put_text(evidence.to_json())
 
-            def rows(tx):
-                tx.start_round(self.run_id, idx, start_digest)
-                tx.add_evidence(self.run_id, idx, start_digest, digest, None)
-            return {"document": digest}, rows
+            return {"document": digest}, partial(record_evidence, run_id=self.run_id, idx=idx, kernel=start_digest,
+                                                 document=digest)
 
         evidence_result = self._step(f"{prefix}/evidence", evidence_step)
 
@@ -294,6 +292,13 @@ def run_ended(store: RunStore, run: RunRow) -> tuple[Ended, str | None]:
     planned = Settings.from_stored(run.manifest.get("settings") or {}).rounds
     finished = sum(r["status"] == "finished" for r in rounds)
     return (Ended.ROUNDS if finished >= planned else Ended.BUDGET), run.stop_reason
+
+
+def record_evidence(tx, run_id: int, idx: int, kernel: str, document: str) -> None:
+    """The rows of round `idx`'s evidence step: the round started from `kernel` (a digest), its evidence
+    `document` (an artifact); `reopen` records a first new round's reused evidence with the same rows."""
+    tx.start_round(run_id, idx, kernel)
+    tx.add_evidence(run_id, idx, kernel, document, None)
 
 
 def attempt_key(round_idx: int, variant_idx: int, attempt: int) -> str:

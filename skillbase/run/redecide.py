@@ -51,7 +51,7 @@ from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.loop import attempt_key, decision_of, replayed_state
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
-from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, run_standing, unchanged_task
+from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, recorded_standing, unchanged_task
 from skillbase.run.store import RunRow, RunStore, parse_batch_ref
 from skillbase.run.types import ApplyRequest, Candidate, LoopState, Outcome, Paused, RunStatus, Settings
 from skillbase.task import load_task
@@ -221,8 +221,7 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     corpus = deciders.corpus
     spec = load_task(kernel)
     # where the kernel stands as the run's prompts show it: the decision holds it against --stop-at-floor
-    gpu = run.manifest.get("gpu") if run.manifest.get("gpu_run", True) else None
-    standing = run_standing(kernel, spec, run.manifest.get("preset"), gpu)
+    standing = recorded_standing(run, kernel, spec)
     decide = make_decide(settings.agent, engine, corpus, mechanical_applier(corpus, settings), engine_on=True,
                          standing=standing, stop_at_floor=settings.stop_at_floor)
     evidence = Evidence.from_json(store.artifacts.get_text(evidence_step["document"]))

@@ -32,7 +32,7 @@ from skillbase.harness.scratch import copy_spec
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run
 from skillbase.run.judges import judge_for
-from skillbase.run.loop import Loop, choose
+from skillbase.run.loop import Loop, attempt_key, choose
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.pending import pending_in
 from skillbase.run.standing import standing_of
@@ -98,7 +98,8 @@ def start_run(kernel: Path, settings: Settings, store_path=None, preset: str | N
 def resume_run(ref, store_path=None, candidate: str | None = None,
                progress: Callable[[str], None] | None = None, reply: CoderReply | None = None) -> dict:
     """Continue a run; `candidate` answers a paused one, `reply` says who wrote it (model, wall time,
-    reply tokens: an external coder's meta file)."""
+    reply tokens: an external coder's meta file). Away from the run's GPU, an external run whose next step is
+    its round's decision or prompt goes on to that prompt (`decides_away_from_its_gpu`)."""
     store = RunStore.open(store_path)
     run = store.get_run(ref)
     if run.status == RunStatus.FINISHED:
@@ -114,7 +115,8 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     settings = Settings.from_stored(stored)
     saved = run.manifest.get("saved_report")
     wired = _collaborators(kernel, _load_task(kernel), settings, store, run.id, run.manifest.get("preset"),
-                           run.manifest.get("gpu_run", True), Path(saved) if saved else None, reply)
+                           run.manifest.get("gpu_run", True), Path(saved) if saved else None, reply,
+                           elsewhere=_GpuElsewhere(run) if decides_away_from_its_gpu(store, run, candidate) else None)
     # claim() marks it running, under the owner check: setting `running` here first would make a
     # paused run's live starter (a test, an MCP server) look like an owner still driving it.
     store.update_run(run.id, stop_reason=None)
@@ -302,19 +304,21 @@ def _require_gpu() -> None:
 
 def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunStore, run_id: int,
                    preset: str | None, gpu: bool, saved_report: Path | None,
-                   reply: CoderReply | None = None) -> Collaborators:
+                   reply: CoderReply | None = None, elsewhere: _GpuElsewhere | None = None) -> Collaborators:
+    """`elsewhere` (a run's GPU not on this machine) stands in for the judge and the evidence source."""
     engine = Engine.load(extra_rules=tuple(settings.extra_rules))
     corpus = load_corpus()
-    if gpu:
+    if gpu and elsewhere is None:
         _require_gpu()
-    judge = judge_for(kernel, spec, gpu, preset=preset)
+    judge = elsewhere or judge_for(kernel, spec, gpu, preset=preset)
     # The run's own engine names the metrics to profile: a user's --extra-rules may read more.
-    evidence = EvidenceCollector(kernel, profile=gpu, arch=spec.arch or "sm_90", preset=preset,
-                                 saved_report=saved_report,
-                                 metrics=list(engine.required_ncu_metrics()),
-                                 past=lambda: store.skill_outcome_stats(exclude_run=run_id))
+    evidence = elsewhere or EvidenceCollector(kernel, profile=gpu, arch=spec.arch or "sm_90", preset=preset,
+                                              saved_report=saved_report,
+                                              metrics=list(engine.required_ncu_metrics()),
+                                              past=lambda: store.skill_outcome_stats(exclude_run=run_id))
     mechanical = mechanical_applier(corpus, settings)
-    standing = run_standing(kernel, spec, preset, env.gpu_name() if gpu else None)
+    gpu_name = elsewhere.gpu if elsewhere is not None else env.gpu_name() if gpu else None
+    standing = run_standing(kernel, spec, preset, gpu_name)
     decide = make_decide(settings.agent, engine, corpus, mechanical, engine_on=settings.engine, standing=standing,
                          stop_at_floor=settings.stop_at_floor)
     if settings.agent == "none":
@@ -327,6 +331,51 @@ def _collaborators(kernel: Path, spec: TaskSpec, settings: Settings, store: RunS
                              endpoint=client.config.endpoint_name)
     return Collaborators(engine, corpus, judge, evidence, decide,
                          ExternalApplier(prompts, store.location / "runs" / f"run_{run_id}", reply))
+
+
+def decides_away_from_its_gpu(store: RunStore, run: RunRow, candidate: str | None = None) -> bool:
+    """Whether `run` goes on here although this machine lacks its GPU: an external run (no candidate to judge)
+    whose last round has its evidence recorded and nothing produced yet. Its next steps, the decision (on the
+    recorded evidence, held against the floor of the GPU its manifest names) and the prompt, need no GPU, and
+    it pauses again before anything is judged (`skillbase resume --more-rounds` records such evidence)."""
+    settings = Settings.from_stored(run.manifest.get("settings") or {})
+    if candidate is not None or settings.agent != "external" or not run.manifest.get("gpu_run", True) \
+            or env.gpu_name() is not None:
+        return False
+    rounds = store.rounds(run.id)
+    if not rounds or rounds[-1]["status"] != "started":
+        return False
+    idx = rounds[-1]["idx"]
+    return (store.step_result(run.id, f"r{idx}/evidence") is not None
+            and store.step_result(run.id, f"{attempt_key(idx, 0, 0)}/candidate") is None)
+
+
+class _GpuElsewhere:
+    """The judge and evidence source of a run going on away from its GPU (`decides_away_from_its_gpu`): its
+    decision and prompt need neither; anything that does is one line, not a guess."""
+
+    def __init__(self, run: RunRow):
+        self.run, self.gpu = run.name, run.manifest.get("gpu")
+
+    def _refuse(self, what: str):
+        raise EnvironmentProblem(f"{self.run} needs its GPU ({self.gpu or 'unknown'}) to {what}; this machine has "
+                                 "none", hint=f"`skillbase resume {self.run}` on a GPU machine goes on from here")
+
+    def baseline(self, source: str):
+        self._refuse("time its baseline")
+
+    def judge(self, source, flags, best_source, best_flags):
+        self._refuse("judge a candidate")
+
+    def evidence(self, source, flags, history):
+        self._refuse("profile its current kernel")
+
+
+def recorded_standing(run: RunRow, kernel: Path, spec: TaskSpec) -> Callable[[LoopState], Standing]:
+    """`run_standing` of `run` on the GPU its manifest records (none for a compile-only run), wherever this
+    machine is: what `redecide` and `resume --more-rounds` decide with and pick runs by."""
+    gpu = run.manifest.get("gpu") if run.manifest.get("gpu_run", True) else None
+    return run_standing(kernel, spec, run.manifest.get("preset"), gpu)
 
 
 def run_standing(kernel: Path, spec: TaskSpec, preset: str | None, gpu: str | None) -> Callable[[LoopState], Standing]:

@@ -16,7 +16,9 @@ store). A database that is missing or empty beside an artifact folder of earlier
 rather than started over (run ids would restart at run_1 and the history would be lost).
 `claim` is the owner lock `resume` honours. A round's decision is its last `decisions` row: one that
 `skillbase redecide` replaced stays, marked by a `decision-superseded` event (`superseded_decisions`), so
-no schema change was needed and a store written before it reads the same.
+no schema change was needed and a store written before it reads the same. Likewise a run given more rounds
+(`skillbase resume --more-rounds`) keeps its raised --rounds in its manifest's settings and the reopening
+as a `rounds-added` event (`rounds_added`): when, from how many rounds to how many, why.
 
 Location (`skillbase.config.store_location`), first match wins: an explicit path (`--store`),
 `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store
@@ -145,6 +147,7 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 """
 
 DECISION_SUPERSEDED = "decision-superseded"   # the event that marks a round's decision replaced (`redecide`)
+ROUNDS_ADDED = "rounds-added"                 # the event that reopens a run that spent its rounds (`reopen`)
 
 _RUN_REF = re.compile(r"^(?:run_)?(\d{1,18})$")   # at most 18 digits: every id fits SQLite's 64-bit integer
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
@@ -594,6 +597,15 @@ class RunStore:
             found[record.get("decision")] = record | {"at": row["ts"]}
         return found
 
+    def rounds_added(self, run_id: int) -> list[dict]:
+        """Each reopening of the run (`skillbase resume --more-rounds`), oldest first: its `rounds-added` event's
+        record (`more`, `from`, `to`: the --rounds before and after, `round`: the first new round, `why`,
+        `evidence_from`: the round whose stored evidence the first new round reuses, or None) and `at`: when."""
+        return [column_json(row["payload_json"], self.db_path, f"a reopening of {run_name(run_id)}", dict)
+                | {"at": row["ts"]}
+                for row in self.db.execute("SELECT ts, payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id",
+                                           (run_id, ROUNDS_ADDED))]
+
     def attempts(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("attempts", run_id, round_idx)
 
@@ -949,6 +961,14 @@ class _Tx:
         self.event(run_id, DECISION_SUPERSEDED, {**record, "round": round_idx, "decision": superseded, "by": new})
         self.db.execute("UPDATE runs SET stop_reason=? WHERE id=?", (stop_reason, run_id))
         return new
+
+    def add_rounds(self, run_id: int, manifest: dict, record: dict, stop_reason: str) -> None:
+        """Reopen a finished run for more rounds: its `manifest` (the settings' raised --rounds) recorded, the
+        run `interrupted` (`resume` goes on from its last finished step) with `stop_reason`, and a
+        `rounds-added` event holding `record` (`RunStore.rounds_added`)."""
+        self.db.execute("UPDATE runs SET manifest_json=?, status=?, stop_reason=?, finished_at=NULL WHERE id=?",
+                        (_dumps(manifest), RunStatus.INTERRUPTED, stop_reason, run_id))
+        self.event(run_id, ROUNDS_ADDED, record)
 
     def add_attempt(self, run_id: int, round_idx: int, attempt_idx: int, skill: str | None, params: dict,
                     parent_kernel: str | None, kernel: str | None, status: str = "pending") -> int:
