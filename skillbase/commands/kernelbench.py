@@ -54,7 +54,8 @@ def import_(path: Path, level: int | None, problems: tuple[str, ...], out: Path,
     for p in report.problems:
         if p.imported:
             work = "" if p.work_model else "  (no flops model: memory-bound floor only)"
-            click.echo(f"imported  {p.problem} -> {p.task_dir}  sizes {', '.join(p.symbols)}{work}")
+            scalars = "".join(f"  scalar {n} = {a['value']!r} ({a['dtype']})" for n, a in p.scalars.items())
+            click.echo(f"imported  {p.problem} -> {p.task_dir}  sizes {', '.join(p.symbols)}{scalars}{work}")
         else:
             click.echo(f"skipped   {p.problem}: {p.reason}")
     click.echo(f"{len(report.imported)} imported, {len(report.rejected)} skipped; tasks in {report.out}")

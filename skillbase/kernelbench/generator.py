@@ -68,8 +68,15 @@ def generator_prompt(kernel: Path, spec: TaskSpec | None = None) -> Prompt:
     task_dir = kernel.parent
     facts = _facts(task_dir)
     params = dict(facts.get("params", []))
+    scalars = facts.get("scalars", {})
     rows = []
     for a in spec.args:
+        if a.name in scalars and not a.pointer:
+            kind = scalars[a.name]["type"]
+            value = f"{a.value.text} ({kind} {bool(int(a.value.text))})" if kind == "bool" else a.value.text
+            rows.append(f"- `{a.name}`: {a.dtype} scalar `{DTYPES[a.dtype].c_types[0]} {a.name}` = {value}, passed by "
+                        f"value (not a pointer): the Python {kind} forward() receives as this input")
+            continue
         if not a.pointer:
             continue
         shape = "[" + ", ".join(e.text for e in a.shape) + "]"

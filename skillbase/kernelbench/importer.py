@@ -37,6 +37,7 @@ class ProblemImport:
     reason: str | None = None
     symbols: dict[str, int] = field(default_factory=dict)
     work_model: bool = False      # flops derived (else the roofline floor is the memory bound alone)
+    scalars: dict[str, dict] = field(default_factory=dict)   # scalar inputs: name -> {type, value, dtype}
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -46,7 +47,7 @@ class ProblemImport:
     def as_dict(self) -> dict:
         return {"problem": self.problem, "level": self.level, "imported": self.imported,
                 "task_dir": str(self.task_dir) if self.task_dir else None, "reason": self.reason,
-                "symbols": self.symbols, "work_model": self.work_model, "notes": self.notes}
+                "symbols": self.symbols, "work_model": self.work_model, "scalars": self.scalars, "notes": self.notes}
 
 
 @dataclass
@@ -158,23 +159,35 @@ def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> 
     """The task folder of one problem (task_files.py says what each file is)."""
     symbols, dims = facts["symbols"], facts["dims"]
     n_in = len(facts["inputs"])
+    scalars = facts.get("scalars") or [None] * n_in
     inputs, params, output = arg_names(facts["input_names"], n_in, [p[0] for p in facts["params"]])
-    dtypes = facts["inputs"] + [p[1] for p in facts["params"]] + [facts["output"]]
-    shapes = [[d if d != "0" else "1" for d in shape] or ["1"] for shape in dims]
-    names = inputs + params + [output]
+    # The arrays: tensor inputs, parameters and buffers, the output (dims holds their shapes, in this order).
+    arrays = [n for n, s in zip(inputs, scalars, strict=True) if s is None] + params + [output]
+    dtypes = [t for t, s in zip(facts["inputs"], scalars, strict=True) if s is None] + \
+        [p[1] for p in facts["params"]] + [facts["output"]]
+    shapes = dict(zip(arrays, ([d if d != "0" else "1" for d in shape] or ["1"] for shape in dims), strict=True))
+    kinds = dict(zip(arrays, dtypes, strict=True))
     hook = {"hook": "kb_task.py:make_inputs"}
-    args = [{"name": n, "dtype": t, "shape": s, "role": "in", "init": hook}
-            for n, t, s in zip(names[:-1], dtypes[:-1], shapes[:-1], strict=True)]
-    args.append({"name": output, "dtype": dtypes[-1], "shape": shapes[-1], "role": "out"})
+    # A scalar input is a launcher argument by value, in its place among forward()'s inputs.
+    args = [{"name": n, "dtype": t, "value": int(s[1]) if s[0] == "bool" else s[1]} if s is not None else
+            {"name": n, "dtype": t, "shape": shapes[n], "role": "in", "init": hook}
+            for n, t, s in zip(inputs, facts["inputs"], scalars, strict=True)]
+    args += [{"name": n, "dtype": kinds[n], "shape": shapes[n], "role": "in", "init": hook} for n in params]
+    args.append({"name": output, "dtype": kinds[output], "shape": shapes[output], "role": "out"})
     args += [{"name": s, "dtype": "i32", "value": s} for s in symbols]
-    bytes_expr = " + ".join(f"{DTYPES[t].itemsize}*" + "*".join(d if re.fullmatch(r"\w+", d) else f"({d})" for d in s)
-                            for t, s in zip(dtypes, shapes, strict=True))
+    bytes_expr = " + ".join(f"{DTYPES[kinds[n]].itemsize}*" + "*".join(d if re.fullmatch(r"\w+", d) else f"({d})"
+                                                                       for d in shapes[n]) for n in arrays)
+    scalar_args = {n: {"type": s[0], "value": s[1], "dtype": t}
+                   for n, t, s in zip(inputs, facts["inputs"], scalars, strict=True) if s is not None}
     description = f"KernelBench {result.problem}: {_summary(file)}"
     notes = [n if len(n) <= 200 else n[:197] + "..." for n in facts["notes"]]
+    notes += [f"{n}: a Python {a['type']} input, passed as the launcher's {a['dtype']} scalar {n} = {a['value']!r} "
+              "(the value get_inputs() returns)" for n, a in scalar_args.items()]
     adapter = {"symbols": list(symbols), "inputs": inputs,
+               "scalars": {n: [a["type"], a["value"]] for n, a in scalar_args.items()},
                "params": [[n, p[0]] for n, p in zip(params, facts["params"], strict=True)],
                "buffers": facts["buffers"], "output": output, "mutates_buffers": facts["mutates_buffers"],
-               "dtypes": dict(zip(names, dtypes, strict=True))}
+               "dtypes": kinds}
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
@@ -185,8 +198,8 @@ def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> 
     (folder / "problem.json").write_text(json.dumps({
         "problem": result.problem, "level": result.level, "source": str(file.resolve()), "launcher": LAUNCHER,
         "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"], "params": adapter["params"],
-        "mutates_buffers": facts["mutates_buffers"], "notes": notes}, indent=1) + "\n")
-    result.task_dir, result.symbols, result.notes = folder, symbols, notes
+        "scalars": scalar_args, "mutates_buffers": facts["mutates_buffers"], "notes": notes}, indent=1) + "\n")
+    result.task_dir, result.symbols, result.scalars, result.notes = folder, symbols, scalar_args, notes
     result.work_model = facts["flops"] is not None
 
 

@@ -9,6 +9,10 @@ constants that `get_inputs()` / `get_init_inputs()` use, and runs the model:
 - for real on the CPU at the irregular sizes (when small enough): the forward pass twice on the same
   inputs must agree (no unseeded randomness), and two input draws must give the same output shape.
 
+An input that is a Python number (`s = 3.14` in `[A, s]`) becomes a scalar argument of the launcher with
+the value get_inputs() returned (SCALARS gives its task dtype); one that changes between two calls of
+get_inputs() (drawn at random) is rejected, since a task's scalar argument is one value, not a draw.
+
 The result is either {"reason": one line} (the problem cannot become a task) or the task's facts.
 The parent (importer.py) runs this with a timeout; the standard library and torch only.
 """
@@ -29,6 +33,10 @@ from skillbase.kernelbench.fit import MIN_SYMBOL_VALUE, Monomial, fit_dim, fit_f
 # torch dtype name -> task dtype
 DTYPES = {"float32": "f32", "float64": "f64", "float16": "f16", "bfloat16": "bf16", "int32": "i32",
           "int64": "i64", "int8": "i8", "uint8": "u8"}
+# A Python number get_inputs() returns -> the task dtype of its launcher argument. The widest types keep the
+# exact value the problem returned (a Python float is a double); a bool travels as 0/1 (C `bool`).
+SCALARS = {"float": "f64", "int": "i64", "bool": "u8"}
+PYTHON_TYPES = {"bool": bool, "int": int, "float": float}
 # Sizes are also checked this many steps below their defaults (every symbol is at least MIN_SYMBOL_VALUE).
 CHECK_STEP = 3
 # The real CPU checks run only when the irregular size holds at most this many elements in all.
@@ -124,16 +132,22 @@ def trace(module, torch, sizes: dict[str, int]) -> dict:
             inputs = module.get_inputs()
             again = module.get_inputs()
     except Exception as error:  # noqa: BLE001
+        if ".item()" in str(error):
+            raise Rejected("building the model or its inputs reads a tensor's value (.item()), which the probe "
+                           "cannot do on the meta device (a scalar input must be a Python number)") from None
         raise Rejected(f"building the model or its inputs failed at {sizes}: {type(error).__name__}: "
                        f"{_line(error)}") from None
     if not isinstance(inputs, (list, tuple)):
         raise Rejected("get_inputs() does not return a list")
-    for i, x in enumerate(inputs):
-        if not isinstance(x, torch.Tensor):
-            raise Rejected(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor "
-                           "(only tensor inputs are supported)")
-    if [tuple(x.shape) for x in inputs] != [tuple(x.shape) for x in again if isinstance(x, torch.Tensor)]:
+    scalars = [scalar_fact(i, x, torch) for i, x in enumerate(inputs)]
+    if [tuple(x.shape) if s is None else s[0] for x, s in zip(inputs, scalars, strict=True)] != \
+            [tuple(x.shape) if isinstance(x, torch.Tensor) else scalar_kind(x) for x in again]:
         raise Rejected("dynamic shape: get_inputs() returns different shapes on each call")
+    for i, (s, x) in enumerate(zip(scalars, again, strict=True)):
+        if s is not None and s[1] != x:
+            raise Rejected(f"get_inputs()[{i}] is a {s[0]} drawn at random ({s[1]!r}, then {x!r}): a task's scalar "
+                           "argument is one fixed value, not a draw")
+    tensors = [x for x, s in zip(inputs, scalars, strict=True) if s is None]
     try:
         with torch.no_grad(), Count():
             out = model(*inputs)
@@ -149,10 +163,30 @@ def trace(module, torch, sizes: dict[str, int]) -> dict:
     if not isinstance(out, torch.Tensor):
         raise Rejected(f"forward returns a {type(out).__name__}, not a tensor")
     state = model.state_dict()
-    return {"inputs": [tensor_fact(x, torch) for x in inputs],
+    return {"inputs": [tensor_fact(x, torch) for x in tensors], "scalars": scalars,
             "params": [[key, *tensor_fact(t, torch)] for key, t in state.items()],
             "buffers": [key for key, _ in model.named_buffers()],
             "output": tensor_fact(out, torch), "flops": flops, "op_shapes": op_shapes}
+
+
+def scalar_kind(x) -> str | None:
+    """The SCALARS key of a Python number (bool before int: True is an int too), else None."""
+    return next((kind for kind, python in PYTHON_TYPES.items() if isinstance(x, python)), None)
+
+
+def scalar_fact(i: int, x, torch) -> list | None:
+    """None for a tensor input; [kind, value] for a Python number; Rejected for anything else."""
+    if isinstance(x, torch.Tensor):
+        return None
+    kind = scalar_kind(x)
+    if kind is None:
+        raise Rejected(f"get_inputs()[{i}] is a {type(x).__name__}, not a tensor or a Python number "
+                       "(tensors and float, int or bool scalars are supported)")
+    if kind == "float" and not math.isfinite(x):
+        raise Rejected(f"get_inputs()[{i}] is the float {x!r}: a scalar argument must be finite")
+    if kind == "int" and not -2**63 <= x < 2**63:
+        raise Rejected(f"get_inputs()[{i}] is the int {x}, outside a 64-bit integer")
+    return [kind, PYTHON_TYPES[kind](x)]
 
 
 def tensor_fact(t, torch) -> list:
@@ -179,8 +213,12 @@ def fit(module, torch, defaults: dict[str, int]) -> tuple[dict[str, int], dict, 
             notes.append(f"{symbol} kept at {value}: changing it fails ({error})")
         finally:
             setattr(module, symbol, value)
-    kept = [s for s in defaults if s in perturbed and _same_structure(base, perturbed[s])]
-    for s in set(perturbed) - set(kept):
+    # A scalar input is one fixed value in the task: a size that moves it stays at its default.
+    moves_scalar = {s for s in perturbed if perturbed[s]["scalars"] != base["scalars"]}
+    kept = [s for s in defaults if s in perturbed and s not in moves_scalar and _same_structure(base, perturbed[s])]
+    for s in sorted(moves_scalar):
+        notes.append(f"{s} kept at {defaults[s]}: changing it changes a scalar input of get_inputs()")
+    for s in set(perturbed) - set(kept) - moves_scalar:
         notes.append(f"{s} kept at {defaults[s]}: changing it changes the model's structure")
     while True:
         dims, bad = _fit_dims(base, perturbed, defaults, kept)
@@ -343,8 +381,11 @@ def describe(problem: Path) -> dict:
     if skipped:
         notes.append(skipped)
     forward_params = list(inspect.signature(module.Model.forward).parameters)[1:]
+    tensors = iter(base["inputs"])
     return {"symbols": symbols, "irregular": fitted["irregular"], "dims": fitted["dims"], "flops": fitted["flops"],
-            "inputs": [x[0] for x in base["inputs"]], "input_names": forward_params,
+            # every input's task dtype, in get_inputs() order; "scalars" holds [kind, value] where it is a number
+            "inputs": [next(tensors)[0] if s is None else SCALARS[s[0]] for s in base["scalars"]],
+            "scalars": base["scalars"], "input_names": forward_params,
             "params": [[p[0], p[1]] for p in base["params"]], "buffers": base["buffers"],
             "output": base["output"][0], "mutates_buffers": bool(updates), "notes": notes}
 

@@ -8,7 +8,9 @@ A task folder holds (docs/kernelbench.md):
   `reference(inputs, sizes)` (the PyTorch forward pass on those exact tensors, FP32 with TF32 off and
   deterministic algorithms, on the GPU when there is one) and `kb_forward(...)` (the same forward pass
   as a PyTorch implementation the torch launcher calls: PyTorch eager and torch.compile, timed by the
-  harness like any kernel);
+  harness like any kernel). A Python number get_inputs() returns (`s` in `[A, s]`) is a scalar argument
+  of the launcher with its one fixed value: the reference passes that value to forward(), `kb_forward`
+  the one the harness passes it (the same, from the spec);
 - `model.task.yaml`: the CUDA task the generator and the skill rounds work on (`model.cu`, written by
   `optimize --from-reference`), its reference the python one above;
 - `torch.task.yaml`: the same arguments with `kernel: kb_task.py` and `allow: [torch]`, for the
@@ -66,12 +68,20 @@ def _kb_model(sizes, device):
     return _kb_models[key]
 
 
-def _kb_run(model, tensors):
+def _kb_scalars(values):
+    # Each scalar input as forward() gets it from get_inputs() (a Python float, int or bool): the launcher's
+    # argument where `values` has it, else the task's fixed value (the reference).
+    kinds = {{"float": float, "int": int, "bool": bool}}
+    return {{name: kinds[kind](values.get(name, value)) for name, (kind, value) in _KB["scalars"].items()}}
+
+
+def _kb_run(model, tensors, scalars):
     state = {{key: tensors[name] for name, key in _KB["params"]}}
     if _KB["mutates_buffers"]:        # e.g. BatchNorm's running statistics: never write the task's inputs
         state.update({{key: state[key].clone() for key in _KB["buffers"]}})
+    args = tuple(scalars[name] if name in scalars else tensors[name] for name in _KB["inputs"])
     with _kb_torch.no_grad():
-        return _kb_func.functional_call(model, state, tuple(tensors[name] for name in _KB["inputs"]))
+        return _kb_func.functional_call(model, state, args)
 
 
 def _kb_host(t):
@@ -90,7 +100,8 @@ def make_inputs(sizes, rng):
         model = Model(*get_init_inputs())
         inputs = get_inputs()
     state = model.state_dict()
-    arrays = {{name: _kb_host(inputs[i]) for i, name in enumerate(_KB["inputs"])}}
+    # A scalar input is not an array: the task passes its one fixed value (_KB["scalars"]) instead.
+    arrays = {{name: _kb_host(inputs[i]) for i, name in enumerate(_KB["inputs"]) if name not in _KB["scalars"]}}
     arrays.update({{name: _kb_host(state[key]) for name, key in _KB["params"]}})
     if cuda:
         del model, inputs, state
@@ -110,7 +121,7 @@ def reference(inputs, sizes):
     _kb_exact()
     device = "cuda" if _kb_torch.cuda.is_available() else "cpu"
     tensors = {{name: _kb_tensor(inputs[name], _KB["dtypes"][name], device) for name in inputs}}
-    out = _kb_run(_kb_model(sizes, device), tensors)
+    out = _kb_run(_kb_model(sizes, device), tensors, _kb_scalars({{}}))
     host = _kb_host(out).reshape(-1)
     if device == "cuda":
         # The harness keeps references on the host only: scrub the device copy, give the blocks back.
@@ -121,9 +132,9 @@ def reference(inputs, sizes):
     return {{_KB["output"]: host}}
 
 
-def _kb_launch(tensors, out, sizes):
+def _kb_launch(tensors, scalars, out, sizes):
     _kb_exact()
-    out.copy_(_kb_run(_kb_model(sizes, out.device), tensors).reshape(out.shape))
+    out.copy_(_kb_run(_kb_model(sizes, out.device), tensors, _kb_scalars(scalars)).reshape(out.shape))
 
 
 {launcher}
@@ -156,10 +167,11 @@ def kb_task_source(problem_source: str, facts: dict, args: list[dict]) -> str:
     the hook loader import it from a private copy, so it cannot import siblings)."""
     names = ", ".join(a["name"] for a in args)
     tensors = ", ".join(f"{a['name']!r}: {a['name']}" for a in args if "shape" in a and a["role"] == "in")
+    scalars = ", ".join(f"{s!r}: {s}" for s in facts["scalars"])
     sizes = ", ".join(f"{s!r}: {s}" for s in facts["symbols"])
     launcher = (f"def {LAUNCHER}({names}):\n"
                 f"    \"\"\"The PyTorch implementation the torch launcher calls (eager or torch.compile).\"\"\"\n"
-                f"    _kb_launch({{{tensors}}}, out, {{{sizes}}})\n")
+                f"    _kb_launch({{{tensors}}}, {{{scalars}}}, out, {{{sizes}}})\n")
     adapter = ADAPTER.format(facts=pprint.pformat(facts, sort_dicts=False), launcher=launcher)
     return problem_source.rstrip() + "\n" + adapter
 

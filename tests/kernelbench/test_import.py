@@ -26,11 +26,14 @@ from skillbase.task import load_task
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
 GOOD = ["level1/1_Matmul.py", "level1/2_ReLU.py", "level1/3_Sum_reduction_over_a_dimension.py",
-        "level2/1_Conv2d_ReLU_BiasAdd.py", "level2/2_Gemm_Scale_ReLU.py", "level3/1_MLP.py"]
+        "level1/4_Shift_and_scale_by_scalar.py", "level2/1_Conv2d_ReLU_BiasAdd.py", "level2/2_Gemm_Scale_ReLU.py",
+        "level3/1_MLP.py"]
 BAD = {"level1/1_Import_error.py": "does not import: ImportError",
        "level1/2_Unseeded_dropout.py": "random ops without a seed",
        "level1/3_Tuple_output.py": "forward returns a tuple",
-       "level1/4_Dynamic_shape.py": "dynamic shape"}
+       "level1/4_Dynamic_shape.py": "dynamic shape",
+       "level1/5_List_input.py": "get_inputs()[1] is a list, not a tensor or a Python number",
+       "level1/6_Random_scalar.py": "get_inputs()[1] is a float drawn at random"}
 
 
 @pytest.fixture(scope="module")
