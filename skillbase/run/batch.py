@@ -53,7 +53,7 @@ from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
-from skillbase.run.types import Outcome, RunStatus, Settings
+from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings
 from skillbase.task import load_task
 
 __all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "advance_payload", "default_jobs",
@@ -66,7 +66,7 @@ class MemberOutcome:
     """What one `bench optimize` / `resume --all` did to one run."""
 
     label: str                   # run_N, or `operator dtype` for a run that failed to start
-    action: str                  # started | judged | continued | waiting | deferred | failed
+    action: MemberAction         # what the batch did to it
     reason: str                  # the verdict, the pause, why it waits, or the error
     status: str | None = None    # the run's status afterwards
     run: str | None = None
@@ -231,7 +231,7 @@ def start_payload(payload: dict[str, Any]) -> dict[str, Any]:
         summary = start_run(Path(payload["kernel"]), settings, store_path=payload["store"],
                             preset=batch.get("preset"), gpu=batch.get("gpu", True), progress=_quiet, on_created=join,
                             task_name=f"{payload['operator']}-{payload['dtype']}")
-    return {"run": summary["run"], "action": "started", "status": summary["status"],
+    return {"run": summary["run"], "action": MemberAction.STARTED, "status": summary["status"],
             "reason": summary["stop_reason"] or ""}
 
 
@@ -315,7 +315,7 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
             read = read_candidate(cu, meta, prompt, run.manifest.get("launcher"), store.judged_sources(run.id))
             if isinstance(read, str):
                 store.note_waiting(run.id, prompt.key, read)
-                members.append(MemberOutcome(prompt.run, "waiting", read, RunStatus.PAUSED, prompt.run))
+                members.append(MemberOutcome(prompt.run, MemberAction.WAITING, read, RunStatus.PAUSED, prompt.run))
                 continue
             source, reply = read
             answers.append((run.id, source))
@@ -446,14 +446,14 @@ def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:
         _record_pytorch_times(payload["store"], payload["run"], task_folder, payload["baselines_compile"])
     summary = resume_run(payload["run"], store_path=payload["store"], candidate=payload.get("candidate"),
                          progress=_quiet, reply=reply)
-    action, reason = "continued", summary["stop_reason"] or ""
+    action, reason = MemberAction.CONTINUED, summary["stop_reason"] or ""
     if payload.get("candidate") is not None and payload.get("key"):
         store = RunStore.open(payload["store"])
         try:
             verdict = store.step_result(payload["run"], f"{payload['key']}/verdict")
         finally:
             store.close()
-        action = "judged"
+        action = MemberAction.JUDGED
         if verdict is not None:
             speedup = f" ({verdict['speedup']:.2f}x)" if verdict.get("speedup") else ""
             reason = f"{payload['key']}: {verdict['status']}{speedup}: {verdict['reason']}; then {reason}"
@@ -467,17 +467,17 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
 
     def arrived(done: JobResult) -> None:
         if done.error is not None:
-            action = "deferred" if not_started(done.error) else "failed"
+            action = MemberAction.DEFERRED if not_started(done.error) else MemberAction.FAILED
             member = MemberOutcome(done.job.label, action, done.error, None,
                                    done.job.label if done.job.label.startswith("run_") else None,
                                    done.wall_s, done.phases_s)
-            if action == "deferred" and done.job.kind == "advance-run" and done.job.payload.get("key"):
+            if action == MemberAction.DEFERRED and done.job.kind == "advance-run" and done.job.payload.get("key"):
                 # Still waiting for its judgement: `pending` says why it was not judged.
                 store.note_waiting(done.job.payload["run"], done.job.payload["key"], done.error)
         else:
             value = done.value
-            member = MemberOutcome(value["run"], value["action"], value["reason"], value["status"], value["run"],
-                                   done.wall_s, done.phases_s)
+            member = MemberOutcome(value["run"], MemberAction(value["action"]), value["reason"], value["status"],
+                                   value["run"], done.wall_s, done.phases_s)
         outcome.members.append(member)
         if progress is not None:
             line = judged_line(member.label, member.action, member.wall_s, member.phases_s)

@@ -27,6 +27,7 @@ _KEY = re.compile(r"^(?:r(?P<round>\d+)/v(?P<variant>\d+)|(?P<generator>g))/a(?P
 CODER = "coder"          # a first try at applying the round's skill
 DEBUGGER = "debugger"    # a repair of the try before it (its error is in the prompt)
 GENERATOR = "generator"  # the first kernel of a task written from its PyTorch reference
+KINDS = (CODER, DEBUGGER, GENERATOR)   # what a waiting prompt asks for (the documents' `kind`)
 
 
 @dataclass(frozen=True)

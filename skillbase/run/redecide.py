@@ -60,6 +60,7 @@ CHANGED = "changed"          # the round's decision is the new one; prompt and c
 WOULD_CHANGE = "would-change"  # --dry-run: what `changed` would do; nothing written
 UNCHANGED = "unchanged"      # the same skill and parameters: nothing written
 REFUSED = "refused"          # not a paused run waiting at a round's first prompt (the reason says why)
+ACTIONS = (CHANGED, WOULD_CHANGE, UNCHANGED, REFUSED)   # the redecide document's `action`
 
 STAGED = ".redecided"        # the new prompt's name until the store says it is the round's (after the commit)
 

@@ -36,11 +36,9 @@ from skillbase.run.loop import record_evidence, replayed_state, run_ended
 from skillbase.run.pending import pending_in
 from skillbase.run.session import recorded_standing, resume_run, unchanged_task
 from skillbase.run.store import RunRow, RunStore, batch_name, parse_batch_ref
-from skillbase.run.types import Ended, LoopState, RunStatus, Settings
+from skillbase.run.types import Ended, LoopState, MemberAction, RunStatus, Settings
 from skillbase.task import load_task
 
-REOPENED = "reopened"        # its --rounds raised; what became of it then is its status and the reason
-LEFT_ALONE = "left-alone"    # not ended for `rounds`, or not picked by --below-floor (the reason says which)
 BELOW_FLOOR = 0.5            # --all's default: runs below half their roofline floor
 MAX_MORE_ROUNDS = 100        # as many as `optimize --rounds` allows
 
@@ -109,18 +107,18 @@ def _reopen_one(store: RunStore, run: RunRow, more: int, below_floor: float | No
     try:
         goes_on, why = _reopen(store, run, more, below_floor)
     except _LeftAlone as reason:
-        return MemberOutcome(run.name, LEFT_ALONE, str(reason), store.shown_status(run), run.name)
+        return MemberOutcome(run.name, MemberAction.LEFT_ALONE, str(reason), store.shown_status(run), run.name)
     except InputError as problem:        # this run's task or store rows: the others go on
-        return MemberOutcome(run.name, LEFT_ALONE, f"{problem.message}; left as it is", store.shown_status(run),
-                             run.name)
+        return MemberOutcome(run.name, MemberAction.LEFT_ALONE, f"{problem.message}; left as it is",
+                             store.shown_status(run), run.name)
     if not go_on or not goes_on:
-        return MemberOutcome(run.name, REOPENED, why, store.shown_status(store.get_run(run.id)), run.name)
+        return MemberOutcome(run.name, MemberAction.REOPENED, why, store.shown_status(store.get_run(run.id)), run.name)
     try:
         summary = resume_run(run.id, store_path=store.location, progress=_quiet)
     except SkillbaseError as problem:    # recorded in the run (failed; `resume` retries): the others go on
-        return MemberOutcome(run.name, REOPENED, f"{why}; then: {problem.message}",
+        return MemberOutcome(run.name, MemberAction.REOPENED, f"{why}; then: {problem.message}",
                              store.shown_status(store.get_run(run.id)), run.name)
-    return MemberOutcome(run.name, REOPENED, f"{why}; then: {summary['stop_reason'] or summary['status']}",
+    return MemberOutcome(run.name, MemberAction.REOPENED, f"{why}; then: {summary['stop_reason'] or summary['status']}",
                          summary["status"], run.name)
 
 

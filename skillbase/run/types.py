@@ -75,6 +75,19 @@ class Ended(StrEnum):
     RUNNING = "running"
 
 
+class MemberAction(StrEnum):
+    """What a batch command (`bench optimize`, `resume --all`, `resume --more-rounds`) did to one run."""
+
+    STARTED = "started"                  # the run was started
+    JUDGED = "judged"                    # its waiting candidate was judged
+    CONTINUED = "continued"              # it went on with no candidate to judge (e.g. a run whose process died)
+    WAITING = "waiting"                  # it still waits for a candidate
+    DEFERRED = "deferred"                # its job never started (the batch's time ran out): a later resume does it
+    FAILED = "failed"                    # its job failed
+    REOPENED = "reopened"                # its --rounds raised; what became of it then is its status and the reason
+    LEFT_ALONE = "left-alone"            # not ended for `rounds`, or not picked by --below-floor (the reason says)
+
+
 AGENTS = ("openai", "external", "none")
 
 

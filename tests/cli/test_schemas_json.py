@@ -16,6 +16,9 @@ from referencing import Registry, Resource
 
 from skillbase.cli import cli
 from skillbase.documents import DOCUMENTS, schema_path
+from skillbase.run.pending import KINDS
+from skillbase.run.redecide import ACTIONS
+from skillbase.run.types import Ended, MemberAction
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "naive_sgemm"
@@ -194,6 +197,48 @@ def test_the_old_meaning_of_speedup_does_not_pass_for_the_estimate():
     candidate["speedup"] = candidate.pop("time_saved_fraction")
     with pytest.raises(jsonschema.ValidationError, match="time_saved_fraction"):
         validate("advise", document)
+
+
+# The lists the run code keeps (one place each) and where each document's schema repeats them.
+RUN_LISTS = {"Ended": list(Ended), "MemberAction": list(MemberAction), "pending.KINDS": list(KINDS),
+             "redecide.ACTIONS": list(ACTIONS)}
+RUN_ENUMS = {
+    ("bench-optimize-report", "/$defs/ended/enum"): "Ended",
+    ("batch", "/properties/members/items/properties/action/enum"): "MemberAction",
+    ("batch", "/properties/pending/items/properties/kind/enum"): "pending.KINDS",
+    ("pending", "/properties/prompts/items/properties/kind/enum"): "pending.KINDS",
+    ("run-summary", "/properties/pending/anyOf/0/properties/kind/enum"): "pending.KINDS",
+    ("redecide", "/properties/runs/items/properties/action/enum"): "redecide.ACTIONS",
+}
+
+
+def _enums(node, pointer=""):
+    """(JSON pointer, values) of every `enum` in a schema."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if key == "enum":
+                yield f"{pointer}/enum", value
+            else:
+                yield from _enums(value, f"{pointer}/{key}")
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            yield from _enums(value, f"{pointer}/{index}")
+
+
+@pytest.mark.parametrize(("kind", "pointer"), sorted(RUN_ENUMS))
+def test_a_schema_lists_exactly_the_values_the_run_code_knows(kind, pointer):
+    found = dict(_enums(json.loads(schema_path(kind).read_text())))
+    assert found.get(pointer) == RUN_LISTS[RUN_ENUMS[kind, pointer]], (kind, pointer)
+
+
+def test_no_schema_keeps_another_copy_of_a_run_list():
+    """A copy missing a value (or with one more) is a subset (superset): it must be one of RUN_ENUMS,
+    or a $ref to one (bench-optimize-report's `ended` counts use its $defs)."""
+    for kind in DOCUMENTS:
+        for pointer, values in _enums(json.loads(schema_path(kind).read_text())):
+            for name, known in RUN_LISTS.items():
+                if len(values) > 1 and (set(values) <= set(known) or set(values) >= set(known)):
+                    assert RUN_ENUMS.get((kind, pointer)) == name, f"{kind}.schema.json {pointer} copies {name}"
 
 
 # ---- on the H200 -------------------------------------------------------------------------------
