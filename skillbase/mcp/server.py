@@ -248,8 +248,8 @@ TOOLS = {spec.name: spec for spec in (
              "(coder) or a repair (debugger), the round and the skill.",
              {"batch": _str("Only the runs of this batch (batch_N).")}, _pending),
     ToolSpec("submit_candidate", "Judge a new kernel as the answer to a waiting run's prompt: build, static check, "
-             "verify and time it (compile only in a --no-gpu run), record the verdict, and continue the run to its "
-             "next prompt. Returns the verdict and the next prompt.",
+             "verify and time it (compile only in a run started with no_gpu), record the verdict, and continue the "
+             "run to its next prompt. Returns the verdict and the next prompt.",
              {"run": RUN, "candidate_path": _str("A file holding the new kernel's full source."),
               "candidate_source": _str("The new kernel's full source as text.")},
              _submit_candidate, required=("run",), read_only=False),

@@ -238,7 +238,9 @@ class Settings:
             raise InputError("--no-engine leaves the choice to a coder; mechanical skills need the engine's choice",
                              hint="use --agent external or --agent openai with --no-engine")
         if not 0.0 <= self.stop_at_floor <= 1.0:
-            raise InputError(f"--stop-at-floor {self.stop_at_floor:g} is not a share of the roofline floor",
+            # named as the API keyword and the MCP tool's argument name it: the CLI's --stop-at-floor is a
+            # FloatRange(0, 1), refused by click before a Settings is made
+            raise InputError(f"stop_at_floor {self.stop_at_floor:g} is not a share of the roofline floor",
                              hint="give a share between 0 and 1 (0.75 stops at 75 % of the floor; 0 never stops)")
 
 

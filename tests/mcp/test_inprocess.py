@@ -59,7 +59,10 @@ async def test_optimize_start_records_stop_at_floor_and_refuses_a_share_outside_
         default = await client.call_tool("optimize_start", start)
         refused = await client.call_tool("optimize_start", {**start, "stop_at_floor": 1.5})
     assert not given.is_error and not default.is_error, (given.content[0].text, default.content[0].text)
-    assert refused.is_error and "is not a share of the roofline floor" in refused.content[0].text
+    # one line that names the tool's own argument: an MCP client cannot pass a command-line flag
+    refused_text = refused.content[0].text
+    assert refused.is_error and "is not a share of the roofline floor" in refused_text, refused_text
+    assert refused_text.startswith("stop_at_floor 1.5 ") and "--" not in refused_text and "\n" not in refused_text
     store = RunStore.open(tmp_path / "store", read_only=True)
     try:   # the manifest's settings are what the run's loop and `resume` decide with
         assert [store.get_run(got.structured_content["run"]).manifest["settings"]["stop_at_floor"]
