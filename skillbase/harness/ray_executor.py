@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -122,7 +123,8 @@ def _rewrite(value: Any, moves: dict[str, str]) -> Any:
 
 def run_on_node(job_json: dict[str, Any], bundle: bytes | None, timeout_s: float | None = None) -> dict[str, Any]:
     """The body of a Ray task: unpack the job's folders, run the job in a process of its own, return
-    {"device", "value", "error"}. Never raises for the job's sake: only the worker's own death is Ray's."""
+    {"device", "value", "error", "wall_s"} (a job that ran: its own result; one killed by `timeout_s` or dead:
+    the seconds its process ran). Never raises for the job's sake: only the worker's own death is Ray's."""
     import ray
 
     device = f"{ray.util.get_node_ip_address()}:{os.environ.get('CUDA_VISIBLE_DEVICES', '')}"
@@ -136,15 +138,19 @@ def run_on_node(job_json: dict[str, Any], bundle: bytes | None, timeout_s: float
         job_path, result_path = os.path.join(tmp, "job.json"), os.path.join(tmp, "result.json")
         with open(job_path, "w") as out:
             json.dump(job.to_json(), out)
+        started = time.monotonic()
         try:
             done = subprocess.run([sys.executable, "-m", "skillbase.harness.jobs", job_path, result_path],
                                   capture_output=True, text=True, timeout=timeout_s, cwd=tmp)
         except subprocess.TimeoutExpired:
-            return {"device": device, "value": None, "error": f"the job did not finish within {timeout_s:g} s"}
+            # It ran (at least its timeout): the driver's TimeBudget must count it as the longest of its kind
+            return {"device": device, "value": None, "error": f"the job did not finish within {timeout_s:g} s",
+                    "wall_s": round(time.monotonic() - started, 3)}
         if done.returncode != 0 or not os.path.exists(result_path):
             how = f"signal {-done.returncode}" if done.returncode < 0 else f"exit code {done.returncode}"
             last = (done.stderr.strip().splitlines() or [""])[-1][:300]
-            return {"device": device, "value": None, "error": f"the job's process died ({how}) {last}".strip()}
+            return {"device": device, "value": None, "error": f"the job's process died ({how}) {last}".strip(),
+                    "wall_s": round(time.monotonic() - started, 3)}
         with open(result_path) as result:
             return {"device": device, **json.load(result)}
 

@@ -5,6 +5,8 @@ not start when the time left is shorter than the longest of its kind so far (or 
 from __future__ import annotations
 
 import random
+from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -81,3 +83,31 @@ def test_before_any_job_the_default_estimate_decides_and_after_the_deadline_noth
     assert TimeBudget(clock.now - 1, clock).refusal(judgement) == NOT_STARTED
     assert TimeBudget(clock.now + 1, clock).refusal(Job("echo", "json:dumps")) is None   # no estimate for it
     assert TimeBudget(None, clock).refusal(judgement) is None
+
+
+def test_a_job_killed_by_the_ray_per_job_timeout_counts_with_the_time_it_ran(monkeypatch):
+    """`--executor ray --job-timeout`: the killed job's result says how long it ran (at least its timeout),
+    so the budget holds the next job of its kind to that; a job that finished keeps its own wall_s."""
+    ray = pytest.importorskip("ray")
+    from skillbase.harness import ray_executor
+
+    monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "127.0.0.1")   # no cluster: run_on_node alone
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[1] / "harness"))   # ray_kit's jobs
+    timeout = round(random.uniform(1.0, 2.0), 2)
+    hang = Job("advance-run", "ray_kit:hold_gpu_payload", {"seconds": 60}, label="run_1")
+    quick = Job("advance-run", "ray_kit:hold_gpu_payload", {"seconds": 0}, label="run_2")
+    executor = object.__new__(ray_executor.RayExecutor)      # its `_result`: a task's dict -> the JobResult
+    executor.ray = SimpleNamespace(get=lambda data: data, exceptions=ray.exceptions)
+    killed = executor._result([hang], 0, ray_executor.run_on_node(hang.to_json(), None, timeout))
+    finished = executor._result([quick], 0, ray_executor.run_on_node(quick.to_json(), None, timeout))
+    assert killed.error == f"the job did not finish within {timeout:g} s" and killed.wall_s >= timeout
+    assert finished.error is None and finished.value["start"] <= finished.value["end"]
+    assert 0 <= finished.wall_s < timeout          # what the job's own process measured, as before
+
+    clock = FakeClock()
+    budget = TimeBudget(clock.now + killed.wall_s - 0.5, clock, defaults={})   # no default estimate to hide it
+    budget.ran(finished)
+    assert budget.refusal(hang) is None            # the quick one alone: time enough
+    budget.ran(killed)
+    refused = budget.refusal(hang)
+    assert not_started(refused) and f"took up to {killed.wall_s:.0f} s" in refused, refused
