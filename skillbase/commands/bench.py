@@ -24,7 +24,7 @@ from skillbase.commands.options import (
     stop_at_floor_option,
     store_option,
 )
-from skillbase.run.types import AGENTS, Settings
+from skillbase.run.types import AGENTS, MAX_ROUNDS, Settings
 
 suite_option = click.option("--dir", "root", type=click.Path(file_okay=False, path_type=Path), default=None,
                             help="Suite folder (default: $SKILLBASE_BENCH_DIR, else the suite shipped in the package).")
@@ -100,7 +100,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
                    "openai (the configured endpoint) or none (mechanical skills only).")
 @click.option("--ops", "ops_csv", default=None, help="Comma-separated operators (default: all).")
 @click.option("--dtype", type=click.Choice(suite.DTYPES), default="fp32", show_default=True, help="The runs' dtype.")
-@click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True, help="Rounds per run.")
+@click.option("--rounds", type=click.IntRange(1, MAX_ROUNDS), default=3, show_default=True, help="Rounds per run.")
 @click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
               help="At most this many debugger repairs per attempt.")
 @click.option("--preset", default=None, help="Size preset to profile and time (default: each task's scored presets).")

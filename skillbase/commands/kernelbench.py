@@ -16,6 +16,7 @@ from skillbase.commands.options import (
     stop_at_floor_option,
     store_option,
 )
+from skillbase.run.types import MAX_ROUNDS
 
 
 @click.group("kernelbench")
@@ -102,7 +103,7 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
                    "`pending`, `resume --all`) or openai (the configured endpoint).")
 @click.option("--problems", "problems", multiple=True,
               help="Only these tasks: folder (level1_2_ReLU), problem (level1/2_ReLU.py) or level1/2; repeatable.")
-@click.option("--rounds", type=click.IntRange(1, 100), default=3, show_default=True,
+@click.option("--rounds", type=click.IntRange(1, MAX_ROUNDS), default=3, show_default=True,
               help="Skill rounds per run after its first kernel.")
 @click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
               help="At most this many debugger repairs per attempt (the first kernel's included).")

@@ -16,7 +16,7 @@ from skillbase.commands.options import (
     stop_at_floor_option,
     store_option,
 )
-from skillbase.run.types import AGENTS, Settings
+from skillbase.run.types import AGENTS, MAX_ROUNDS, Settings
 
 
 def _agent_default() -> str:
@@ -28,7 +28,8 @@ def _agent_default() -> str:
 @click.command("optimize")
 @extra_rules_option
 @click.argument("kernel", type=click.Path(dir_okay=False))
-@click.option("--rounds", type=click.IntRange(1, 100), default=10, show_default=True, help="Rounds of optimization.")
+@click.option("--rounds", type=click.IntRange(1, MAX_ROUNDS), default=10, show_default=True,
+              help="Rounds of optimization.")
 @click.option("--repairs", type=click.IntRange(0, 10), default=3, show_default=True,
               help="At most this many debugger repairs per attempt.")
 @click.option("--agent", type=click.Choice(AGENTS), default=None,
@@ -87,7 +88,7 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @click.option("--jobs", type=click.IntRange(0, 64), default=None,
               help="With --all: parallel nvcc processes that build every candidate before the GPU jobs judge them "
                    "(default: one per core, at most 16; 0: build each when it is judged).")
-@click.option("--more-rounds", type=click.IntRange(1, 100), default=None,
+@click.option("--more-rounds", type=click.IntRange(1, MAX_ROUNDS), default=None,
               help="Reopen RUN_REF (with --all: every run that spent its rounds) for N more rounds and go on as the "
                    "loop would have with a larger --rounds: an external run pauses at its next prompt. Only a run "
                    "that ended for `rounds`; any other end is left as it is.")

@@ -36,11 +36,10 @@ from skillbase.run.loop import record_evidence, replayed_state, run_ended
 from skillbase.run.pending import pending_in
 from skillbase.run.session import recorded_standing, resume_run, unchanged_task
 from skillbase.run.store import RunRow, RunStore, batch_name, parse_batch_ref
-from skillbase.run.types import Ended, LoopState, MemberAction, RunStatus, Settings
+from skillbase.run.types import MAX_ROUNDS, Ended, LoopState, MemberAction, RunStatus, Settings
 from skillbase.task import load_task
 
 BELOW_FLOOR = 0.5            # --all's default: runs below half their roofline floor
-MAX_MORE_ROUNDS = 100        # as many as `optimize --rounds` allows
 
 
 class _LeftAlone(Exception):
@@ -54,8 +53,8 @@ def reopen(store_path=None, runs: Sequence[str | int] = (), more_rounds: int = 1
     below `below_floor` of its roofline floor, default `BELOW_FLOOR`) `more_rounds` more rounds and continue
     each (`go_on`; False: reopen only, for `resume` to continue). Bad input (no such run, a run not ended, N
     out of range) raises InputError before anything is written. `progress(done, total, line)` after each run."""
-    if isinstance(more_rounds, bool) or not isinstance(more_rounds, int) or not 1 <= more_rounds <= MAX_MORE_ROUNDS:
-        raise InputError(f"--more-rounds {more_rounds!r}: give a whole number of rounds from 1 to {MAX_MORE_ROUNDS}",
+    if isinstance(more_rounds, bool) or not isinstance(more_rounds, int) or not 1 <= more_rounds <= MAX_ROUNDS:
+        raise InputError(f"--more-rounds {more_rounds!r}: give a whole number of rounds from 1 to {MAX_ROUNDS}",
                          hint="skillbase resume RUN --more-rounds 2")
     if all_runs == bool(runs):
         raise InputError("which runs? pass RUN, or --all for every run that spent its rounds, not both",

@@ -89,6 +89,7 @@ class MemberAction(StrEnum):
 
 
 AGENTS = ("openai", "external", "none")
+MAX_ROUNDS = 100             # the most rounds a run may be given (--rounds, --more-rounds)
 
 
 @dataclass(frozen=True)
