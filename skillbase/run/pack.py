@@ -2,11 +2,11 @@
 
 `pack_store()` writes `FILE.tar.gz` holding a consistent copy of the database (SQLite's online
 backup: runs may be writing) and every other file of the store (artifacts, the runs' prompts, the
-batches' candidates), plus `pack.json` naming the folders its absolute paths point into (the store,
-the bench suite, the checkout). `unpack_store()` extracts it into a store folder, refusing to
-replace an existing store without `force`, and rewrites those paths to this machine's folders, so
-`pending` and `resume --all` work where it lands. One trip: pack here, unpack there, `resume --all`,
-pack there, unpack here.
+batches' candidates), plus `pack.json` naming the folders its absolute paths point into (the store's
+recorded folder, the bench suite, the checkout). `unpack_store()` extracts it into a store folder,
+refusing to replace an existing store without `force`, and rewrites those paths to this machine's
+folders, so `pending` and `resume --all` work where it lands. One trip: pack here, unpack there,
+`resume --all`, pack there, unpack here.
 """
 
 from __future__ import annotations
@@ -72,7 +72,8 @@ def pack_store(archive: Path, store_path=None, force: bool = False, reports: boo
             copy = Path(scratch) / "runs.sqlite3"
             store.backup_to(copy)
             manifest = Path(scratch) / "pack.json"
-            manifest.write_text(json.dumps({"format": PACK_FORMAT, "store": str(location.resolve()), **_folders()}))
+            # the folder the database's paths point into (opening followed a moved or copied store to here)
+            manifest.write_text(json.dumps({"format": PACK_FORMAT, "store": store.recorded_root(), **_folders()}))
             partial = archive.with_name(archive.name + ".partial")
             with tarfile.open(partial, "w:gz") as tar:
                 tar.add(manifest, f"{_ROOT}/pack.json")
@@ -127,11 +128,9 @@ def unpack_store(archive: Path, store_path=None, force: bool = False) -> Packed:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(path, target)   # artifacts are named by content: replacing one changes nothing
                 files += 1
-    moves = _moves(origin, location)
-    _relocate_files(location, moves)
-    store = RunStore.open(location)
+    store = RunStore.open(location)   # follows the store's recorded folder (pack.json's `store`) to this one
     try:
-        store.relocate(moves)
+        store.relocate(_moves(origin, location))   # the suite's and checkout's (and an older pack's store folder)
         runs = len(store.list_runs())
     finally:
         store.close()
@@ -155,11 +154,3 @@ def _moves(origin: dict, location: Path) -> list[tuple[str, str]]:
             moves.append((old.rstrip("/") + "/", new.rstrip("/") + "/"))
     return moves
 
-
-def _relocate_files(location: Path, moves: list[tuple[str, str]]) -> None:
-    """The runs' waiting.json files name their prompts by absolute path."""
-    for waiting in (location / "runs").glob("*/waiting.json"):
-        text = waiting.read_text()
-        for old, new in moves:
-            text = text.replace(json.dumps(old)[:-1], json.dumps(new)[:-1])
-        waiting.write_text(text)

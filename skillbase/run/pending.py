@@ -137,7 +137,7 @@ def waiting_key(store: RunStore, run_id: int) -> str | None:
 def _waiting_file(store: RunStore, run_id: int) -> dict:
     path = run_folder(store, run_id) / "waiting.json"
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(store.here(path.read_text()))   # a moved store opened read-only: its prompt here
     except (OSError, ValueError):
         return {}
     return data if isinstance(data, dict) else {}

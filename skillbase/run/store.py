@@ -20,6 +20,12 @@ no schema change was needed and a store written before it reads the same. Likewi
 (`skillbase resume --more-rounds`) keeps its raised --rounds in its manifest's settings and the reopening
 as a `rounds-added` event (`rounds_added`): when, from how many rounds to how many, why.
 
+The store holds absolute paths into its own folder (the runs' prompts in their waiting.json, a batch's
+candidates folder), so it records that folder (the `root` row of `meta`). A store moved or copied by
+hand (`mv`, `cp -r`) is followed on its first writable open: those paths are rewritten to its new
+folder, as `store unpack` does, with one `note:` line on stderr, so a copy never reads or writes the
+original's files. A read-only open writes nothing and translates them as it reads instead.
+
 Location (`skillbase.config.store_location`), first match wins: an explicit path (`--store`),
 `$SKILLBASE_STORE`, then `$XDG_DATA_HOME/skillbase` (default `~/.local/share/skillbase`): one store
 per user, so run numbers are unique wherever the user starts a run from.
@@ -29,6 +35,7 @@ from __future__ import annotations
 
 import errno
 import json
+import logging
 import os
 import re
 import socket
@@ -47,6 +54,9 @@ from skillbase.run.artifacts import ArtifactStore
 from skillbase.run.types import Outcome, RunStatus
 
 SCHEMA_VERSION = 1
+ROOT = "root"     # meta key: the folder the store's absolute paths point into (`RunStore.relocate` keeps it)
+
+log = logging.getLogger(__name__)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -355,6 +365,7 @@ class RunStore:
         self.artifacts = ArtifactStore(self.location / "artifacts")
         self._db: _Guarded | None = None
         self.read_only = False
+        self._read_moves: list[tuple[str, str]] = []   # a read-only open of a moved store: old root -> here
 
     @classmethod
     def open(cls, location: Path | str | None = None, read_only: bool = False) -> RunStore:
@@ -365,8 +376,12 @@ class RunStore:
         store = cls(store_location(location))
         if read_only:
             store._open_for_reading()
+            old = store._old_root()
+            if old is not None:   # nothing is written: the paths are translated as they are read (`here`)
+                store._read_moves = [(_slash(old), _slash(str(store.location)))]
         else:
             store._connect()
+            store._follow_move()
         return store
 
     def _open_for_reading(self) -> None:
@@ -452,6 +467,7 @@ class RunStore:
                 tx.executescript_safe(_SCHEMA)
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES ('schema_version', ?)",
                            (str(SCHEMA_VERSION),))
+                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (ROOT, str(self.location)))
 
     def _refuse_lost_database(self) -> None:
         """A missing or empty database beside the artifacts of earlier runs was lost or truncated:
@@ -480,6 +496,62 @@ class RunStore:
         except (TypeError, ValueError):
             raise StoreDamaged(f"store damaged: {self.db_path}: schema_version is {row[0]!r}",
                                hint=recovery_hint(self.db_path)) from None
+
+    # -- the store's own folder: followed when the store was moved or copied ------------------
+
+    def recorded_root(self) -> str | None:
+        """The folder the store's absolute paths point into, as recorded (None: a store written before it was)."""
+        row = self.db.execute("SELECT value FROM meta WHERE key=?", (ROOT,)).fetchone()
+        if row is None:
+            return None
+        if not isinstance(row[0], str) or not os.path.isabs(row[0]):
+            raise StoreDamaged(f"store damaged: {self.db_path}: its recorded folder is {row[0]!r}",
+                               hint=recovery_hint(self.db_path))
+        return row[0]
+
+    def _old_root(self) -> str | None:
+        """The other folder this store's paths still point into (it was moved or copied), else None."""
+        old = self.recorded_root()
+        if old is None:
+            old = self._inferred_root()
+        return None if old is None or _same_folder(old, self.location) else old
+
+    def _inferred_root(self) -> str | None:
+        """Where a store written before its folder was recorded points its paths: the folder every paused
+        run's prompt (named in its waiting.json) sits in, as `<root>/runs/run_N/` of that very run whose
+        file was copied along; None when there is none or they disagree (nothing is then rewritten)."""
+        roots = set()
+        for waiting in (self.location / "runs").glob("run_*/waiting.json"):
+            try:
+                prompt = json.loads(waiting.read_text()).get("prompt")
+            except (OSError, ValueError, AttributeError):
+                continue
+            if not isinstance(prompt, str) or not os.path.isabs(prompt):
+                continue
+            path = Path(prompt)
+            if (path.parent.name, path.parent.parent.name) == (waiting.parent.name, "runs") \
+                    and (waiting.parent / path.name).is_file():
+                roots.add(str(path.parents[2]))
+        return roots.pop() if len(roots) == 1 else None
+
+    def _follow_move(self) -> None:
+        """A store moved or copied by hand still points into its old folder: rewrite its paths to this one
+        (a copy would otherwise read and write the original's prompts and candidates), and say so once."""
+        old = self._old_root()
+        if old is not None:
+            self.relocate([(_slash(old), _slash(str(self.location)))])
+            log.warning("note: the run store at %s was moved or copied from %s: its paths now point here",
+                        self.location, old)
+        elif self.recorded_root() is None:
+            with self.transaction() as tx:
+                tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (ROOT, str(self.location)))
+
+    def here(self, text: str) -> str:
+        """`text` (a path, or JSON naming paths) as this store's folder has it: a read-only open of a moved or
+        copied store translates its old folder's paths (a writable open rewrote them on disk: unchanged)."""
+        if not self._read_moves or not isinstance(text, str):
+            return text
+        return _moved_path(_moved_json(text, self._read_moves), self._read_moves)
 
     @property
     def db(self) -> _Guarded:
@@ -526,7 +598,7 @@ class RunStore:
         if row is None:
             raise InputError(f"no run {run_name(run_id)} in the store at {self.location}",
                              hint="`skillbase runs` lists the runs there; --store picks another store")
-        return _run_row(row, self.db_path)
+        return _run_row(row, self.db_path, self.here)
 
     def list_runs(self, task: str | None = None, skill: str | None = None,
                   status: RunStatus | None = None, limit: int | None = None) -> list[RunRow]:
@@ -551,7 +623,7 @@ class RunStore:
         if limit:
             sql += " LIMIT ?"
             args.append(min(int(limit), 2**62))   # SQLite integers are 64-bit; more rows than that do not exist
-        return [_run_row(row, self.db_path) for row in self.db.execute(sql, args)]
+        return [_run_row(row, self.db_path, self.here) for row in self.db.execute(sql, args)]
 
     def update_run(self, run_id: int, **fields: Any) -> None:
         allowed = {"status", "stop_reason", "baseline_us", "best_us", "best_kernel", "finished_at"}
@@ -746,15 +818,15 @@ class RunStore:
             raise InputError(f"no batch {batch_name(batch_id)} in the store at {self.location}",
                              hint="`skillbase pending` names the batches of paused runs; --store picks another store")
         return BatchRow(id=row["id"], created_at=row["created_at"],
-                        settings=column_json(row["settings_json"], self.db_path, f"{batch_name(batch_id)}'s settings",
-                                             dict))
+                        settings=column_json(self.here(row["settings_json"]), self.db_path,
+                                             f"{batch_name(batch_id)}'s settings", dict))
 
     def list_batches(self) -> list[BatchRow]:
         if not self._batch_tables():
             return []
         return [BatchRow(id=row["id"], created_at=row["created_at"],
-                         settings=column_json(row["settings_json"], self.db_path, f"batch_{row['id']}'s settings",
-                                              dict))
+                         settings=column_json(self.here(row["settings_json"]), self.db_path,
+                                              f"batch_{row['id']}'s settings", dict))
                 for row in self.db.execute("SELECT * FROM batches ORDER BY id")]
 
     def batch_members(self, batch_id: int | None = None) -> list[BatchMember]:
@@ -796,17 +868,37 @@ class RunStore:
         return found
 
     def relocate(self, moves: list[tuple[str, str]]) -> None:
-        """Rewrite absolute paths recorded in the store (task paths, manifests, batch settings) from
-        one folder prefix to another: a store unpacked on another machine finds its tasks there."""
+        """Rewrite the absolute paths the store holds (task paths, manifests, batch settings, the runs'
+        waiting.json files) from one folder prefix to another (each ends in "/"), and record this folder as
+        the store's root: a store unpacked on another machine, moved or copied, finds its files where it is."""
+        moves = [(old, new) for old, new in moves if old != new]
+        self._relocate_files(moves)   # first: a crash before the commit leaves the root, so the next open redoes it
         self._batch_tables()
         with self.transaction() as tx:
             for old, new in moves:
-                if old == new:
-                    continue
                 tx.execute("UPDATE runs SET task_path = ? || substr(task_path, ?) WHERE task_path LIKE ? ESCAPE '\\'",
                            (new, len(old) + 1, _like_prefix(old)))
-                tx.execute("UPDATE runs SET manifest_json = replace(manifest_json, ?, ?)", (f'"{old}', f'"{new}'))
-                tx.execute("UPDATE batches SET settings_json = replace(settings_json, ?, ?)", (f'"{old}', f'"{new}'))
+                tx.execute("UPDATE runs SET manifest_json = replace(manifest_json, ?, ?)", _json_prefixes(old, new))
+                tx.execute("UPDATE batches SET settings_json = replace(settings_json, ?, ?)", _json_prefixes(old, new))
+            tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (ROOT, str(self.location)))
+
+    def _relocate_files(self, moves: list[tuple[str, str]]) -> None:
+        """The runs' waiting.json files name their prompts by absolute path (an unreadable one is left: `pending`
+        skips it and `resume run_N` asks again)."""
+        for waiting in (self.location / "runs").glob("*/waiting.json"):
+            try:
+                text = waiting.read_text()
+            except (OSError, ValueError):
+                continue
+            if _moved_json(text, moves) == text:
+                continue
+            staged = waiting.with_name(".tmp-" + waiting.name)
+            try:
+                staged.write_text(_moved_json(text, moves))
+                os.replace(staged, waiting)
+            except OSError as error:
+                raise EnvironmentProblem(f"cannot rewrite {waiting} for the store's folder: {error.strerror or error}",
+                                         hint="make the store's folder writable") from None
 
     # -- one run carried to a job that cannot reach this store (skillbase.run.transfer) ------------
 
@@ -1051,6 +1143,37 @@ def _follow_attempts(table: str, row: dict[str, Any], attempts: dict[int, int]) 
     return row
 
 
+def _slash(folder: str) -> str:
+    return folder.rstrip("/") + "/"
+
+
+def _same_folder(recorded: str, location: Path) -> bool:
+    """Whether the recorded root is this folder (by another name too: a symlink to it)."""
+    try:
+        return recorded == str(location) or Path(recorded).resolve() == location.resolve()
+    except (OSError, RuntimeError):   # a symlink loop
+        return False
+
+
+def _json_prefixes(old: str, new: str) -> tuple[str, str]:
+    """A JSON string that starts with the folder `old`, and the same one starting with `new` (as JSON text)."""
+    return json.dumps(old)[:-1], json.dumps(new)[:-1]
+
+
+def _moved_json(text: str, moves: list[tuple[str, str]]) -> str:
+    """JSON `text` with every string under an old folder of `moves` under its new one."""
+    for old, new in moves:
+        text = text.replace(*_json_prefixes(old, new))
+    return text
+
+
+def _moved_path(path: str, moves: list[tuple[str, str]]) -> str:
+    for old, new in moves:
+        if path.startswith(old):
+            return new + path[len(old):]
+    return path
+
+
 def _like_prefix(prefix: str) -> str:
     escaped = prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
     return escaped + "%"
@@ -1073,16 +1196,16 @@ def _dumps(value: Any) -> str:
     return json.dumps(value, sort_keys=True, default=str)
 
 
-def _run_row(row: sqlite3.Row, db_path: Path) -> RunRow:
+def _run_row(row: sqlite3.Row, db_path: Path, here=lambda text: text) -> RunRow:
     name = run_name(row["id"])
     try:
         status = RunStatus(row["status"])
     except ValueError:
         raise StoreDamaged(f"store damaged: {db_path}: {name} has status {row['status']!r}",
                            hint=recovery_hint(db_path)) from None
-    manifest = column_json(row["manifest_json"], db_path, f"{name}'s manifest", dict)
+    manifest = column_json(here(row["manifest_json"]), db_path, f"{name}'s manifest", dict)
     return RunRow(id=row["id"], created_at=row["created_at"], finished_at=row["finished_at"],
-                  task_path=row["task_path"], task_name=row["task_name"], status=status,
+                  task_path=here(row["task_path"]), task_name=row["task_name"], status=status,
                   stop_reason=row["stop_reason"], manifest=manifest,
                   baseline_us=column_number(row["baseline_us"], db_path, f"{name}'s baseline_us"),
                   best_us=column_number(row["best_us"], db_path, f"{name}'s best_us"), best_kernel=row["best_kernel"])
