@@ -128,7 +128,8 @@ def unpack_store(archive: Path, store_path=None, force: bool = False) -> Packed:
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.move(path, target)   # artifacts are named by content: replacing one changes nothing
                 files += 1
-    store = RunStore.open(location)   # follows the store's recorded folder (pack.json's `store`) to this one
+    # Follows the store's recorded folder (pack.json's `store`) to this one, quietly: landing elsewhere is the point.
+    store = RunStore.open(location, say_moved=False)
     try:
         store.relocate(_moves(origin, location))   # the suite's and checkout's (and an older pack's store folder)
         runs = len(store.list_runs())

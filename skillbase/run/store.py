@@ -368,11 +368,12 @@ class RunStore:
         self._read_moves: list[tuple[str, str]] = []   # a read-only open of a moved store: old root -> here
 
     @classmethod
-    def open(cls, location: Path | str | None = None, read_only: bool = False) -> RunStore:
+    def open(cls, location: Path | str | None = None, read_only: bool = False, *, say_moved: bool = True) -> RunStore:
         """The store at `location` (see store_location). `read_only` (runs, explain, report, pending)
         writes nothing on disk: an existing database is opened read-only; where there is none, a location
         given explicitly (--store, $SKILLBASE_STORE: likely a typo) is an error, and the default location
-        not made yet reads as an empty store."""
+        not made yet reads as an empty store. `say_moved=False`: a store found moved is relocated without
+        the note (`store unpack`, where landing in another folder is the point)."""
         store = cls(store_location(location))
         if read_only:
             store._open_for_reading()
@@ -381,7 +382,7 @@ class RunStore:
                 store._read_moves = [(_slash(old), _slash(str(store.location)))]
         else:
             store._connect()
-            store._follow_move()
+            store._follow_move(say_moved)
         return store
 
     def _open_for_reading(self) -> None:
@@ -534,14 +535,15 @@ class RunStore:
                 roots.add(str(path.parents[2]))
         return roots.pop() if len(roots) == 1 else None
 
-    def _follow_move(self) -> None:
+    def _follow_move(self, say: bool = True) -> None:
         """A store moved or copied by hand still points into its old folder: rewrite its paths to this one
         (a copy would otherwise read and write the original's prompts and candidates), and say so once."""
         old = self._old_root()
         if old is not None:
             self.relocate([(_slash(old), _slash(str(self.location)))])
-            log.warning("note: the run store at %s was moved or copied from %s: its paths now point here",
-                        self.location, old)
+            if say:
+                log.warning("note: the run store at %s was moved or copied from %s: its paths now point here",
+                            self.location, old)
         elif self.recorded_root() is None:
             with self.transaction() as tx:
                 tx.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (ROOT, str(self.location)))
