@@ -206,8 +206,11 @@ class Executor(Protocol):
 
 def visible_devices(gpu_ids: Sequence[str]) -> list[str]:
     """--gpus indices as CUDA_VISIBLE_DEVICES values: relative to an existing CUDA_VISIBLE_DEVICES
-    (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0)."""
+    (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0); none given: every GPU
+    this process may use."""
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
+    if not gpu_ids:
+        gpu_ids = [str(i) for i in range(len(visible) or len(env.gpus()))]
     out = []
     for g in gpu_ids:
         if visible and g.isdigit():
@@ -274,14 +277,14 @@ class BenchRun:
 
 
 def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "baseline",
-              gpus: Sequence[str] = ("0",), presets: Sequence[str] = (), suite: Path | None = None,
+              gpus: Sequence[str] = (), presets: Sequence[str] = (), suite: Path | None = None,
               results: Path | None = None, *, executor: Executor | None = None, executor_kind: str = "local",
               address: str | None = None, progress: Callable[[SizeResult, int, int], None] | None = None) -> BenchRun:
     """Verify and time the chosen implementations of the suite on GPUs.
 
     `ops` (default: all), `dtype` (default: both), `impl` baseline | vendor | best, `presets`
-    (default: each task's scored presets), `gpus` (indices relative to CUDA_VISIBLE_DEVICES; the
-    default executor runs one worker per GPU), `suite` (default: the shipped suite), `results` (default:
+    (default: each task's scored presets), `gpus` (indices relative to CUDA_VISIBLE_DEVICES, default every GPU;
+    the default executor runs one worker per GPU), `suite` (default: the shipped suite), `results` (default:
     `skillbase.config.bench_results_root()`). Each result is merged into
     `<results>/<gpu-slug>/bench/results.json` as it arrives (an interrupted run keeps what it
     measured) and the README.md beside it is rewritten; `progress(result, done, total)` sees each.
@@ -306,7 +309,7 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
             raise InputError("--address names a Ray cluster", hint="add --executor ray")
         gpu = env.require_gpu_name(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
                                         "`bench report` work anywhere")
-        executor = executor or LocalExecutor(visible_devices(list(gpus) or ["0"]))
+        executor = executor or LocalExecutor(visible_devices(list(gpus)))
     meta = {"skillbase": __version__, "git": env.git_revision()}
     total = sum(len(job.presets) for job in jobs)
     done: list[SizeResult] = []

@@ -68,7 +68,8 @@ def _result_line(result: bench_results.SizeResult) -> str:
 @click.option("--impl", type=click.Choice(suite.KINDS), default="baseline",
               help="baseline | vendor (library implementations) | best (best_<dtype>.cu where present, else "
                    "baseline) | torch (PyTorch eager) | torch_compile (the same through torch.compile).")
-@click.option("--gpus", default=None, help="Comma-separated GPU indices; one worker process per GPU (default: 0).")
+@click.option("--gpus", default=None,
+              help="Comma-separated GPU indices; one worker process per GPU (default: every GPU).")
 @click.option("--preset", "presets_csv", default=None,
               help="Comma-separated presets (default: each task's scored presets).")
 @executor_options
@@ -83,7 +84,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 
     # a bar with counts and an ETA on a terminal, one line per result when piped
     with ui.progress(f"bench run ({impl})") as bar:
-        done = runner.run_bench(comma_list(ops_csv), dtype, impl, comma_list(gpus) or ["0"], comma_list(presets_csv),
+        done = runner.run_bench(comma_list(ops_csv), dtype, impl, comma_list(gpus), comma_list(presets_csv),
                                 root, results_root, executor_kind=executor_kind, address=address,
                                 progress=lambda result, count, total: bar.step(count, total, _result_line(result)))
     s = done.scores

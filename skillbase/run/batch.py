@@ -501,8 +501,7 @@ def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
     found = env.gpus()
     if not found:
         env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
-    visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
-    return visible_devices(list(gpus) or [str(i) for i in range(len(visible) or len(found))])
+    return visible_devices(list(gpus))
 
 
 def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None):

@@ -104,8 +104,12 @@ def test_gpus_are_relative_to_cuda_visible_devices(monkeypatch):
     assert runner.visible_devices(["0", "1"]) == ["2", "3"]
     with pytest.raises(InputError, match="only 2 GPU"):
         runner.visible_devices(["2"])
+    assert runner.visible_devices([]) == ["2", "3"]                # none named: every visible GPU
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     assert runner.visible_devices(["0", "1"]) == ["0", "1"]
+    gpus = [object(), object(), object()]                           # what nvidia-smi would list
+    monkeypatch.setattr(runner.env, "gpus", lambda: gpus)
+    assert runner.visible_devices([]) == ["0", "1", "2"]           # none named, none hidden: every GPU
 
 
 def test_report_plots_from_baselines_alone_and_from_the_stored_h200_results(tmp_path):
