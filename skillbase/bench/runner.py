@@ -168,6 +168,8 @@ def measure(job: BenchJob) -> list[dict[str, Any]]:
         out.append(SizeResult(**b, status=status, runtime_us=runtime, baseline_us=baseline,
                               spread=max(spreads) if spreads else None, floor_us=cand.floor_us,
                               cold_l2=cand.cold_l2, reason=reason))
+    if out and result.phases_s:
+        out[-1].phases_s = {phase: round(seconds, 2) for phase, seconds in result.phases_s.items()}
     return [r.to_dict() for r in out]
 
 

@@ -58,8 +58,12 @@ def _result_line(result: bench_results.SizeResult) -> str:
     timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
         (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
     failed = result.status != bench_results.VERIFIED and result.reason
-    return f"{result.op} {result.impl} {result.preset}: {result.status} {timing}" + (f" -- {result.reason}" if failed
+    line = f"{result.op} {result.impl} {result.preset}: {result.status} {timing}" + (f" -- {result.reason}" if failed
                                                                                     else "")
+    if result.phases_s:     # the job's last size: where its time went
+        spent = sorted(result.phases_s.items(), key=lambda item: -item[1])
+        line += f" [job {sum(result.phases_s.values()):.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in spent) + "]"
+    return line
 
 
 @bench.command("run")

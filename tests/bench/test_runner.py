@@ -106,3 +106,36 @@ def test_worker_processes_report_a_job_that_cannot_run_as_its_result():
     got = runner.LocalExecutor(["0", "1"]).run(jobs, seen.append)
     assert [(r.op, r.status) for r in got] == [("relu", "error"), ("gelu", "error")]
     assert {r.device for r in got} <= {"0", "1"} and all("GPU" in r.reason for r in got) and len(seen) == 2
+
+
+def test_a_job_says_where_its_time_went_on_its_last_size(monkeypatch):
+    """The harness's phases of one evaluation (verification at every size, timing at each preset) come back on the
+    last size the job measured, survive results.json, and end that size's progress line."""
+    import random
+
+    from skillbase.commands.bench import _result_line
+    from skillbase.harness import runtime
+    from skillbase.harness.result import CheckResult, KernelTiming, SizeTiming, Stats
+
+    phases = {"inputs": round(random.uniform(1, 5), 2), "verify": round(random.uniform(1, 5), 2),
+              "timing": round(random.uniform(0.1, 1), 2)}
+
+    def evaluate(task, candidate=None, baseline=None, options=None, **_):
+        result = CheckResult(compiled=True, correct=True, phases_s=dict(phases))
+        for preset in options.presets:
+            median = random.uniform(5, 50)
+            stats = Stats(median, median * 0.99, median * 1.01, median * 0.02, median * 0.9, median * 1.1, median, 30)
+            result.timings.append(SizeTiming(preset, {}, 1.0, 1.0, kernels={"candidate": KernelTiming("candidate",
+                                                                                                          stats)}))
+        return result
+
+    monkeypatch.setattr(runtime, "evaluate", evaluate)
+    (job,) = runner.jobs_for(suite.select(suite.discover(), ["relu"], "fp32"), ["xs", "m", "xl"])
+    out = [results.SizeResult.from_dict(json.loads(json.dumps(d))) for d in runner.measure(job)]
+    assert [r.preset for r in out] == ["xs", "m", "xl"] and all(r.status == "verified" for r in out)
+    assert [r.phases_s for r in out] == [None, None, phases]
+    assert "phases_s" not in out[0].to_dict()            # only the job's last size carries them
+    assert "[job" not in _result_line(out[0])
+    total = sum(phases.values())
+    assert _result_line(out[2]).endswith(f"[job {total:.1f} s: " + ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(phases.items(), key=lambda item: -item[1])) + "]")
