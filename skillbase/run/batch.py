@@ -498,10 +498,8 @@ def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
     """The CUDA_VISIBLE_DEVICES values to run on: none for a compile-only batch, else --gpus or every GPU."""
     if not gpu:
         return []
-    found = env.gpus()
-    if not found:
-        env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
-    return visible_devices(list(gpus))
+    found = env.require_gpus(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
+    return visible_devices(list(gpus), len(found))
 
 
 def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None):

@@ -71,7 +71,8 @@ class FakeExecutor:
 
 
 def test_run_bench_stores_each_result_under_the_results_root(monkeypatch, tmp_path):
-    monkeypatch.setattr(env, "require_gpu_name", lambda hint="": "NVIDIA H200")
+    h200 = env.Gpu(0, "NVIDIA H200", "580.159.04", "9.0", "143771 MiB")
+    monkeypatch.setattr(env, "require_gpus", lambda hint="": [h200])
     monkeypatch.setattr(env, "git_revision", lambda: "abc1234")
     executor, progress = FakeExecutor(), []
     done = runner.run_bench(["matrix_mul"], "fp32", "vendor", presets=["xs", "s"], results=tmp_path, executor=executor,
@@ -89,7 +90,7 @@ def test_run_bench_checks_the_selection_before_the_gpu(monkeypatch, tmp_path):
     def no_gpu(hint=""):
         raise AssertionError("the GPU was asked for before the input was checked")
 
-    monkeypatch.setattr(env, "require_gpu_name", no_gpu)
+    monkeypatch.setattr(env, "require_gpus", no_gpu)
     with pytest.raises(InputError, match="no preset"):
         runner.run_bench(["relu"], presets=["huge"], results=tmp_path, executor=FakeExecutor())
     with pytest.raises(InputError, match="nothing to run"):
