@@ -114,13 +114,16 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @stop_at_floor_option
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (no verification or timing; nothing is accepted).")
+@click.option("--again", is_flag=True,
+              help="Start new runs even of operators still in progress in an earlier batch with the same settings "
+                   "(refused without it: `skillbase resume --all` continues those).")
 @batch_start_options
 @executor_options
 @suite_option
 @store_option
 @json_option
-def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, candidates, gpus,
-             time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
+def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, again, candidates,
+             gpus, time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -136,7 +139,8 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_
     with ui.progress(f"bench optimize ({agent})") as bar:
         outcome = start_batch(settings, comma_list(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
                               candidates=candidates, suite=root, gpus=comma_list(gpus), time_limit_s=time_limit_s,
-                              executor_kind=executor_kind, address=address, progress=None if as_json else bar.step)
+                              executor_kind=executor_kind, address=address, again=again,
+                              progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 
 
