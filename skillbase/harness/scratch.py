@@ -3,13 +3,16 @@
 Candidates are written beside nothing the user owns: each source goes into a content-named folder
 in the cache (`<cache>/candidates/<digest>/`) together with a copy of the task spec and every file
 the spec names (a python or CUDA reference, input hooks), so the copy loads, verifies and profiles
-exactly like the original.
+exactly like the original. Jobs judging the same source at once (several workers, several GPUs)
+share its folder: each file is rewritten only when it differs, and then aside and renamed into
+place, so a reader never sees one half-written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
+import os
+import threading
 from pathlib import Path
 
 from skillbase.config import cache_root
@@ -24,8 +27,7 @@ def scratch_copy(task_path: Path, source: str) -> Path:
     folder = root / "candidates" / digest
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task_path.name
-    if not path.exists() or path.read_text() != source:
-        path.write_text(source)
+    _write_if_changed(path, source.encode())
     spec = task_path.with_name(task_path.stem + ".task.yaml")
     if spec.exists():
         copy_spec(spec, folder / spec.name)
@@ -35,11 +37,23 @@ def scratch_copy(task_path: Path, source: str) -> Path:
 def copy_spec(spec: Path, target: Path) -> None:
     """Copy a task spec together with the files it names (a python or CUDA reference, input
     hooks), so the copy loads, verifies and profiles exactly like the original."""
-    shutil.copyfile(spec, target)
+    _write_if_changed(target, spec.read_bytes())
     for name in spec_files(spec):
         if (spec.parent / name).is_file():
             (target.parent / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(spec.parent / name, target.parent / name)
+            _write_if_changed(target.parent / name, (spec.parent / name).read_bytes())
+
+
+def _write_if_changed(target: Path, data: bytes) -> None:
+    """`data` into `target` unless it holds it already; written aside and renamed, never truncated in place."""
+    try:
+        if target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    partial = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
 
 
 def spec_files(spec_path: Path) -> list[str]:
