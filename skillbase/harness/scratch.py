@@ -1,11 +1,11 @@
 """Candidates' scratch copies: a kernel source written into the cache with its task spec beside it.
 
 Candidates are written beside nothing the user owns: each source goes into a content-named folder
-in the cache (`<cache>/candidates/<digest>/`) together with a copy of the task spec and every file
-the spec names (a python or CUDA reference, input hooks), so the copy loads, verifies and profiles
-exactly like the original. Jobs judging the same source at once (several workers, several GPUs)
-share its folder: each file is rewritten only when it differs, and then aside and renamed into
-place, so a reader never sees one half-written.
+in the cache (`<cache>/candidates/<digest of the source and the task's files>/`) together with a copy of the
+task spec and every file the spec names (a python or CUDA reference, input hooks), so the copy loads,
+verifies and profiles exactly like the original. Jobs judging the same source of the same task at once
+(several workers, several GPUs) share its folder: each file is rewritten only when it differs, and then
+aside and renamed into place, so a reader never sees one half-written.
 """
 
 from __future__ import annotations
@@ -21,14 +21,24 @@ from skillbase.errors import InputError
 
 
 def scratch_copy(task_path: Path, source: str) -> Path:
-    """The source as `<cache>/candidates/<digest>/<task file name>`, the task spec copied beside it."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    """The source as `<cache>/candidates/<digest>/<task file name>`, the task spec copied beside it.
+
+    The digest covers everything copied (the source, the spec, the files it names), not the source alone:
+    two tasks whose kernels share a file name (every KernelBench task's `model.cu`) judged at once with the
+    same source would otherwise share one folder, and one job could load the other task's spec. Content,
+    not the task's path: a copy of the task elsewhere (the generator judges in a temporary one) finds the
+    same folder, and so the same builds."""
+    spec = task_path.with_name(task_path.stem + ".task.yaml")
+    key = hashlib.sha256(source.encode())
+    if spec.exists():
+        for name, path in ((spec.name, spec), *((n, spec.parent / n) for n in spec_files(spec))):
+            if path.is_file():
+                key.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     root = cache_root()
-    folder = root / "candidates" / digest
+    folder = root / "candidates" / key.hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task_path.name
     _write_if_changed(path, source.encode())
-    spec = task_path.with_name(task_path.stem + ".task.yaml")
     if spec.exists():
         copy_spec(spec, folder / spec.name)
     return path

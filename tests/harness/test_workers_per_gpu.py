@@ -232,34 +232,38 @@ def _copy_in_a_loop(cache: str, task: str, source: str, seconds: float) -> None:
         scratch_copy(Path(task), source)
 
 
-def test_a_scratch_copy_shared_by_two_jobs_is_never_seen_half_written(tmp_path, monkeypatch):
-    """Two jobs judging the same source at once share its cache folder. Two tasks with one file name and
-    different specs (large, so a rewrite in place would be caught between truncation and end) are copied
-    over and over by two processes; the spec read meanwhile is always one of the two, whole."""
+def test_two_tasks_with_one_file_name_and_one_source_get_scratch_folders_of_their_own(tmp_path, monkeypatch):
+    """Every KernelBench task's kernel is `model.cu`: two tasks judged at once with the same source must not
+    share a scratch folder, or one job would load the other task's spec. Two such tasks (large specs, so a
+    rewrite in place would be caught between truncation and end) are copied over and over by two processes;
+    each copy's spec read meanwhile is always its own task's, whole."""
     from skillbase.harness.scratch import scratch_copy
 
     monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
     rng = random.Random()
     source = f"// candidate {rng.randrange(10**9)}\n"
-    specs = []
+    specs = {}
     for side in ("a", "b"):
         (tmp_path / side).mkdir()
         (tmp_path / side / "k.cu").write_text("// k\n")
         spec = f"launcher: k\n# {side}\n" + "".join(f"# {rng.random()}\n" for _ in range(60_000))
         (tmp_path / side / "k.task.yaml").write_text(spec)
-        specs.append(spec)
-    copy = scratch_copy(tmp_path / "a" / "k.cu", source)
-    unchanged = copy.with_name("k.task.yaml").stat()
-    scratch_copy(tmp_path / "a" / "k.cu", source)          # the same again: nothing rewritten
-    assert copy.with_name("k.task.yaml").stat().st_mtime_ns == unchanged.st_mtime_ns
+        specs[side] = spec
+    copies = {side: scratch_copy(tmp_path / side / "k.cu", source) for side in ("a", "b")}
+    assert copies["a"].parent != copies["b"].parent
+    assert all(copies[side].read_text() == source for side in copies)
+    unchanged = copies["a"].with_name("k.task.yaml").stat()
+    assert scratch_copy(tmp_path / "a" / "k.cu", source) == copies["a"]     # the same again: nothing rewritten
+    assert copies["a"].with_name("k.task.yaml").stat().st_mtime_ns == unchanged.st_mtime_ns
     context = multiprocessing.get_context("spawn")
     procs = [context.Process(target=_copy_in_a_loop, args=(str(tmp_path / "cache"), str(tmp_path / side / "k.cu"),
                                                            source, 3.0)) for side in ("a", "b")]
     for p in procs:
         p.start()
     while any(p.is_alive() for p in procs):
-        text = copy.with_name("k.task.yaml").read_text()
-        assert text in specs, f"a half-written spec: {len(text)} characters"
+        for side, copy in copies.items():
+            text = copy.with_name("k.task.yaml").read_text()
+            assert text == specs[side], f"{side}: {len(text)} characters, not its own spec"
     for p in procs:
         p.join(60)
         assert p.exitcode == 0
