@@ -372,7 +372,8 @@ def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: V
         timer = start_timer()
     except CuptiUnavailable:
         timer = None     # the output snapshot and the host clock decide alone
-    with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=session.progress):
+    with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=session.progress,
+                  phases=session.phases):
         return _probes(session, size_name, sizes, plan, result, timer)
 
 
