@@ -27,7 +27,7 @@ from skillbase.errors import InputError
 from skillbase.harness.device import Device, wait_ms
 from skillbase.harness.native import NativeLauncher
 from skillbase.harness.phases import Phases
-from skillbase.harness.torch_launcher import launcher_for
+from skillbase.harness.torch_launcher import TorchLauncher, launcher_for
 from skillbase.harness.verify import POISON, compare_outputs
 
 SCALE_VARIANT = 4.0   # a power of two: exact in every float format, changes every magnitude
@@ -95,19 +95,25 @@ class Session:
         if self.reference_kind == "self":
             # Verifying a kernel against itself (`skillbase check`): a second, separate instance.
             self.reference = launcher_for(job["candidate"], self.spec, "reference")
+        self.kept_sizes, self.kept = set(), {}
+        verify, timing = job.get("verify") or {}, job.get("time") or {}
+        # The probes' size (verification's first) and the timed ones: their cases serve again there.
+        self.keep_cases_at(*[(name, sizes) for name, sizes in [*verify.get("sizes", [])[:1], *timing.get("sizes", [])]])
 
     @property
     def launchers(self) -> list[NativeLauncher]:
         return [launcher for launcher in (self.reference, self.baseline, self.candidate) if launcher is not None]
 
     # -- hooks ------------------------------------------------------------------------------------
-    def setup(self, scalars: dict[str, Any]) -> None:
+    def setup(self, scalars: dict[str, Any], inputs: dict[str, np.ndarray] | None = None) -> None:
         """hooks.setup of every loaded library, with this size's scalars (a no-op when they are
         already set up for them). Called from prepare(), so before any call at a size and never
-        inside a timed window or a launch-stream probe; the device is synchronised afterwards."""
+        inside a timed window or a launch-stream probe; the device is synchronised afterwards.
+        `inputs`: host inputs at this size, on which a torch launcher warms up (else it draws its own)."""
         ran = False
         for launcher in self.launchers:
-            ran = launcher.setup(scalars) or ran
+            ran = (launcher.setup(scalars, inputs) if isinstance(launcher, TorchLauncher)
+                   else launcher.setup(scalars)) or ran
         if ran:
             self.device.sync()
 
@@ -117,14 +123,34 @@ class Session:
             raise RuntimeError(f"internal: {launcher.label} is not set up for {scalars} before a probe/timed call")
 
     # -- cases ----------------------------------------------------------------------------------
+    def keep_cases_at(self, *sizes: tuple[str, dict[str, int]]) -> None:
+        """Keep the host inputs and references of the spec cases drawn at these sizes (the probes'
+        and the timed ones) for the whole job: a later `prepare` or `value_sets` of the same case
+        uploads them again instead of drawing them and computing the reference once more."""
+        self.kept_sizes.update((name, _sizes_key(s)) for name, s in sizes)
+
     def prepare(self, size: str, sizes: dict[str, int], seed: int, variant: str = "spec") -> Case:
+        """One case, ready for calls: its pristine device copies uploaded, its reference computed. A
+        kept case (`keep_cases_at`) is drawn and its reference computed once per job; each `prepare`
+        uploads fresh pristine copies from its host inputs (a released case's copies were poisoned)."""
+        key = (size, _sizes_key(sizes), seed, variant)
+        case = self.kept.get(key)
+        if case is not None:
+            self.setup(case.resolved.scalars, case.host_inputs)
+            if not case.pristine:
+                with self.phases("inputs"):
+                    case.pristine.update(self._upload(case.host_inputs))
+            return case
         resolved = self.spec.resolve(sizes)
-        self.setup(resolved.scalars)     # before the reference runs at this size; outside every timed window
         with self.phases("inputs"):
             host = self.spec.make_inputs(sizes, seed)
             if variant == "scaled-x4":
                 host = {name: self._scaled(name, array) for name, array in host.items()}
-            pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
+        # Before the reference runs at this size, outside every timed window; a torch launcher warms up on
+        # these inputs (of the task's own kind) rather than drawing another set.
+        self.setup(resolved.scalars, host)
+        with self.phases("inputs"):
+            pristine = self._upload(host)
         outputs = [a for a in self.args if a.pointer and a.written]
         tolerance = {}
         from skillbase.task import DEFAULT_TOLERANCES
@@ -136,7 +162,20 @@ class Session:
         case = Case(size, dict(sizes), seed, variant, resolved, host, pristine, outputs, tolerance)
         with self.phases("reference"):
             case.reference = self.reference_outputs(case)
+        if variant == "spec" and (size, key[1]) in self.kept_sizes:
+            self.kept[key] = case
         return case
+
+    def value_sets(self, size: str, sizes: dict[str, int], count: int, first_seed: int) -> list[Case]:
+        """`count` spec cases at this size for timing's rotated input sets: the kept ones verification
+        already drew here (verified, their references known), then fresh seeds from `first_seed`."""
+        key = _sizes_key(sizes)
+        seeds = [k[2] for k in self.kept if k[:2] == (size, key) and k[3] == "spec"][:count]
+        seeds += [first_seed + i for i in range(count - len(seeds))]
+        return [self.prepare(size, sizes, seed) for seed in seeds]
+
+    def _upload(self, host: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
 
     def _scaled(self, name: str, array: np.ndarray) -> np.ndarray:
         from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32, float32_to_bf16_bits
@@ -222,7 +261,8 @@ class Session:
 
     def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True,
              offset_bytes: int = 0) -> CallOutcome:
-        self.setup(case.resolved.scalars)    # a no-op unless another size was set up since prepare()
+        # A no-op unless another size was set up since prepare().
+        self.setup(case.resolved.scalars, case.host_inputs)
         buffers = self._buffers(case, poison, offset_bytes)
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         if fill_shared:
@@ -363,3 +403,7 @@ class _ProbeWindows:
         return {"cupti": True, "unordered": unordered(call, hold_k[0], after_m[0]),
                 "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
                 "foreign_calls": windows[1].foreign_calls}
+
+
+def _sizes_key(sizes: dict[str, int]) -> tuple:
+    return tuple(sorted((name, int(value)) for name, value in sizes.items()))
