@@ -48,7 +48,8 @@ class FakeDevice:
 
     def __init__(self, index: int = 0):
         self.index = index
-        self.cp = types.SimpleNamespace(asarray=lambda a: np.array(a, copy=True), empty=np.empty,
+        self.cp = types.SimpleNamespace(ndarray=np.ndarray, asarray=lambda a: np.array(a, copy=True),
+                                        asnumpy=lambda a: np.array(a, copy=True), empty=np.empty,
                                         cuda=types.SimpleNamespace(Stream=lambda **_: None))
 
     def limits(self):
@@ -144,7 +145,7 @@ def test_a_judgement_draws_each_case_and_its_reference_once(counted, monkeypatch
     for case in value_sets:
         for name, array in case.host_inputs.items():
             assert np.array_equal(case.pristine[name], np.ravel(array))
-        np.testing.assert_allclose(case.reference["C"], case.host_inputs["A"] @ case.host_inputs["B"], rtol=1e-5)
+        np.testing.assert_allclose(case.reference.host("C"), case.host_inputs["A"] @ case.host_inputs["B"], rtol=1e-5)
         session.release(case)
         assert not case.pristine
 
