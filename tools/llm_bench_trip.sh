@@ -9,7 +9,9 @@
 #   ... candidates ...; skillbase store pack trip/answers.tar.gz --store trip/store --without-reports --force
 # Settings (environment): LIMIT seconds after which no further run starts (default 420); ROUNDS (3);
 # PRESET (l); BATCHES, for STEP=start: `;`-separated batches, each `on:OP,OP,...` (engine-on),
-# `off:OP,...` (engine-off, the ablation) or `on:all`; with STEP=resume they start after the judging;
+# `off:OP,...` (engine-off, the ablation) or `on:all`; with STEP=resume they start after the judging
+# (new batches only: `bench optimize` refuses operators an earlier batch with the same settings still has
+# in progress, so rerunning a trip with the same BATCHES stops there, and only `resume --all` advances them);
 # DTYPE (fp32 or bf16) for the batches started. What comes back in $OUT: store.tar.gz (the whole
 # store; split into store.tar.gz.part-aa, -ab ... when over 15 MiB, the device tool's per-file limit),
 # trip.log (each command's JSON and progress), device.txt, setup.log.

@@ -78,6 +78,9 @@ class SizeResult:
     device: str | None = None
     # The library of a vendor implementation (cublas, cudnn, ...) or torch; None for kernels of ours.
     library: str | None = None
+    # Where the job's wall time went (the harness's phases: compile, inputs, reference, verify, timing, ...),
+    # on the last size a job measured only: one job verifies at every size and times all its presets.
+    phases_s: dict[str, float] | None = None
 
     @property
     def verified(self) -> bool:
@@ -95,7 +98,10 @@ class SizeResult:
         return (self.op, self.dtype, self.impl, self.preset)
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        data = asdict(self)
+        if data["phases_s"] is None:     # the other sizes of a job, and results written before it was recorded
+            del data["phases_s"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict) -> SizeResult:

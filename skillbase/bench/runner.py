@@ -168,6 +168,8 @@ def measure(job: BenchJob) -> list[dict[str, Any]]:
         out.append(SizeResult(**b, status=status, runtime_us=runtime, baseline_us=baseline,
                               spread=max(spreads) if spreads else None, floor_us=cand.floor_us,
                               cold_l2=cand.cold_l2, reason=reason))
+    if out and result.phases_s:
+        out[-1].phases_s = {phase: round(seconds, 2) for phase, seconds in result.phases_s.items()}
     return [r.to_dict() for r in out]
 
 
@@ -204,13 +206,13 @@ class Executor(Protocol):
         ...
 
 
-def visible_devices(gpu_ids: Sequence[str]) -> list[str]:
+def visible_devices(gpu_ids: Sequence[str], found: int | None = None) -> list[str]:
     """--gpus indices as CUDA_VISIBLE_DEVICES values: relative to an existing CUDA_VISIBLE_DEVICES
     (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0); none given: every GPU
-    this process may use."""
+    this process may use (`found`: how many nvidia-smi listed, when the caller asked it already)."""
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     if not gpu_ids:
-        gpu_ids = [str(i) for i in range(len(visible) or len(env.gpus()))]
+        gpu_ids = [str(i) for i in range(len(visible) or (len(env.gpus()) if found is None else found))]
     out = []
     for g in gpu_ids:
         if visible and g.isdigit():
@@ -307,9 +309,10 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
     else:
         if address:
             raise InputError("--address names a Ray cluster", hint="add --executor ray")
-        gpu = env.require_gpu_name(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
-                                        "`bench report` work anywhere")
-        executor = executor or LocalExecutor(visible_devices(list(gpus)))
+        found = env.require_gpus(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
+                                      "`bench report` work anywhere")
+        gpu = found[0].name
+        executor = executor or LocalExecutor(visible_devices(list(gpus), len(found)))
     meta = {"skillbase": __version__, "git": env.git_revision()}
     total = sum(len(job.presets) for job in jobs)
     done: list[SizeResult] = []

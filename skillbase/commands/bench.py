@@ -58,8 +58,12 @@ def _result_line(result: bench_results.SizeResult) -> str:
     timing = (f"{result.runtime_us:,.1f} us" if result.runtime_us else "—") + \
         (f" (baseline {result.baseline_us:,.1f} us)" if result.baseline_us and result.impl != result.dtype else "")
     failed = result.status != bench_results.VERIFIED and result.reason
-    return f"{result.op} {result.impl} {result.preset}: {result.status} {timing}" + (f" -- {result.reason}" if failed
+    line = f"{result.op} {result.impl} {result.preset}: {result.status} {timing}" + (f" -- {result.reason}" if failed
                                                                                     else "")
+    if result.phases_s:     # the job's last size: where its time went
+        spent = sorted(result.phases_s.items(), key=lambda item: -item[1])
+        line += f" [job {sum(result.phases_s.values()):.1f} s: " + ", ".join(f"{k} {v:.1f}" for k, v in spent) + "]"
+    return line
 
 
 @bench.command("run")
@@ -110,13 +114,16 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @stop_at_floor_option
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (no verification or timing; nothing is accepted).")
+@click.option("--again", is_flag=True,
+              help="Start new runs even of operators still in progress in an earlier batch with the same settings "
+                   "(refused without it: `skillbase resume --all` continues those).")
 @batch_start_options
 @executor_options
 @suite_option
 @store_option
 @json_option
-def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, candidates, gpus,
-             time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
+def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, again, candidates,
+             gpus, time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -132,7 +139,8 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_
     with ui.progress(f"bench optimize ({agent})") as bar:
         outcome = start_batch(settings, comma_list(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
                               candidates=candidates, suite=root, gpus=comma_list(gpus), time_limit_s=time_limit_s,
-                              executor_kind=executor_kind, address=address, progress=None if as_json else bar.step)
+                              executor_kind=executor_kind, address=address, again=again,
+                              progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 
 

@@ -89,12 +89,17 @@ def gpu_arch() -> str | None:
     return gpu.arch
 
 
-def require_gpu_name(hint: str = "run this on a machine with an NVIDIA GPU") -> str:
-    """The first GPU's name, or a one-line EnvironmentProblem saying why there is none."""
+def require_gpus(hint: str = "run this on a machine with an NVIDIA GPU") -> list[Gpu]:
+    """The GPUs nvidia-smi lists, or a one-line EnvironmentProblem saying why there are none."""
     found, why = nvidia_smi_gpus()
     if not found:
         raise EnvironmentProblem(f"no NVIDIA GPU found ({why})", hint=hint)
-    return found[0].name
+    return found
+
+
+def require_gpu_name(hint: str = "run this on a machine with an NVIDIA GPU") -> str:
+    """The first GPU's name, or a one-line EnvironmentProblem saying why there is none."""
+    return require_gpus(hint)[0].name
 
 
 # -- the CUDA compiler -------------------------------------------------------------------------------

@@ -6,7 +6,9 @@ advances every paused run of the store in one process: the candidate each one ex
 (`<candidates>/run_N.cu`, with an optional `run_N.meta.json`: model, wall_s, reply_tokens) is
 judged; a missing, empty, binary, non-CUDA or stale candidate leaves its run waiting with a one-line
 reason (nothing else in the batch is affected); a run killed mid-way continues from its last
-finished step; members a killed `bench optimize` never started are started. Every run's work is
+finished step; members a killed `bench optimize` never started are started. A second `bench optimize`
+of operators still in progress in an earlier batch with the same settings is refused (`again` starts
+them anyway), so a rerun after a kill does not start duplicate runs. Every run's work is
 one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
 GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: each job then works on a private copy of its
 run's store and the driver applies the result, `skillbase.run.transfer`): two runs never verify or
@@ -51,7 +53,7 @@ from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
-from skillbase.run.store import RunStore, batch_name, parse_batch_ref, run_name
+from skillbase.run.store import BatchRow, RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
 from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings
 from skillbase.task import load_task
@@ -98,10 +100,12 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
                 gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
                 gpus: Sequence[str] = (), executor: Executor | None = None,
                 progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
-                executor_kind: str = "local", address: str | None = None) -> BatchOutcome:
+                executor_kind: str = "local", address: str | None = None, again: bool = False) -> BatchOutcome:
     """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
 
-    The selection and the preset are checked before anything is recorded; `candidates` is where
+    The selection and the preset are checked before anything is recorded, and so (unless `again`) is
+    that no selected operator is still in progress in an earlier batch with the same settings
+    (`_refuse_unfinished`: `resume --all` continues those); `candidates` is where
     the batch's candidates are expected (default `<store>/batches/batch_N/candidates`). After
     `time_limit_s` no further run starts (`resume_all` starts the rest). `executor_kind="ray"` runs
     the runs on the Ray cluster at `address` (connected and checked before anything is recorded).
@@ -122,13 +126,14 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
     members = [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]
     return _record_and_start({"settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu},
                              members, store_path, candidates, gpu, gpus, executor, progress, time_limit_s,
-                             executor_kind, address)
+                             executor_kind, address, check_unfinished=not again)
 
 
 def _record_and_start(recorded: dict, members: list[dict], store_path, candidates, gpu: bool, gpus: Sequence[str],
                       executor: Executor | None, progress, time_limit_s: float | None, executor_kind: str,
-                      address: str | None) -> BatchOutcome:
-    """Record a batch (its settings `recorded`, its candidates folder, its `members`) and start every member."""
+                      address: str | None, *, check_unfinished: bool = False) -> BatchOutcome:
+    """Record a batch (its settings `recorded`, its candidates folder, its `members`) and start every member;
+    `check_unfinished`: first refuse members still in progress in an earlier batch (`_refuse_unfinished`)."""
     # The GPUs (or the cluster) are checked before anything is recorded.
     made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
     try:
@@ -138,6 +143,8 @@ def _record_and_start(recorded: dict, members: list[dict], store_path, candidate
             made.close()
         raise
     try:
+        if check_unfinished:
+            _refuse_unfinished(store, recorded, members)
         batch_id = store.create_batch({})
         folder = Path(candidates).resolve() if candidates else store.location / "batches" / batch_name(batch_id) / \
             "candidates"
@@ -203,6 +210,46 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
 
 KERNELBENCH = "kernelbench"   # a batch's kind: its members are generator runs of imported KernelBench tasks
 PYTORCH_STEP = "kb/pytorch"   # a KernelBench member's PyTorch eager / torch.compile times (µs), when it started
+_IN_PROGRESS = (RunStatus.RUNNING, RunStatus.PAUSED, RunStatus.INTERRUPTED)   # `resume --all` advances these
+
+
+def _refuse_unfinished(store: RunStore, recorded: dict, members: list[dict]) -> None:
+    """Refuse a `bench optimize` whose (operator, dtype) members are still in progress in an earlier batch
+    recorded with the same settings (run paused, running or interrupted, or never started): a rerun of the
+    same command, e.g. after a kill, would otherwise start a duplicate of each. Finished and failed runs
+    do not count: starting those again is a new measurement."""
+    wanted = {(m["operator"], m["dtype"]) for m in members}
+    status = {run.id: run.status for run in store.list_runs()}
+    found: list[str] = []
+    batches: list[str] = []
+    for batch in store.list_batches():
+        if batch.settings.get("kind") == KERNELBENCH or not _same_settings(batch.settings, recorded):
+            continue
+        runs = {(m.operator, m.dtype) for m in store.batch_members(batch.id) if status.get(m.run_id) in _IN_PROGRESS}
+        never = {(m["operator"], m["dtype"]) for m in _unstarted(store, batch)}
+        busy = [f"{m['operator']} {m['dtype']}" for m in batch.settings.get("members", [])
+                if (m["operator"], m["dtype"]) in wanted & (runs | never)]
+        if busy:
+            found += busy
+            batches.append(batch.name)
+    if found:
+        names = ", ".join(found[:3]) + (f" and {len(found) - 3} more" if len(found) > 3 else "")
+        raise InputError(f"{names} {'is' if len(found) == 1 else 'are'} still in progress in {', '.join(batches)} "
+                         "(same settings)",
+                         hint="continue them with skillbase resume --all, or pass --again to start new runs anyway")
+
+
+def _same_settings(stored: dict, recorded: dict) -> bool:
+    """Whether a stored batch was started with the settings `recorded` for a new one (the run settings, as
+    `Settings` reads them back: keys of older versions dropped, new ones at their defaults; preset; GPU)."""
+    return Settings.from_stored(stored.get("settings", {})) == Settings.from_stored(recorded["settings"]) and \
+        stored.get("preset") == recorded["preset"] and stored.get("gpu", True) == recorded["gpu"]
+
+
+def _unstarted(store: RunStore, batch: BatchRow) -> list[dict[str, Any]]:
+    """The members the batch names but has no run for: a killed (or out-of-time) start never started them."""
+    started = {(m.operator, m.dtype) for m in store.batch_members(batch.id)}
+    return [m for m in batch.settings.get("members", []) if (m["operator"], m["dtype"]) not in started]
 
 
 def _start_job(store: RunStore, batch_id: int, member: dict[str, Any]) -> Job:
@@ -326,12 +373,9 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
             work.append(_advance_job(store, run_id, None, None, None, owed.get(run_id)))
             needs_gpu |= bool(run.manifest.get("gpu_run", True))
         for batch_row in ([store.get_batch(wanted)] if wanted is not None else store.list_batches()):
-            started = {(m.operator, m.dtype) for m in store.batch_members(batch_row.id)}
-            for member in batch_row.settings.get("members", []):
-                if (member["operator"], member["dtype"]) not in started:
-                    work.append(_start_job(store, batch_row.id, member))
-                    needs_gpu |= bool(batch_row.settings.get("gpu", True)) and \
-                        not batch_row.settings.get("defer_baselines")
+            for member in _unstarted(store, batch_row):
+                work.append(_start_job(store, batch_row.id, member))
+                needs_gpu |= bool(batch_row.settings.get("gpu", True)) and not batch_row.settings.get("defer_baselines")
         if executor is None:
             executor = made = _executor(executor_kind if work else "local", needs_gpu and bool(work), gpus,
                                         time_limit_s, address if work else None)
@@ -498,10 +542,8 @@ def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
     """The CUDA_VISIBLE_DEVICES values to run on: none for a compile-only batch, else --gpus or every GPU."""
     if not gpu:
         return []
-    found = env.gpus()
-    if not found:
-        env.require_gpu_name(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
-    return visible_devices(list(gpus))
+    found = env.require_gpus(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
+    return visible_devices(list(gpus), len(found))
 
 
 def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None):

@@ -71,7 +71,8 @@ class FakeExecutor:
 
 
 def test_run_bench_stores_each_result_under_the_results_root(monkeypatch, tmp_path):
-    monkeypatch.setattr(env, "require_gpu_name", lambda hint="": "NVIDIA H200")
+    h200 = env.Gpu(0, "NVIDIA H200", "580.159.04", "9.0", "143771 MiB")
+    monkeypatch.setattr(env, "require_gpus", lambda hint="": [h200])
     monkeypatch.setattr(env, "git_revision", lambda: "abc1234")
     executor, progress = FakeExecutor(), []
     done = runner.run_bench(["matrix_mul"], "fp32", "vendor", presets=["xs", "s"], results=tmp_path, executor=executor,
@@ -89,7 +90,7 @@ def test_run_bench_checks_the_selection_before_the_gpu(monkeypatch, tmp_path):
     def no_gpu(hint=""):
         raise AssertionError("the GPU was asked for before the input was checked")
 
-    monkeypatch.setattr(env, "require_gpu_name", no_gpu)
+    monkeypatch.setattr(env, "require_gpus", no_gpu)
     with pytest.raises(InputError, match="no preset"):
         runner.run_bench(["relu"], presets=["huge"], results=tmp_path, executor=FakeExecutor())
     with pytest.raises(InputError, match="nothing to run"):
@@ -106,3 +107,36 @@ def test_worker_processes_report_a_job_that_cannot_run_as_its_result():
     got = runner.LocalExecutor(["0", "1"]).run(jobs, seen.append)
     assert [(r.op, r.status) for r in got] == [("relu", "error"), ("gelu", "error")]
     assert {r.device for r in got} <= {"0", "1"} and all("GPU" in r.reason for r in got) and len(seen) == 2
+
+
+def test_a_job_says_where_its_time_went_on_its_last_size(monkeypatch):
+    """The harness's phases of one evaluation (verification at every size, timing at each preset) come back on the
+    last size the job measured, survive results.json, and end that size's progress line."""
+    import random
+
+    from skillbase.commands.bench import _result_line
+    from skillbase.harness import runtime
+    from skillbase.harness.result import CheckResult, KernelTiming, SizeTiming, Stats
+
+    phases = {"inputs": round(random.uniform(1, 5), 2), "verify": round(random.uniform(1, 5), 2),
+              "timing": round(random.uniform(0.1, 1), 2)}
+
+    def evaluate(task, candidate=None, baseline=None, options=None, **_):
+        result = CheckResult(compiled=True, correct=True, phases_s=dict(phases))
+        for preset in options.presets:
+            median = random.uniform(5, 50)
+            stats = Stats(median, median * 0.99, median * 1.01, median * 0.02, median * 0.9, median * 1.1, median, 30)
+            result.timings.append(SizeTiming(preset, {}, 1.0, 1.0, kernels={"candidate": KernelTiming("candidate",
+                                                                                                          stats)}))
+        return result
+
+    monkeypatch.setattr(runtime, "evaluate", evaluate)
+    (job,) = runner.jobs_for(suite.select(suite.discover(), ["relu"], "fp32"), ["xs", "m", "xl"])
+    out = [results.SizeResult.from_dict(json.loads(json.dumps(d))) for d in runner.measure(job)]
+    assert [r.preset for r in out] == ["xs", "m", "xl"] and all(r.status == "verified" for r in out)
+    assert [r.phases_s for r in out] == [None, None, phases]
+    assert "phases_s" not in out[0].to_dict()            # only the job's last size carries them
+    assert "[job" not in _result_line(out[0])
+    total = sum(phases.values())
+    assert _result_line(out[2]).endswith(f"[job {total:.1f} s: " + ", ".join(
+        f"{k} {v:.1f}" for k, v in sorted(phases.items(), key=lambda item: -item[1])) + "]")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -34,7 +35,7 @@ from skillbase.harness.jobs import LocalExecutor
 from skillbase.run.batch import read_candidate, resume_all, start_batch
 from skillbase.run.pending import list_pending
 from skillbase.run.store import RunStore
-from skillbase.run.types import Settings
+from skillbase.run.types import RunStatus, Settings
 
 pytestmark = pytest.mark.nvcc
 
@@ -205,6 +206,61 @@ def test_bench_optimize_killed_before_every_run_started_is_completed_by_resume_a
     outcome = resume_all(store_path)
     assert [(m.action, m.status) for m in outcome.members if m.action != "waiting"] == [("started", "paused")]
     assert sorted(p.operator for p in list_pending(store_path, batch="batch_1")) == ["elu", "gelu", "relu"]
+
+
+def test_a_rerun_of_operators_still_in_progress_is_refused_unless_again(suite, tmp_path):
+    """Running the same `bench optimize` again (after a kill, say) must not start a duplicate run of each
+    operator an earlier batch with the same settings still has in progress: paused, or never started."""
+    store_path = tmp_path / "store"
+    settings = Settings(rounds=1, repairs=0, agent="external", engine=False)
+
+    def batches() -> int:
+        store = RunStore.open(store_path, read_only=True)
+        try:
+            return len(store.list_batches())
+        finally:
+            store.close()
+
+    def recorded_unstarted(ops, settings=settings, **extra) -> str:
+        """A start out of time at once: its members recorded, none started (as a killed start leaves them)."""
+        before = batches()
+        outcome = start_batch(settings, ops=ops, gpu=False, store_path=store_path,
+                              executor=LocalExecutor([], deadline=time.time() - 1), **extra)
+        assert {m.action for m in outcome.members} == {"deferred"} and batches() == before + 1
+        return outcome.batch
+
+    def rerun(*extra: str) -> list[str]:
+        return ["bench", "optimize", "--agent", "external", "--no-engine", "--no-gpu", "--ops", ",".join(OPS),
+                "--rounds", "1", "--repairs", "0", "--store", str(store_path), *extra]
+
+    started = start_batch(settings, ops=["relu"], gpu=False, store_path=store_path)       # batch_1: relu paused
+    assert [m.status for m in started.members] == ["paused"]
+    never = sorted(random.sample(OPS[1:], random.randint(1, 3)), key=OPS.index)
+    assert recorded_unstarted(never) == "batch_2"
+    busy = [f"{op} fp32" for op in ["relu", *never]]
+    expected = ", ".join(busy[:3]) + (" and 1 more are" if len(busy) == 4 else " are")
+    assert refused(*rerun()) == (f"{expected} still in progress in batch_1, batch_2 (same settings) (hint: continue "
+                                 "them with skillbase resume --all, or pass --again to start new runs anyway)")
+    with pytest.raises(InputError, match=r"^relu fp32 is still in progress in batch_1 \(same settings\)"):
+        start_batch(settings, ops=["relu"], gpu=False, store_path=store_path)
+    assert batches() == 2       # refused before anything was recorded
+
+    # Other settings are another experiment: a dtype, a preset, the engine, the rounds.
+    recorded_unstarted(OPS, dtype="bf16")
+    recorded_unstarted(OPS, preset="l")
+    recorded_unstarted(OPS, Settings(rounds=1, repairs=0, agent="external", engine=True))
+    recorded_unstarted(OPS, Settings(rounds=2, repairs=0, agent="external", engine=False))
+    # A run that ended is not in progress: starting it again is a new measurement.
+    store = RunStore.open(store_path)
+    store.update_run(store.get_run(started.members[0].run).id,
+                     status=random.choice([RunStatus.FINISHED, RunStatus.FAILED]))
+    store.close()
+    rest = [op for op in OPS if op not in never]
+    recorded_unstarted(rest)
+    # --again starts new runs of operators still in progress.
+    assert "still in progress" in refused(*rerun())
+    document = valid("batch", json.loads(invoke(*rerun("--again", "--time-limit", "1", "--json"))))
+    assert document["counts"] == {"deferred": 4} and batches() == 8
 
 
 def test_the_store_travels_in_one_file_and_works_where_it_lands(suite, tmp_path, monkeypatch):

@@ -24,16 +24,17 @@ from skillbase.run.types import RunStatus
 OPS = {"relu": "elementwise", "gelu": "elementwise", "matrix_mul": "dense", "softmax": "llm"}   # op.yaml
 
 
-def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng: random.Random) -> int:
+def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng: random.Random,
+                 dtype: str = "fp32") -> int:
     """A finished batch as `bench optimize` leaves it: one run per operator, round 0 accepted when the
     run got faster (a repair before it), rejected otherwise; the coder's tokens per attempt."""
-    batch = store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": "fp32",
+    batch = store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": dtype,
                                 "preset": "l", "members": []})
     for op, speedup in speedups.items():
-        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32",
+        run_id = store.create_run(str(bench_dir() / "ops" / op / f"{dtype}.cu"), f"{op}-{dtype}",
                                   {"gpu": "NVIDIA H200", "settings": {"rounds": 1}})
-        store.add_batch_run(batch, run_id, op, "fp32")
-        baseline = rng.uniform(50, 5000)
+        store.add_batch_run(batch, run_id, op, dtype)
+        baseline = rng.uniform(500, 5000)       # above any floor at l (matrix_mul fp32: 64 us) times 6x
         tried = baseline / speedup              # the round's candidate
         accepted = speedup > 1.0
         best = tried if accepted else baseline
@@ -126,6 +127,88 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
     assert json.loads(result.output)["overall"]["runs"] == len(on)
     assert json.loads((out / "report.json").read_text()) == json.loads(result.output)
     assert (out / "report.md").read_text().startswith("# bench optimize: batch_1 (engine on, fp32, external)")
+
+
+def _geomean(values) -> float:
+    values = list(values)
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def _groups(markdown: str) -> list[str]:
+    """The first column of the Markdown's "Per category" table, in order."""
+    section = markdown.split("## Per category\n")[1].split("\n## ")[0]
+    rows = [line for line in section.splitlines() if line.startswith("| ")]
+    return [row.split(" | ")[0].removeprefix("| ") for row in rows[1:]]      # rows[0]: the header
+
+
+def test_two_dtypes_are_summarised_apart(tmp_path):
+    rng = random.Random()
+    ops = [*OPS, "dot_product"]
+    speedups = {(dtype, engine): {op: rng.choice([rng.uniform(1.05, 6.0), rng.uniform(0.5, 0.99)]) for op in ops}
+                for dtype, engine in (("fp32", True), ("fp32", False), ("bf16", True))}
+    store = RunStore.open(tmp_path / "store")
+    for (dtype, engine), drawn in speedups.items():
+        record_batch(store, engine, drawn, rng, dtype)
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "no-results")
+    data = report.to_json()
+    jsonschema.Draft202012Validator(json.loads(schema_path("bench-optimize-report").read_text())).validate(data)
+
+    final = {dtype: [max(s, 1.0) for (d, _), drawn in speedups.items() if d == dtype for s in drawn.values()]
+             for dtype in ("fp32", "bf16")}
+    assert list(data["by_dtype"]) == ["fp32", "bf16"]
+    for dtype, values in final.items():
+        got = data["by_dtype"][dtype]
+        assert got["runs"] == got["timed"] == len(values)
+        assert math.isclose(got["geomean_speedup"], _geomean(values))
+        assert got["fast_1"] == sum(v > 1.0 for v in values) / len(values)
+        for category in set(OPS.values()) | {"reduction"}:
+            mine = [max(s, 1.0) for (d, _), drawn in speedups.items() if d == dtype
+                    for op, s in drawn.items() if (OPS.get(op) or "reduction") == category]
+            assert math.isclose(data["by_dtype_category"][dtype][category]["geomean_speedup"], _geomean(mine))
+    # the keys that were there keep their meaning: every dtype pooled
+    assert math.isclose(data["overall"]["geomean_speedup"], _geomean(final["fp32"] + final["bf16"]))
+    assert data["by_category"]["elementwise"]["runs"] == 2 * 3          # relu and gelu in three batches
+    assert data["engine"]["operators"] == len(ops)                      # fp32 on and off only
+
+    markdown = report.to_markdown()
+    assert _groups(markdown) == [f"{c} {d}" for c in ("dense", "elementwise", "llm", "reduction")
+                                 for d in ("fp32", "bf16")] + ["overall fp32", "overall bf16", "overall"]
+    for dtype, values in final.items():
+        assert f"| overall {dtype} | {len(values)} ({len(values)}) | {_geomean(values):.2f}x |" in markdown
+
+
+def test_the_published_figures_stand_beside_the_best_fp32_engine_on_run(tmp_path):
+    rng = random.Random()
+    # the best FP32 engine-on run, another below it, and runs the table must not take: BF16 (later, faster)
+    # and engine off (faster still)
+    best, other = rng.uniform(2.1, 3.0), rng.uniform(1.2, 2.0)
+    store = RunStore.open(tmp_path / "store")
+    for dtype, engine, speedup in rng.sample([("fp32", True, best), ("fp32", True, other)], 2) + [
+            ("fp32", False, rng.uniform(4.1, 5.0)), ("bf16", True, rng.uniform(3.1, 4.0))]:
+        record_batch(store, engine, {"dot_product": speedup, "relu": rng.uniform(1.05, 2.0)}, rng, dtype)
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "no-results")
+    assert report.runs[-1].dtype == "bf16" and report.runs[-1].operator == "relu"
+    markdown = report.to_markdown()
+    assert f"| CUDAMaster | MSKernelBench dot | 46.80x | — | {best:.2f}x |" in markdown
+    assert "| CUDAMaster | MSKernelBench SpMV (cuSPARSE 2.23x) | 2.96x | 2.23x | — |" in markdown
+
+    # no FP32 engine-on run of the operator: nothing beside the figure
+    store = RunStore.open(tmp_path / "bf16")
+    record_batch(store, True, {"dot_product": rng.uniform(1.05, 2.0)}, rng, "bf16")
+    assert "| CUDAMaster | MSKernelBench dot | 46.80x | — | — |" in \
+        batch_report(tmp_path / "bf16", results_root=tmp_path / "no-results").to_markdown()
+
+
+def test_a_single_dtype_report_keeps_its_tables(tmp_path):
+    rng = random.Random()
+    dtype = rng.choice(["fp32", "bf16"])
+    store = RunStore.open(tmp_path / "store")
+    record_batch(store, True, {op: rng.uniform(1.05, 3.0) for op in OPS}, rng, dtype)
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "no-results")
+    data = report.to_json()
+    assert _groups(report.to_markdown()) == ["dense", "elementwise", "llm", "overall"]
+    assert data["by_dtype"] == {dtype: data["overall"]}
+    assert data["by_dtype_category"] == {dtype: data["by_category"]}
 
 
 # What each way of ending leaves in the store, as the loop (`Loop.run`, `decision_of`) and the session write
