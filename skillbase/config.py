@@ -68,6 +68,8 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SKILLBASE_MODEL", "the model for `--agent openai` (`--model` overrides it)", "gpt-4.1"),
     Variable("SKILLBASE_LLM_TIMEOUT", "seconds per LLM request", "180", "number"),
     Variable("SKILLBASE_LLM_RETRIES", "retries of a failed LLM request", "3", "int"),
+    Variable("SKILLBASE_GPU_LOCK_LOG", "debugging: a file each exclusive section of the per-GPU lock is appended to "
+             "(`LOCK PID START END`, epoch seconds), to check that timed phases never overlapped", "unset", "path"),
 )
 # Read only by the test suite (documented there, not settings of the tool).
 TEST_VARIABLES = ("SKILLBASE_UPDATE_GOLDEN", "SKILLBASE_NVCC_JOBS", "SKILLBASE_EXAMPLES_REPORT")

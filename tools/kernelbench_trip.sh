@@ -13,12 +13,14 @@
 # ANSWERS (trip/kb_answers.tar.gz: `skillbase store pack ... --without-reports` here); TASKS
 # (trip/kb_tasks.tar.gz: `tar -czf trip/kb_tasks.tar.gz -C DIR kb_tasks`); for STEP=start: ROUNDS (3),
 # REPAIRS (3), COMPILE=0 (PyTorch eager only: about half the start cost), NO_GPU=1 (compile-only, the CPU test);
-# STORE (/tmp/kbstore). What comes back in $OUT: store.tar.gz (split into store.tar.gz.part-aa, -ab ... over
-# 15 MiB), trip.log (each command's JSON and progress), device.txt, setup.log.
+# STORE (/tmp/kbstore); WORKERS (1): worker processes per GPU (--workers-per-gpu: a member's load, inputs,
+# PyTorch reference and compile overlap another's; timing, probes and ncu stay one at a time). What comes
+# back in $OUT: store.tar.gz (split into store.tar.gz.part-aa, -ab ... over 15 MiB), trip.log (each
+# command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
 STEP=${STEP:?STEP=start or STEP=resume}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} REPAIRS=${REPAIRS:-3} COMPILE=${COMPILE:-1} NO_GPU=${NO_GPU:-0}
-ANSWERS=${ANSWERS:-trip/kb_answers.tar.gz} TASKS=${TASKS:-trip/kb_tasks.tar.gz} STORE=${STORE:-/tmp/kbstore}
+WORKERS=${WORKERS:-1} ANSWERS=${ANSWERS:-trip/kb_answers.tar.gz} TASKS=${TASKS:-trip/kb_tasks.tar.gz} STORE=${STORE:-/tmp/kbstore}
 case $STEP in start|resume) ;; *) echo "STEP is start or resume"; exit 2 ;; esac
 ANSWERS=$(realpath -m "$ANSWERS") TASKS=$(realpath -m "$TASKS") STORE=$(realpath -m "$STORE")
 archive=$ANSWERS; [ "$STEP" = start ] && archive=$TASKS
@@ -34,10 +36,12 @@ case $STEP in
     [ "$COMPILE" = 0 ] && extra+=(--no-compile)
     [ "$NO_GPU" = 1 ] && extra+=(--no-gpu)
     step "kernelbench optimize" skillbase kernelbench optimize "$STORE/kb_tasks" --agent external \
-      --rounds "$ROUNDS" --repairs "$REPAIRS" --store "$STORE" --time-limit "$(left)" --json "${extra[@]}" ;;
+      --rounds "$ROUNDS" --repairs "$REPAIRS" --store "$STORE" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
+      --json "${extra[@]}" ;;
   resume)
     # --force: a warm machine may hold the store of the previous trip; the coders' archive is newer.
     step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
-    step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" --json ;;
+    step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
+      --json ;;
 esac
 pack_store_back "$STORE"

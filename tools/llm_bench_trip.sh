@@ -12,12 +12,15 @@
 # `off:OP,...` (engine-off, the ablation) or `on:all`; with STEP=resume they start after the judging
 # (new batches only: `bench optimize` refuses operators an earlier batch with the same settings still has
 # in progress, so rerunning a trip with the same BATCHES stops there, and only `resume --all` advances them);
-# DTYPE (fp32 or bf16) for the batches started. What comes back in $OUT: store.tar.gz (the whole
+# DTYPE (fp32 or bf16) for the batches started; WORKERS (1): worker processes per GPU (--workers-per-gpu:
+# jobs overlap their loading, inputs, references and compiling; timing and profiling stay one at a time).
+# What comes back in $OUT: store.tar.gz (the whole
 # store; split into store.tar.gz.part-aa, -ab ... when over 15 MiB, the device tool's per-file limit),
 # trip.log (each command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
 STEP=${STEP:?STEP=start or STEP=resume}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} PRESET=${PRESET:-l} DTYPE=${DTYPE:-fp32} BATCHES=${BATCHES:-}
+WORKERS=${WORKERS:-1}
 source tools/trip_lib.sh   # repo, OUT, the install, device.txt, left, step, pack_store_back
 store=/tmp/store
 start_batches() {   # each batch of $BATCHES started in the store (its baselines timed and profiled)
@@ -27,7 +30,7 @@ start_batches() {   # each batch of $BATCHES started in the store (its baselines
     arm=${batch%%:*} ops=${batch#*:}
     extra=(); [ "$arm" = off ] && extra+=(--no-engine); [ "$ops" != all ] && extra+=(--ops "$ops")
     step "bench optimize $arm $DTYPE" skillbase bench optimize --agent external --preset "$PRESET" --rounds "$ROUNDS" \
-      --dtype "$DTYPE" --store "$store" --time-limit "$(left)" --json "${extra[@]}"
+      --dtype "$DTYPE" --store "$store" --time-limit "$(left)" --workers-per-gpu "$WORKERS" --json "${extra[@]}"
   done
 }
 case $STEP in
@@ -36,7 +39,8 @@ case $STEP in
     start_batches ;;
   resume)
     step unpack skillbase store unpack "$repo/trip/answers.tar.gz" --store "$store" --force   # a warm machine keeps the last
-    step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --json
+    step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
+      --json
     [ -n "$BATCHES" ] && start_batches ;;   # new batches after the judging, in the same store
   *) echo "STEP is start or resume"; exit 2 ;;
 esac

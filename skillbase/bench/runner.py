@@ -7,8 +7,9 @@ lands and returns the results as JSON dicts (one `SizeResult` per preset); `Benc
 the same work as a `skillbase.harness.jobs.Job`. An `Executor` runs a list of jobs and reports each
 result as it arrives: `HarnessExecutor` runs them through any of the harness's job executors, and
 `LocalExecutor` is it on this host's GPUs (in-process on one GPU, else one spawned worker process per
-GPU taking jobs from a shared queue); `run_bench(executor_kind="ray")` uses a Ray cluster
-(`skillbase.harness.ray_executor`: each job carries its task folder, the driver writes the results).
+GPU, or `workers_per_gpu` per GPU, taking jobs from a shared queue); `run_bench(executor_kind="ray")`
+uses a Ray cluster (`skillbase.harness.ray_executor`: each job carries its task folder, the driver
+writes the results).
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.harness import env
 from skillbase.harness import jobs as gpu_jobs
 from skillbase.harness.executors import make_executor
-from skillbase.harness.jobs import JobResult
+from skillbase.harness.jobs import MAX_WORKERS_PER_GPU, JobResult
 
-__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "HarnessExecutor", "LocalExecutor", "jobs_for", "measure",
-           "measure_payload", "run_bench", "visible_devices"]
+__all__ = ["STATUS", "BenchJob", "BenchRun", "Executor", "HarnessExecutor", "LocalExecutor",
+           "check_workers_per_gpu", "jobs_for", "measure", "measure_payload", "run_bench", "visible_devices"]
 
 # Harness CheckResult status -> bench result status (everything but ok is a failure; unknown ones are errors).
 STATUS = {"ok": VERIFIED, "incorrect": "incorrect", "spec-error": "incorrect", "build-failed": "build-failed",
@@ -206,10 +207,27 @@ class Executor(Protocol):
         ...
 
 
-def visible_devices(gpu_ids: Sequence[str], found: int | None = None) -> list[str]:
-    """--gpus indices as CUDA_VISIBLE_DEVICES values: relative to an existing CUDA_VISIBLE_DEVICES
-    (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0); none given: every GPU
-    this process may use (`found`: how many nvidia-smi listed, when the caller asked it already)."""
+def check_workers_per_gpu(workers_per_gpu: int, executor_kind: str = "local") -> None:
+    """Several workers per GPU are the local executor's (1 to `MAX_WORKERS_PER_GPU`); a Ray cluster
+    places each job on a GPU of its own."""
+    if executor_kind != "local" and workers_per_gpu != 1:
+        raise InputError("--workers-per-gpu starts workers on this machine's GPUs; with --executor ray the cluster "
+                         "places each job", hint="drop --workers-per-gpu")
+    if not 1 <= workers_per_gpu <= MAX_WORKERS_PER_GPU:
+        raise InputError(f"--workers-per-gpu {workers_per_gpu}: expected 1 to {MAX_WORKERS_PER_GPU}")
+
+
+def visible_devices(gpu_ids: Sequence[str], found: int | None = None, workers_per_gpu: int = 1) -> list[str]:
+    """--gpus indices as CUDA_VISIBLE_DEVICES values, one per worker: relative to an existing
+    CUDA_VISIBLE_DEVICES (so `CUDA_VISIBLE_DEVICES=1 skillbase bench run` runs on GPU 1, not on 0);
+    none given: every GPU this process may use (`found`: how many nvidia-smi listed, when the caller
+    asked it already). Each GPU is listed `workers_per_gpu` times (the local executor starts a worker
+    per entry); a GPU named twice in `gpu_ids` is refused: --workers-per-gpu is the one way to say it."""
+    check_workers_per_gpu(workers_per_gpu)
+    twice = next((g for g in gpu_ids if list(gpu_ids).count(g) > 1), None)
+    if twice is not None:
+        raise InputError(f"--gpus names GPU {twice} twice ({','.join(gpu_ids)})",
+                         hint="name each GPU once; --workers-per-gpu N runs N workers on each")
     visible = [v.strip() for v in os.environ.get("CUDA_VISIBLE_DEVICES", "").split(",") if v.strip()]
     if not gpu_ids:
         gpu_ids = [str(i) for i in range(len(visible) or (len(env.gpus()) if found is None else found))]
@@ -222,7 +240,7 @@ def visible_devices(gpu_ids: Sequence[str], found: int | None = None) -> list[st
             out.append(visible[int(g)])
         else:
             out.append(g)
-    return out
+    return [device for device in out for _ in range(workers_per_gpu)]
 
 
 class HarnessExecutor:
@@ -252,7 +270,8 @@ class HarnessExecutor:
 
 class LocalExecutor(HarnessExecutor):
     """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values), through `skillbase.harness.jobs`:
-    in-process on one, else one spawned worker process per GPU taking jobs from a shared queue."""
+    in-process on one, else one spawned worker process per entry (a GPU listed N times: N workers on it,
+    `visible_devices`) taking jobs from a shared queue."""
 
     def __init__(self, gpu_ids: Sequence[str]):
         self.gpu_ids = list(gpu_ids)
@@ -281,19 +300,21 @@ class BenchRun:
 def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "baseline",
               gpus: Sequence[str] = (), presets: Sequence[str] = (), suite: Path | None = None,
               results: Path | None = None, *, executor: Executor | None = None, executor_kind: str = "local",
-              address: str | None = None, progress: Callable[[SizeResult, int, int], None] | None = None) -> BenchRun:
+              address: str | None = None, progress: Callable[[SizeResult, int, int], None] | None = None,
+              workers_per_gpu: int = 1) -> BenchRun:
     """Verify and time the chosen implementations of the suite on GPUs.
 
     `ops` (default: all), `dtype` (default: both), `impl` baseline | vendor | best, `presets`
     (default: each task's scored presets), `gpus` (indices relative to CUDA_VISIBLE_DEVICES, default every GPU;
-    the default executor runs one worker per GPU), `suite` (default: the shipped suite), `results` (default:
-    `skillbase.config.bench_results_root()`). Each result is merged into
-    `<results>/<gpu-slug>/bench/results.json` as it arrives (an interrupted run keeps what it
+    the default executor runs `workers_per_gpu` workers per GPU, default one: see `visible_devices`), `suite`
+    (default: the shipped suite), `results` (default: `skillbase.config.bench_results_root()`). Each result
+    is merged into `<results>/<gpu-slug>/bench/results.json` as it arrives (an interrupted run keeps what it
     measured) and the README.md beside it is rewritten; `progress(result, done, total)` sees each.
     The input is checked before the GPU: an unknown operator or preset is an InputError, a machine
     without a GPU an EnvironmentProblem. `executor_kind="ray"` runs the jobs on the Ray cluster at
     `address` (default: a Ray instance on this host), checked before any job; the results are labelled
     with its one GPU model and written here, by this process."""
+    check_workers_per_gpu(workers_per_gpu, executor_kind if executor is None else "local")
     impls = select(discover(suite), list(ops), dtype, impl)
     if not impls:
         raise InputError("nothing to run for that selection", hint="see `skillbase bench list`")
@@ -312,7 +333,7 @@ def run_bench(ops: Sequence[str] = (), dtype: str | None = None, impl: str = "ba
         found = env.require_gpus(hint="run `skillbase bench run` on a GPU machine; `bench list` and "
                                       "`bench report` work anywhere")
         gpu = found[0].name
-        executor = executor or LocalExecutor(visible_devices(list(gpus), len(found)))
+        executor = executor or LocalExecutor(visible_devices(list(gpus), len(found), workers_per_gpu))
     meta = {"skillbase": __version__, "git": env.git_revision()}
     total = sum(len(job.presets) for job in jobs)
     done: list[SizeResult] = []

@@ -23,6 +23,7 @@ from skillbase.commands.options import (
     refuse_gpus_on_ray,
     stop_at_floor_option,
     store_option,
+    workers_per_gpu_option,
 )
 from skillbase.run.types import AGENTS, MAX_ROUNDS, Settings
 
@@ -73,23 +74,27 @@ def _result_line(result: bench_results.SizeResult) -> str:
               help="baseline | vendor (library implementations) | best (best_<dtype>.cu where present, else "
                    "baseline) | torch (PyTorch eager) | torch_compile (the same through torch.compile).")
 @click.option("--gpus", default=None,
-              help="Comma-separated GPU indices; one worker process per GPU (default: every GPU).")
+              help="Comma-separated GPU indices, each named once; one worker process per GPU, or --workers-per-gpu "
+                   "(default: every GPU).")
+@workers_per_gpu_option
 @click.option("--preset", "presets_csv", default=None,
               help="Comma-separated presets (default: each task's scored presets).")
 @executor_options
 @suite_option
 @results_option
 @json_option
-def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, results_root, as_json) -> None:
+def run(ops_csv, dtype, impl, gpus, workers_per_gpu, presets_csv, executor_kind, address, root, results_root,
+        as_json) -> None:
     """Verify and time the chosen implementations; results go to <results>/<gpu>/bench/."""
     from skillbase import ui
 
-    refuse_gpus_on_ray(executor_kind, gpus)
+    refuse_gpus_on_ray(executor_kind, gpus, workers_per_gpu)
 
     # a bar with counts and an ETA on a terminal, one line per result when piped
     with ui.progress(f"bench run ({impl})") as bar:
         done = runner.run_bench(comma_list(ops_csv), dtype, impl, comma_list(gpus), comma_list(presets_csv),
                                 root, results_root, executor_kind=executor_kind, address=address,
+                                workers_per_gpu=workers_per_gpu,
                                 progress=lambda result, count, total: bar.step(count, total, _result_line(result)))
     s = done.scores
     if as_json:
@@ -123,7 +128,7 @@ def run(ops_csv, dtype, impl, gpus, presets_csv, executor_kind, address, root, r
 @store_option
 @json_option
 def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_floor, model, no_gpu, again, candidates,
-             gpus, time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
+             gpus, workers_per_gpu, time_limit_s, executor_kind, address, root, store_path, as_json) -> None:
     """Start one optimization run per operator, as one batch in the run store.
 
     With --agent external each run pauses at its first prompt: `skillbase pending` lists them,
@@ -132,7 +137,7 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_
     from skillbase.commands.pending import print_batch_outcome
     from skillbase.run.batch import start_batch
 
-    refuse_gpus_on_ray(executor_kind, gpus)
+    refuse_gpus_on_ray(executor_kind, gpus, workers_per_gpu)
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, engine=not no_engine,
                         stop_at_floor=stop_at_floor)
     # a bar with counts and an ETA on a terminal, one line per run when piped
@@ -140,7 +145,7 @@ def optimize(agent, ops_csv, dtype, rounds, repairs, preset, no_engine, stop_at_
         outcome = start_batch(settings, comma_list(ops_csv), dtype, preset, gpu=not no_gpu, store_path=store_path,
                               candidates=candidates, suite=root, gpus=comma_list(gpus), time_limit_s=time_limit_s,
                               executor_kind=executor_kind, address=address, again=again,
-                              progress=None if as_json else bar.step)
+                              workers_per_gpu=workers_per_gpu, progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)
 
 

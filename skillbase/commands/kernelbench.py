@@ -120,8 +120,7 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
 @json_option
 def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int, repairs: int, model: str | None,
              no_gpu: bool, no_compile: bool, defer_baselines: bool, stop_at_floor: float, candidates: Path | None,
-             gpus: str | None,
-             time_limit_s: float | None,
+             gpus: str | None, workers_per_gpu: int, time_limit_s: float | None,
              executor_kind: str, address: str | None, store_path, as_json: bool) -> None:
     """One batch of generator runs, one per imported task in TASKS_DIR (`kernelbench import --out`).
 
@@ -133,12 +132,12 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
     from skillbase.run.batch import start_kernelbench_batch
     from skillbase.run.types import Settings
 
-    refuse_gpus_on_ray(executor_kind, gpus)
+    refuse_gpus_on_ray(executor_kind, gpus, workers_per_gpu)
     settings = Settings(rounds=rounds, repairs=repairs, agent=agent, model=model, stop_at_floor=stop_at_floor)
     with ui.progress(f"kernelbench optimize ({agent})") as bar:
         outcome = start_kernelbench_batch(
             settings, tasks_dir, problems, gpu=not no_gpu, compile=not no_compile, store_path=store_path,
-            candidates=candidates, gpus=comma_list(gpus),
+            candidates=candidates, gpus=comma_list(gpus), workers_per_gpu=workers_per_gpu,
             time_limit_s=time_limit_s, executor_kind=executor_kind, address=address, defer_baselines=defer_baselines,
             progress=None if as_json else bar.step)
     print_batch_outcome(outcome, as_json)

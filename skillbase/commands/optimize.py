@@ -15,6 +15,7 @@ from skillbase.commands.options import (
     refuse_gpus_on_ray,
     stop_at_floor_option,
     store_option,
+    workers_per_gpu_option,
 )
 from skillbase.run.types import AGENTS, MAX_ROUNDS, Settings
 
@@ -82,7 +83,10 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @click.option("--candidates", type=click.Path(file_okay=False, exists=True), default=None,
               help="With --all: the folder holding the candidates (default: where `pending` says).")
 @click.option("--batch", default=None, help="With --all: only this batch's runs (batch_N).")
-@click.option("--gpus", default=None, help="With --all: comma-separated GPU indices, one worker each (default: all).")
+@click.option("--gpus", default=None,
+              help="With --all: comma-separated GPU indices, each named once; one worker each, or --workers-per-gpu "
+                   "(default: all).")
+@workers_per_gpu_option
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
               help="With --all: start no further run after this many seconds (the next --all takes them up).")
 @click.option("--jobs", type=click.IntRange(0, 64), default=None,
@@ -99,8 +103,8 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
 @executor_options
 @json_option
 @store_option
-def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, jobs, more_rounds, below_floor,
-           executor_kind, address, as_json, store_path):
+def resume(run_ref, candidate, all_runs, candidates, batch, gpus, workers_per_gpu, time_limit_s, jobs, more_rounds,
+           below_floor, executor_kind, address, as_json, store_path):
     """Continue RUN_REF from its last finished step (after a crash, Ctrl-C or an external pause),
     or with --all every paused run of the store at once; with --more-rounds N, give runs that spent
     their --rounds N more."""
@@ -108,8 +112,8 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
 
     if more_rounds is not None:
         _more_rounds(run_ref, all_runs, more_rounds, below_floor, batch, as_json, store_path,
-                     others=bool(candidate or candidates or gpus or time_limit_s or jobs is not None
-                                 or executor_kind != "local" or address))
+                     others=bool(candidate or candidates or gpus or workers_per_gpu != 1 or time_limit_s
+                                 or jobs is not None or executor_kind != "local" or address))
         return
     if below_floor is not None:
         raise InputError("--below-floor goes with --more-rounds", hint="skillbase resume --all --more-rounds 2 "
@@ -121,11 +125,11 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
         from skillbase.commands.pending import print_batch_outcome
         from skillbase.run.batch import resume_all
 
-        refuse_gpus_on_ray(executor_kind, gpus)
+        refuse_gpus_on_ray(executor_kind, gpus, workers_per_gpu)
         # a bar with counts and an ETA on a terminal, one line per run when piped
         with ui.progress("resume --all") as bar:
             outcome = resume_all(store_path, candidates=Path(candidates) if candidates else None, batch=batch,
-                                 gpus=comma_list(gpus),
+                                 gpus=comma_list(gpus), workers_per_gpu=workers_per_gpu,
                                  time_limit_s=time_limit_s, executor_kind=executor_kind, address=address,
                                  progress=None if as_json else bar.step, jobs=jobs)
         print_batch_outcome(outcome, as_json)
@@ -133,8 +137,10 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, time_limit_s, 
     if run_ref is None:
         raise InputError("which run? pass RUN_REF, or --all for every paused run",
                          hint="`skillbase pending` lists the paused runs")
-    if candidates or batch or gpus or time_limit_s or jobs is not None or executor_kind != "local" or address:
-        raise InputError("--candidates, --batch, --gpus, --time-limit, --jobs, --executor and --address go with --all",
+    if candidates or batch or gpus or workers_per_gpu != 1 or time_limit_s or jobs is not None \
+            or executor_kind != "local" or address:
+        raise InputError("--candidates, --batch, --gpus, --workers-per-gpu, --time-limit, --jobs, --executor and "
+                         "--address go with --all",
                          hint="skillbase resume --all --candidates DIR")
     from skillbase.datafile.yamldoc import read_text
     from skillbase.run.session import resume_run
@@ -153,7 +159,7 @@ def _more_rounds(run_ref, all_runs: bool, more_rounds: int, below_floor: float |
 
     if others:
         raise InputError("--more-rounds takes RUN_REF or --all, with --below-floor and --batch; not --candidate, "
-                         "--candidates, --gpus, --time-limit, --jobs, --executor or --address",
+                         "--candidates, --gpus, --workers-per-gpu, --time-limit, --jobs, --executor or --address",
                          hint="reopen first, then answer the prompts and `skillbase resume --all`")
     with ui.progress("resume --more-rounds") as bar:
         outcome = reopen(store_path, runs=[run_ref] if run_ref else [], more_rounds=more_rounds, all_runs=all_runs,

@@ -1,6 +1,6 @@
 """Option decorators shared by several commands (sqlite-utils style): `--json`, `--store`,
-`--extra-rules`, `--skills-dir`, `--executor`/`--address`, a batch's `--candidates`/`--gpus`/`--time-limit`,
-`--stop-at-floor`."""
+`--extra-rules`, `--skills-dir`, `--executor`/`--address`, `--workers-per-gpu`, a batch's
+`--candidates`/`--gpus`/`--time-limit`, `--stop-at-floor`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from pathlib import Path
 
 import click
 
+from skillbase.harness.jobs import MAX_WORKERS_PER_GPU
 from skillbase.run.types import Settings
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON instead of text.")
@@ -51,22 +52,35 @@ stop_at_floor_option = click.option(
          "share of its roofline floor or more, instead of asking for the coder's own choice (0: never).")
 
 
+workers_per_gpu_option = click.option(
+    "--workers-per-gpu", type=click.IntRange(1, MAX_WORKERS_PER_GPU), default=1, show_default=True,
+    help="Worker processes per GPU: their loading, input drawing, reference and compiling overlap; timing, cheat "
+         "probes and profiling stay one at a time per GPU. Each worker holds its own inputs: mind large tasks.")
+
+
 def batch_start_options(function):
-    """`--candidates`, `--gpus`, `--time-limit`: where a new batch expects its answers and how it starts its runs."""
+    """`--candidates`, `--gpus`, `--workers-per-gpu`, `--time-limit`: where a new batch expects its answers and
+    how it starts its runs."""
+    function = workers_per_gpu_option(function)
     function = click.option(
         "--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
         help="Start no further run after this many seconds (`skillbase resume --all` starts the rest).")(function)
     function = click.option(
-        "--gpus", default=None, help="Comma-separated GPU indices, one worker each (default: every GPU).")(function)
+        "--gpus", default=None,
+        help="Comma-separated GPU indices, each named once; one worker each, or --workers-per-gpu (default: every "
+             "GPU).")(function)
     return click.option(
         "--candidates", type=click.Path(file_okay=False, path_type=Path), default=None,
         help="Where the batch's candidates are expected (default: <store>/batches/batch_N/candidates).")(function)
 
 
-def refuse_gpus_on_ray(executor_kind: str, gpus: str | None) -> None:
-    """--gpus picks this machine's GPUs; on a Ray cluster Ray places each job on a free GPU."""
+def refuse_gpus_on_ray(executor_kind: str, gpus: str | None, workers_per_gpu: int = 1) -> None:
+    """--gpus and --workers-per-gpu pick this machine's GPUs; on a Ray cluster Ray places each job on a free GPU."""
     if executor_kind != "local" and gpus:
         from skillbase.errors import InputError
 
         raise InputError("--gpus picks this machine's GPUs; with --executor ray the cluster places each job",
                          hint="drop --gpus (start the Ray nodes with --num-gpus N to limit what Ray uses)")
+    from skillbase.bench.runner import check_workers_per_gpu
+
+    check_workers_per_gpu(workers_per_gpu, executor_kind)

@@ -1,4 +1,5 @@
-"""`skillbase redecide (RUN... | --all)`: a paused run's waiting round decided again with the current rules."""
+"""`skillbase redecide (RUN... | --all)`: a paused run's waiting round (or a no-candidate run's last round)
+decided again with the current rules."""
 
 from __future__ import annotations
 
@@ -12,20 +13,28 @@ from skillbase.commands.options import json_option, store_option
 
 @click.command("redecide")
 @click.argument("runs", nargs=-1)
-@click.option("--all", "all_runs", is_flag=True, help="Every paused run of the store (of --batch).")
+@click.option("--all", "all_runs", is_flag=True,
+              help="Every paused run of the store (of --batch), and every run that ended no-candidate.")
 @click.option("--batch", default=None, help="With --all: only this batch's runs (batch_N).")
 @click.option("--dry-run", is_flag=True, help="Show each run's old skill -> new skill and why; write nothing.")
 @json_option
 @store_option
 def redecide(runs, all_runs, batch, dry_run, as_json, store_path):
-    """Decide the waiting round of paused runs again with the engine's current rules and skills.
+    """Decide the waiting round of paused runs (or the last round of runs that ended no-candidate) again with
+    the engine's current rules and skills.
 
     The round's stored evidence and the run's history are ranked again, without a GPU. Where the
     choice changes, the old decision is kept (`explain` shows it superseded), the new prompt replaces
     the old one (kept beside it, renamed) and a candidate already written for the old prompt is moved
-    to <candidates>/superseded/. Only a run waiting at a round's first prompt, nothing judged yet.
-    A round left no candidate because the kernel is near its roofline floor (the run's --stop-at-floor)
-    ends the run, as the loop would."""
+    to <candidates>/superseded/. Only a run waiting at a round's first prompt, nothing judged yet (or
+    one that ended no-candidate, below). A round left no candidate because the kernel is near its
+    roofline floor (the run's --stop-at-floor) ends the run, as the loop would.
+
+    A run that ended no-candidate (its rules of the day proposed nothing outside the tabu list) is
+    re-asked at that last round: when today's rules propose a skill, the run is reopened there (its
+    --rounds unchanged; an event says which rules found nothing and which found the skill): an
+    --agent external run pauses at the round's new prompt (`pending` lists it), any other is left
+    interrupted for `skillbase resume`. Still no candidate: unchanged, nothing written."""
     from skillbase.errors import InputError
     from skillbase.run.redecide import redecide as redecide_runs
 

@@ -18,7 +18,9 @@ back after. A process waiting for the exclusive lock holds a turnstile that new 
 through, so verifications cannot starve a timed phase. The exclusive holder writes its PID into
 the file: a worker whose *parent* (or an ancestor: ncu starts the profiled worker) holds the lock
 exclusively goes ahead under it (the parent reserved the GPU for it) instead of waiting for a
-parent that waits for it.
+parent that waits for it. With $SKILLBASE_GPU_LOCK_LOG set, each exclusive section this process
+held is appended to that file (`LOCK PID START END`, epoch seconds): a debug record that tests
+check for overlaps.
 """
 
 from __future__ import annotations
@@ -32,11 +34,12 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from skillbase.config import cache_root
+from skillbase.config import cache_root, env
 from skillbase.errors import EnvironmentProblem
 
 WAIT_NOTICE_S = 2.0      # say once that we wait, after this long
 POLL_S = 0.05
+LOG_ENV = "SKILLBASE_GPU_LOCK_LOG"
 
 
 @dataclass
@@ -118,6 +121,7 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
         held = _Held(fd, path, exclusive=not shared, inherited=not locked)
         with _held_guard:
             _held[name] = held
+        since = time.time()
         try:
             if locked and not shared:
                 _mark_holder(fd)
@@ -127,6 +131,7 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
                 _held.pop(name, None)
             if not held.inherited:
                 if held.exclusive:
+                    _log_exclusive(path, since)
                     os.ftruncate(fd, 0)      # never a stale holder: a child would take it for its parent
                 fcntl.flock(fd, fcntl.LOCK_UN)
     finally:
@@ -145,16 +150,27 @@ def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
         _acquire(held.fd, held.path, exclusive=True, on_wait=on_wait)
         held.exclusive = True
         _mark_holder(held.fd)
+    since = time.time()
     held.depth += 1
     try:
         yield
     finally:
         held.depth -= 1
         if convert:
+            _log_exclusive(held.path, since)
             os.ftruncate(held.fd, 0)
             held.exclusive = False
             fcntl.flock(held.fd, fcntl.LOCK_UN)
             _acquire(held.fd, held.path, exclusive=False, on_wait=on_wait)
+
+
+def _log_exclusive(path: Path, since: float) -> None:
+    """Append one exclusive section to $SKILLBASE_GPU_LOCK_LOG (debugging; written before the release,
+    so two sections of one lock in the log never overlap unless the lock failed)."""
+    log = env(LOG_ENV)
+    if log:
+        with open(log, "a") as out:
+            out.write(f"{path.stem} {os.getpid()} {since:.6f} {time.time():.6f}\n")
 
 
 def _mark_holder(fd: int) -> None:

@@ -7,9 +7,11 @@ time a baseline). It names the function that runs it as `module:function`, so an
 ship it to any process or machine and call it there; the function takes the payload and returns
 a JSON-serialisable value. An `Executor` runs a list of jobs and reports each `JobResult` as it
 arrives. `LocalExecutor` runs them on this host: in-process on one GPU (or without any), else one
-spawned worker process per GPU (CUDA_VISIBLE_DEVICES set before anything initialises CUDA) taking
-jobs from a shared queue, so two jobs of one executor never run on one GPU at once (and the
-harness's per-GPU lock keeps other processes' work out of a timed phase). `RayExecutor`
+spawned worker process per entry of its GPU list (CUDA_VISIBLE_DEVICES set before anything
+initialises CUDA) taking jobs from a shared queue. A GPU listed once runs one job at a time; listed
+N times (`--workers-per-gpu N`) it runs N jobs side by side: their loading, input drawing, reference
+and compiling overlap, while the harness's per-GPU lock (`harness.gpu_lock`) keeps every timed
+phase, cheat probe and profiled run alone on the GPU, whoever's process it is. `RayExecutor`
 (`skillbase.harness.ray_executor`, the `ray` extra) is another implementation of the same protocol
 around the same `run_job`: `skillbase.harness.executors.make_executor` picks one. A job names the local `folders` it
 reads (shipped to a node that lacks them). An executor says whether it is `remote`: its jobs then
@@ -37,8 +39,12 @@ from typing import Any, Protocol
 
 from skillbase.harness.phases import collecting
 
-__all__ = ["NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "TimeBudget", "collect", "describe_error",
-           "folders_of", "not_started", "run_job"]
+__all__ = ["MAX_WORKERS_PER_GPU", "NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "TimeBudget",
+           "collect", "describe_error", "folders_of", "not_started", "run_job"]
+
+# --workers-per-gpu's bound: past a few, the workers mostly wait for each other's exclusive phases (and
+# each holds its job's buffers in the GPU's memory).
+MAX_WORKERS_PER_GPU = 8
 
 
 @dataclass(frozen=True)
@@ -128,7 +134,10 @@ def not_started(error: str | None) -> bool:
 class TimeBudget:
     """The one rule for starting a job under a time limit: not after the deadline, and not when the
     time left is shorter than the longest job of the same kind seen so far (or, before any, its
-    `DEFAULT_ESTIMATE_S`): a job started then would overrun the limit the caller set."""
+    `DEFAULT_ESTIMATE_S`): a job started then would overrun the limit the caller set. Each job is
+    judged on its own, so the rule holds however many run at once: with several workers on one GPU
+    a job's measured wall time includes its waits for the neighbours' exclusive phases, and that
+    longer figure is what the next job must fit."""
 
     def __init__(self, deadline: float | None, clock: Callable[[], float] = time.time,
                  defaults: dict[str, float] | None = None):
@@ -162,7 +171,9 @@ class TimeBudget:
 
 class LocalExecutor:
     """This host's GPUs (`gpu_ids`, CUDA_VISIBLE_DEVICES values): in-process on one (or on none: work
-    that needs no GPU), else one spawned worker process per GPU taking jobs from a shared queue.
+    that needs no GPU), else one spawned worker process per entry taking jobs from a shared queue. A
+    value listed N times gets N workers on that GPU (`bench.runner.visible_devices(workers_per_gpu=N)`
+    builds such lists); each holds its own job's buffers in the GPU's memory.
 
     With a `deadline` (a `clock()` value, default `time.time()`) a job starts only when its
     `TimeBudget` allows: the jobs running then finish, the rest come back with a `not_started` error
@@ -198,7 +209,7 @@ class LocalExecutor:
         upcoming = iter(range(len(jobs)))
 
         def start_next() -> None:
-            # This process hands out each job when a GPU frees, so the budget knows every job that finished.
+            # This process hands out each job when a worker frees, so the budget knows every job that finished.
             for index in upcoming:
                 refusal = budget.refusal(jobs[index])
                 if refusal is None:

@@ -11,6 +11,7 @@ sections that produce them.
 from __future__ import annotations
 
 import hashlib
+import os
 import subprocess
 from pathlib import Path
 
@@ -58,7 +59,11 @@ def catalogue(ncu: str) -> set[str] | None:
     if out.returncode != 0 or not names:
         return None
     cache.parent.mkdir(parents=True, exist_ok=True)
-    cache.write_text("\n".join(sorted(names)))
+    # Written aside, then renamed: another worker (--workers-per-gpu) reading it meanwhile sees all of it,
+    # never a truncated catalogue that would send known metrics to sections.
+    partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")
+    partial.write_text("\n".join(sorted(names)))
+    os.replace(partial, cache)
     return names
 
 

@@ -1,15 +1,18 @@
 """Candidates' scratch copies: a kernel source written into the cache with its task spec beside it.
 
 Candidates are written beside nothing the user owns: each source goes into a content-named folder
-in the cache (`<cache>/candidates/<digest>/`) together with a copy of the task spec and every file
-the spec names (a python or CUDA reference, input hooks), so the copy loads, verifies and profiles
-exactly like the original.
+in the cache (`<cache>/candidates/<digest of the source and the task's files>/`) together with a copy of the
+task spec and every file the spec names (a python or CUDA reference, input hooks), so the copy loads,
+verifies and profiles exactly like the original. Jobs judging the same source of the same task at once
+(several workers, several GPUs) share its folder: each file is rewritten only when it differs, and then
+aside and renamed into place, so a reader never sees one half-written.
 """
 
 from __future__ import annotations
 
 import hashlib
-import shutil
+import os
+import threading
 from pathlib import Path
 
 from skillbase.config import cache_root
@@ -18,15 +21,24 @@ from skillbase.errors import InputError
 
 
 def scratch_copy(task_path: Path, source: str) -> Path:
-    """The source as `<cache>/candidates/<digest>/<task file name>`, the task spec copied beside it."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:16]
+    """The source as `<cache>/candidates/<digest>/<task file name>`, the task spec copied beside it.
+
+    The digest covers everything copied (the source, the spec, the files it names), not the source alone:
+    two tasks whose kernels share a file name (every KernelBench task's `model.cu`) judged at once with the
+    same source would otherwise share one folder, and one job could load the other task's spec. Content,
+    not the task's path: a copy of the task elsewhere (the generator judges in a temporary one) finds the
+    same folder, and so the same builds."""
+    spec = task_path.with_name(task_path.stem + ".task.yaml")
+    key = hashlib.sha256(source.encode())
+    if spec.exists():
+        for name, path in ((spec.name, spec), *((n, spec.parent / n) for n in spec_files(spec))):
+            if path.is_file():
+                key.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     root = cache_root()
-    folder = root / "candidates" / digest
+    folder = root / "candidates" / key.hexdigest()[:16]
     folder.mkdir(parents=True, exist_ok=True)
     path = folder / task_path.name
-    if not path.exists() or path.read_text() != source:
-        path.write_text(source)
-    spec = task_path.with_name(task_path.stem + ".task.yaml")
+    _write_if_changed(path, source.encode())
     if spec.exists():
         copy_spec(spec, folder / spec.name)
     return path
@@ -35,11 +47,23 @@ def scratch_copy(task_path: Path, source: str) -> Path:
 def copy_spec(spec: Path, target: Path) -> None:
     """Copy a task spec together with the files it names (a python or CUDA reference, input
     hooks), so the copy loads, verifies and profiles exactly like the original."""
-    shutil.copyfile(spec, target)
+    _write_if_changed(target, spec.read_bytes())
     for name in spec_files(spec):
         if (spec.parent / name).is_file():
             (target.parent / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(spec.parent / name, target.parent / name)
+            _write_if_changed(target.parent / name, (spec.parent / name).read_bytes())
+
+
+def _write_if_changed(target: Path, data: bytes) -> None:
+    """`data` into `target` unless it holds it already; written aside and renamed, never truncated in place."""
+    try:
+        if target.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    partial = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.partial")
+    partial.write_bytes(data)
+    os.replace(partial, target)
 
 
 def spec_files(spec_path: Path) -> list[str]:

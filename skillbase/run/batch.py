@@ -11,12 +11,14 @@ of operators still in progress in an earlier batch with the same settings is ref
 them anyway), so a rerun after a kill does not start duplicate runs. Every run's work is
 one GPU job (`skillbase.harness.jobs`), so the runs spread over the visible GPUs, one worker per
 GPU (or over a Ray cluster's GPUs, `executor_kind="ray"`: each job then works on a private copy of its
-run's store and the driver applies the result, `skillbase.run.transfer`): two runs never verify or
-time on one GPU at once. Before the jobs start, every candidate present is built into the build cache
-by `jobs` parallel nvcc processes (`prebuild_candidates`), exactly as its judge will build it, so the
-serial GPU jobs find cache hits; the prebuild decides nothing (a candidate that fails to build is
-judged, and reported, as without it). Everything is in the store, so a batch
-killed at any point is resumed by running `resume --all` again.
+run's store and the driver applies the result, `skillbase.run.transfer`): with one worker per GPU
+(the default) two runs never verify or time on one GPU at once. With `workers_per_gpu=N` (local
+only) N runs share each GPU: their loading, inputs, references and compiling overlap, their timed
+phases, probes and profiles still take the GPU one at a time (`harness.gpu_lock`). Before the jobs
+start, every candidate present is built into the build cache by `jobs` parallel nvcc processes
+(`prebuild_candidates`), exactly as its judge will build it, so the GPU jobs find cache hits; the
+prebuild decides nothing (a candidate that fails to build is judged, and reported, as without it).
+Everything is in the store, so a batch killed at any point is resumed by running `resume --all` again.
 
 `start_kernelbench_batch()` (`skillbase kernelbench optimize`) is the same batch with another kind of
 member: one generator run per imported KernelBench task (`optimize --from-reference`), which waits for
@@ -40,7 +42,7 @@ from typing import Any
 from skillbase.agents.appliers import CoderReply
 from skillbase.agents.client import ChatClient, load_config
 from skillbase.agents.coder import NoCodeInReply, extract_cuda
-from skillbase.bench.runner import visible_devices
+from skillbase.bench.runner import check_workers_per_gpu, visible_devices
 from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
 from skillbase.errors import InputError, SkillbaseError
@@ -100,7 +102,8 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
                 gpu: bool = True, store_path=None, candidates: Path | None = None, suite: Path | None = None,
                 gpus: Sequence[str] = (), executor: Executor | None = None,
                 progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
-                executor_kind: str = "local", address: str | None = None, again: bool = False) -> BatchOutcome:
+                executor_kind: str = "local", address: str | None = None, again: bool = False,
+                workers_per_gpu: int = 1) -> BatchOutcome:
     """One run per selected operator at `dtype`, recorded as a batch, each run until it pauses or ends.
 
     The selection and the preset are checked before anything is recorded, and so (unless `again`) is
@@ -108,7 +111,8 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
     (`_refuse_unfinished`: `resume --all` continues those); `candidates` is where
     the batch's candidates are expected (default `<store>/batches/batch_N/candidates`). After
     `time_limit_s` no further run starts (`resume_all` starts the rest). `executor_kind="ray"` runs
-    the runs on the Ray cluster at `address` (connected and checked before anything is recorded).
+    the runs on the Ray cluster at `address` (connected and checked before anything is recorded);
+    locally `gpus` (each named once) get `workers_per_gpu` workers each (`bench.runner.visible_devices`).
     `progress(done, total, line)` hears the number of runs before the first starts (done 0, no line)
     and each run as it pauses or ends (what it did)."""
     settings.check()
@@ -126,16 +130,17 @@ def start_batch(settings: Settings, ops: Sequence[str] = (), dtype: str = "fp32"
     members = [{"operator": i.op, "dtype": i.dtype, "kernel": str(i.cu_path)} for i in impls]
     return _record_and_start({"settings": asdict(settings), "dtype": dtype, "preset": preset, "gpu": gpu},
                              members, store_path, candidates, gpu, gpus, executor, progress, time_limit_s,
-                             executor_kind, address, check_unfinished=not again)
+                             executor_kind, address, check_unfinished=not again, workers_per_gpu=workers_per_gpu)
 
 
 def _record_and_start(recorded: dict, members: list[dict], store_path, candidates, gpu: bool, gpus: Sequence[str],
                       executor: Executor | None, progress, time_limit_s: float | None, executor_kind: str,
-                      address: str | None, *, check_unfinished: bool = False) -> BatchOutcome:
+                      address: str | None, *, check_unfinished: bool = False,
+                      workers_per_gpu: int = 1) -> BatchOutcome:
     """Record a batch (its settings `recorded`, its candidates folder, its `members`) and start every member;
     `check_unfinished`: first refuse members still in progress in an earlier batch (`_refuse_unfinished`)."""
     # The GPUs (or the cluster) are checked before anything is recorded.
-    made = _executor(executor_kind, gpu, gpus, time_limit_s, address) if executor is None else None
+    made = _executor(executor_kind, gpu, gpus, time_limit_s, address, workers_per_gpu) if executor is None else None
     try:
         store = RunStore.open(store_path)
     except BaseException:
@@ -163,7 +168,7 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
                             gpus: Sequence[str] = (), executor: Executor | None = None,
                             progress: Callable[[str], None] | None = None, time_limit_s: float | None = None,
                             executor_kind: str = "local", address: str | None = None,
-                            defer_baselines: bool = False) -> BatchOutcome:
+                            defer_baselines: bool = False, workers_per_gpu: int = 1) -> BatchOutcome:
     """One generator run per imported KernelBench task under `tasks_dir` (`kernelbench import --out`),
     recorded as a batch: with `--agent external` each run waits for its first kernel (a `generator`
     prompt in `pending`), and `resume --all` judges, repairs and then optimizes it like any batch run;
@@ -205,7 +210,7 @@ def start_kernelbench_batch(settings: Settings, tasks_dir: Path, problems: Seque
                               "gpu": gpu, "compile": compile, "defer_baselines": defer_baselines,
                               "tasks": str(Path(tasks_dir).resolve())},
                              members, store_path, candidates, gpu and not defer_baselines, gpus, executor, progress,
-                             time_limit_s, executor_kind, address)
+                             time_limit_s, executor_kind, address, workers_per_gpu=workers_per_gpu)
 
 
 KERNELBENCH = "kernelbench"   # a batch's kind: its members are generator runs of imported KernelBench tasks
@@ -333,14 +338,15 @@ def _baselines_owed(store: RunStore, batch: int | None) -> dict[int, bool]:
 def resume_all(store_path=None, candidates: Path | None = None, batch: str | int | None = None,
                gpus: Sequence[str] = (), executor: Executor | None = None,
                progress: Callable[[int, int, str], None] | None = None, time_limit_s: float | None = None,
-               executor_kind: str = "local", address: str | None = None, jobs: int | None = None) -> BatchOutcome:
+               executor_kind: str = "local", address: str | None = None, jobs: int | None = None,
+               workers_per_gpu: int = 1) -> BatchOutcome:
     """Judge every paused run's candidate present, continue killed runs, start missing members.
 
     `candidates` overrides where candidates are looked for (default: each run's expected path);
     `batch` limits the work to one batch. Runs without a usable candidate stay paused, each with
     its reason (also shown by `skillbase pending`). After `time_limit_s` no further job starts: the
-    runs not reached stay as they were (`deferred`), and the next call takes them up. `executor_kind`
-    and `address` as for `start_batch` (a batch started with either executor resumes with either);
+    runs not reached stay as they were (`deferred`), and the next call takes them up. `executor_kind`,
+    `address` and `workers_per_gpu` as for `start_batch` (a batch started with either executor resumes with either);
     `progress` as for `start_batch`, over the jobs run (runs judged, continued or started). The
     candidates are first built by `jobs` parallel nvcc processes (default `default_jobs()`; 0: each
     is built when it is judged), unless the jobs run on other machines (Ray), whose caches are not here."""
@@ -378,7 +384,7 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
                 needs_gpu |= bool(batch_row.settings.get("gpu", True)) and not batch_row.settings.get("defer_baselines")
         if executor is None:
             executor = made = _executor(executor_kind if work else "local", needs_gpu and bool(work), gpus,
-                                        time_limit_s, address if work else None)
+                                        time_limit_s, address if work else None, workers_per_gpu)
         if answers and not executor.remote:
             prebuild_candidates(store, answers, default_jobs() if jobs is None else jobs)
         outcome = _run_jobs(store, batch_name(wanted) if wanted is not None else None, work, executor, progress)
@@ -538,18 +544,21 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
     return outcome
 
 
-def _gpu_ids(gpu: bool, gpus: Sequence[str]) -> list[str]:
-    """The CUDA_VISIBLE_DEVICES values to run on: none for a compile-only batch, else --gpus or every GPU."""
+def _gpu_ids(gpu: bool, gpus: Sequence[str], workers_per_gpu: int = 1) -> list[str]:
+    """The CUDA_VISIBLE_DEVICES values to run on, one per worker: none for a compile-only batch (its jobs
+    run one after another in this process), else --gpus or every GPU, each `workers_per_gpu` times."""
     if not gpu:
         return []
     found = env.require_gpus(hint="run the batch on a GPU machine, or pass --no-gpu for a compile-only batch")
-    return visible_devices(list(gpus), len(found))
+    return visible_devices(list(gpus), len(found), workers_per_gpu)
 
 
-def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None):
+def _executor(kind: str, gpu: bool, gpus: Sequence[str], time_limit_s: float | None, address: str | None,
+              workers_per_gpu: int = 1):
     """The executor of `--executor`: this host's GPUs (checked: `_gpu_ids`) or a Ray cluster (checked on
-    connection; it places each run on a free GPU of its own)."""
-    gpu_ids = _gpu_ids(gpu, gpus) if kind == "local" else []
+    connection; it places each run on a free GPU of its own, so `workers_per_gpu` must be 1)."""
+    check_workers_per_gpu(workers_per_gpu, kind)
+    gpu_ids = _gpu_ids(gpu, gpus, workers_per_gpu) if kind == "local" else []
     return make_executor(kind, gpu_ids, _deadline(time_limit_s), address)
 
 

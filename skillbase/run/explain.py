@@ -29,6 +29,7 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
     rounds = []
     calls = {c["attempt_id"]: c for c in store.llm_calls(run.id)}
     superseded = store.superseded_decisions(run.id)
+    reopened = store.rounds_reopened(run.id)
     for row in store.rounds(run.id):
         if round_idx is not None and row["idx"] != round_idx:
             continue
@@ -56,6 +57,9 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "superseded": [_superseded(d, superseded[d["id"]], run_folder(store, run.id))
                                for d in decisions if d["id"] in superseded],
             },
+            "round_reopened": None if row["idx"] not in reopened else {
+                "at": _when(reopened[row["idx"]].get("at")), "why": reopened[row["idx"]].get("why"),
+                "ended": reopened[row["idx"]].get("ended")},
             "attempts": [
                 {"attempt": a["attempt_idx"], "skill": a["skill"],
                  "params": column_json(a["params_json"], store.db_path, f"attempt {a['id']}'s parameters", dict),
@@ -189,6 +193,10 @@ def render_text(report: dict) -> str:
                              f"{old['superseded']} by skillbase {rules.get('skillbase_version')} "
                              f"(git {rules.get('git')}), rules {str(rules.get('rules_digest'))[:19]}, "
                              f"corpus {str(rules.get('corpus_digest'))[:12]}")
+            again = entry.get("round_reopened")
+            if again:   # the superseded decision above had ended the run here
+                lines.append(f"  reopened {again['at']}: {again['why']}; the run had ended here"
+                             + (f" ({again['ended']})" if again.get("ended") else ""))
             facts = decision.get("facts") or {}
             if facts:
                 lines.append("  facts: " + ", ".join(f"{k}={v}" for k, v in sorted(facts.items())))

@@ -27,6 +27,16 @@ same transaction (the round's outcome `no-candidate`); the stale candidate and t
 above, no new prompt is written, and the run is marked finished with the stop as its reason (a run
 interrupted before that is ended by the next `redecide` or `resume`). Any other round left no candidate
 is refused: it keeps its skill.
+
+A run that ended `no-candidate` (`loop.run_ended`: its last round's rules, of that day, proposed nothing
+outside its tabu list) is re-decided the same way at that last round, from the evidence the round
+recorded. When today's rules propose a skill, the same transaction reopens the run at that round
+(`_Tx.reopen_round`: the round's outcome dropped, a `round-reopened` event saying which rules found
+nothing and which found the skill); its --rounds stay, the round becomes a real one. An `--agent
+external` run is then paused at the round's new prompt (staged, and its `waiting.json` written, before
+the commit: a finished run's `waiting.json` is read by nothing; the prompt put in place after it, as
+above); any other run is left `interrupted`, for `resume` to go on (on its GPU). Still no candidate:
+nothing is written. A run that ended otherwise (its rounds spent, near its floor, a budget) is refused.
 """
 
 from __future__ import annotations
@@ -49,17 +59,17 @@ from skillbase.engine import Engine
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.evidence import Evidence
 from skillbase.harness import env
-from skillbase.run.loop import attempt_key, decision_of, replayed_state
+from skillbase.run.loop import attempt_key, decision_of, replayed_state, run_ended
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
 from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, recorded_standing, unchanged_task
 from skillbase.run.store import RunRow, RunStore, parse_batch_ref
-from skillbase.run.types import ApplyRequest, Candidate, LoopState, Outcome, Paused, RunStatus, Settings
+from skillbase.run.types import ApplyRequest, Candidate, Ended, LoopState, Outcome, Paused, RunStatus, Settings
 from skillbase.task import load_task
 
 CHANGED = "changed"          # the round's decision is the new one; prompt and candidate moved
 WOULD_CHANGE = "would-change"  # --dry-run: what `changed` would do; nothing written
 UNCHANGED = "unchanged"      # the same skill and parameters: nothing written
-REFUSED = "refused"          # not a paused run waiting at a round's first prompt (the reason says why)
+REFUSED = "refused"          # neither waiting at a round's first prompt nor ended no-candidate (the reason says why)
 ACTIONS = (CHANGED, WOULD_CHANGE, UNCHANGED, REFUSED)   # the redecide document's `action`
 
 STAGED = ".redecided"        # the new prompt's name until the store says it is the round's (after the commit)
@@ -81,23 +91,30 @@ class RunRedecision:
     superseded_prompt: str | None = None  # where the old prompt went
     candidate_moved: str | None = None   # where a candidate answering the old prompt went
     rules: dict[str, Any] = field(default_factory=dict)   # the engine and corpus that decided
+    reopened: str | None = None          # a run that ended no-candidate, reopened (or, dry, to be): how it goes on
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "action": self.action, "reason": self.reason, "round": self.round,
                 "old_skill": self.old_skill, "new_skill": self.new_skill, "old_params": self.old_params,
                 "new_params": self.new_params, "prompt": self.prompt, "superseded_prompt": self.superseded_prompt,
-                "candidate_moved": self.candidate_moved, "rules": self.rules}
+                "candidate_moved": self.candidate_moved, "rules": self.rules, "reopened": self.reopened}
 
     def lines(self) -> list[str]:
         if self.action == REFUSED:
             return [f"{self.run}: left alone: {self.reason}"]
         head = f"{self.run} round {self.round}: "
         if self.action == UNCHANGED:
-            return [head + f"unchanged ({_named(self.new_skill, self.new_params)})"]
+            return [head + "unchanged (" + (_named(self.new_skill, self.new_params) if self.new_skill
+                                            else "no candidate") + ")"]
         shown = [head + f"{_named(self.old_skill, self.old_params)} -> {_named(self.new_skill, self.new_params)}"
                  + (" (dry run: nothing written)" if self.action == WOULD_CHANGE else ""),
                  f"  why: {self.reason}"]
-        if self.action == CHANGED and self.new_skill is None:
+        if self.reopened:
+            shown.append(f"  {'would reopen' if self.action == WOULD_CHANGE else 'reopened'}: {self.reopened}")
+        if self.action == CHANGED and self.reopened:
+            if self.prompt:
+                shown.append(f"  prompt: {self.prompt}")
+        elif self.action == CHANGED and self.new_skill is None:
             shown.append(f"  the run finished; nothing waits (the old prompt kept as {self.superseded_prompt})")
         elif self.action == CHANGED:
             shown.append(f"  prompt: {self.prompt} (the old one kept as {self.superseded_prompt})")
@@ -127,14 +144,14 @@ class RedecideOutcome:
     def lines(self) -> list[str]:
         shown = [line for entry in self.runs for line in entry.lines()]
         counts = ", ".join(f"{n} {action}" for action, n in sorted(self.counts().items()))
-        return shown + [counts or "no paused run to re-decide"]
+        return shown + [counts or "no paused or no-candidate run to re-decide"]
 
 
 def redecide(store_path=None, runs: Sequence[str | int] = (), batch: str | int | None = None, dry_run: bool = False,
              progress: Callable[[int, int, str], None] | None = None) -> RedecideOutcome:
-    """Decide the waiting round of each run in `runs` (none: every paused run of the store, or of `batch`)
-    again with the current rules and corpus; `dry_run` writes nothing (the store is opened read-only).
-    `progress(done, total, line)` after each run."""
+    """Decide the waiting round of each run in `runs` (none: every paused run of the store, or of `batch`,
+    and every run that ended no-candidate: its last round) again with the current rules and corpus;
+    `dry_run` writes nothing (the store is opened read-only). `progress(done, total, line)` after each run."""
     store = RunStore.open(store_path, read_only=dry_run)
     try:
         if runs:
@@ -144,7 +161,8 @@ def redecide(store_path=None, runs: Sequence[str | int] = (), batch: str | int |
             if wanted is not None:
                 store.get_batch(wanted)    # an unknown batch is an error, not an empty answer
             members = {m.run_id for m in store.batch_members(wanted)}
-            rows = sorted((r for r in store.list_runs(status=RunStatus.PAUSED) if wanted is None or r.id in members),
+            rows = sorted((r for r in store.list_runs() if (wanted is None or r.id in members)
+                           and (r.status == RunStatus.PAUSED or run_ended(store, r)[0] == Ended.NO_CANDIDATE)),
                           key=lambda r: r.id)
         deciders = _Deciders()
         done = []
@@ -198,10 +216,11 @@ class _LeftAlone(Exception):
 
 
 def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bool) -> RunRedecision:
-    waiting, idx = _waiting_round(store, run)
+    waiting, idx = _round_to_redecide(store, run)
     latest = store.decisions(run.id, idx)
-    if not dry_run and latest and _finish_files(store, run, waiting, latest[-1]["id"]) is not False:
+    if not dry_run and waiting and latest and _finish_files(store, run, waiting, latest[-1]["id"]) is not False:
         waiting, idx = _waiting_round(store, run)   # an earlier redecide, interrupted after its commit, finished
+    reopening = waiting is None   # a run that ended no-candidate: its last round
     seen = store.last_event_id(run.id)
     settings = Settings.from_stored(run.manifest.get("settings") or {})
     if not settings.engine:
@@ -213,6 +232,7 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     if not decisions or old is None or evidence_step is None:
         raise _LeftAlone(f"{run.name}'s round {idx} has no decision recorded")
     kernel = unchanged_task(run)
+    # the tabu list and memory as the loop built them for this round (its evidence holds that memory already)
     state = replayed_state(store, run.id, kernel.read_text(), idx)
     started = next((r["kernel"] for r in store.rounds(run.id) if r["idx"] == idx), None)
     if state is None or state.best_digest != started:
@@ -230,69 +250,130 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     rules = deciders.record(engine)
     found = dict(run=run.name, round=idx, old_skill=old["skill"], old_params=old["params"], new_skill=new["skill"],
                  new_params=new["params"], rules=rules)
-    if old["skill"] is None and old.get("stop"):
+    if old["skill"] is None and old.get("stop") and not reopening:
         # an earlier redecide ended this round and was interrupted before the run was marked finished
         if not dry_run:
             _end_run(store, run, idx, old["stop"], state)
         return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
-    if (new["skill"], new["params"]) == (old["skill"], old["params"]):
-        return RunRedecision(action=UNCHANGED, reason=old["reason"], **found)
+    if (new["skill"], new["params"]) == (old["skill"], old["params"]) or (reopening and new["skill"] is None):
+        # (a run that ended no-candidate, still without one: near its floor now or not, it stays ended)
+        return RunRedecision(action=UNCHANGED, reason=new["reason"] if reopening else old["reason"], **found)
     if new["skill"] is None and not new.get("stop"):
         raise _LeftAlone(f"the current rules leave {run.name}'s round {idx} no applicable candidate "
                          f"({new['reason']}); it keeps {old['skill']}")
 
     # The new prompt, exactly as the run's external applier writes it for this try (none when the round
-    # ends the run: the kernel near its floor with nothing of the engine's left, as the loop decides).
+    # ends the run: the kernel near its floor with nothing of the engine's left, as the loop decides; none
+    # for a reopened run of another agent: its loop asks its coder when `resume` goes on).
+    external = not reopening or settings.agent == "external"
     prompts = prompt_builder(kernel, spec, corpus, standing)
-    applier = ExternalApplier(prompts, run_folder(store, run.id))
+    folder = run_folder(store, run.id)
+    applier = ExternalApplier(prompts, folder)
+    key = attempt_key(idx, 0, 0)
     candidate = next((Candidate.from_stored(c) for c in new["candidates"] if c["skill"] == new["skill"]), None)
-    request = ApplyRequest(skill=new["skill"] or old["skill"], attempt=0, key=waiting.key, candidate=candidate,
+    request = ApplyRequest(skill=new["skill"] or old["skill"], attempt=0, key=key, candidate=candidate,
                            params=applier.variants(new["skill"], new["params"], state)[0] if new["skill"] else {})
-    prompt = prompts.build(request, state) if new["skill"] else None
+    prompt = prompts.build(request, state) if new["skill"] and external else None
     path = applier.prompt_path(request)
     old_id = decisions[-1]["id"]
     superseded = path.with_name(path.name.removesuffix(".prompt.md") + f".superseded-d{old_id}.prompt.md")
-    aside = waiting.candidate_path.parent / "superseded" / f"{run.name}.{waiting.key.replace('/', '-')}.d{old_id}.cu"
-    found.update(reason=new["reason"], prompt=str(path) if prompt else None, superseded_prompt=str(superseded))
+    aside = (waiting.candidate_path.parent / "superseded" / f"{run.name}.{key.replace('/', '-')}.d{old_id}.cu"
+             if waiting else None)
+    reopened = None
+    if reopening:
+        then = (f"paused at its round {idx} prompt" if prompt is not None
+                else f"interrupted: `skillbase resume {run.name}` goes on"
+                     + ("" if not run.manifest.get("gpu_run", True) else " (on a GPU machine)"))
+        reopened = f"the run had ended here: {run.stop_reason or 'no candidate'}; {then}, its --rounds unchanged"
+    found.update(reason=new["reason"], prompt=str(path) if prompt else None,
+                 superseded_prompt=None if reopening else str(superseded), reopened=reopened)
     if dry_run:
         return RunRedecision(action=WOULD_CHANGE, **found)
 
     staged = path.with_name(path.name + STAGED)
     staged_text = prompt.text.encode("utf-8") if prompt is not None else None
+    record = {"old_skill": old["skill"], "old_params": old["params"], "skill": new["skill"], "params": new["params"],
+              "reason": new["reason"], "rules": rules, "key": key, "prompt": str(path),
+              "superseded_prompt": str(superseded), "candidate_aside": str(aside) if aside else None,
+              "kind": prompt.role if prompt else None, "template": prompt.template.name if prompt else None,
+              "stop": new["stop"], "reopened": reopening,
+              # which staged file is this decision's prompt (not one of a redecide killed before its commit)
+              "prompt_sha256": hashlib.sha256(staged_text).hexdigest() if staged_text is not None else None}
+    status = RunStatus.PAUSED if prompt is not None else RunStatus.INTERRUPTED
+    stop_reason = new["stop"] or (str(Paused(new["skill"], path)) if prompt is not None
+                                  else f"round {idx} re-decided ({new['skill']}); `skillbase resume {run.name}` "
+                                       "goes on")
+    restore = None
     if staged_text is not None:
         try:
             staged.parent.mkdir(parents=True, exist_ok=True)
             staged.write_bytes(staged_text)
+            if reopening:
+                # a finished run's waiting.json is read by nothing: the reopened run's is written before the
+                # commit, so the run is never paused with an earlier round's request (`_move_files` then puts
+                # the prompt it names in place)
+                restore = _write_waiting(folder, record)
         except OSError as error:
+            if staged.is_file():   # staged, then its waiting.json failed
+                staged.unlink()
             raise EnvironmentProblem(f"cannot stage {run.name}'s new prompt: {_failed(error)}; nothing was re-decided",
                                      hint=f"make {staged.parent} writable (or move away what is at {staged.name}) "
                                           f"and run `skillbase redecide {run.name}` again") from None
-    record = {"old_skill": old["skill"], "old_params": old["params"], "skill": new["skill"], "params": new["params"],
-              "reason": new["reason"], "rules": rules, "key": waiting.key, "prompt": str(path),
-              "superseded_prompt": str(superseded), "candidate_aside": str(aside),
-              "kind": prompt.role if prompt else None, "template": prompt.template.name if prompt else None,
-              "stop": new["stop"],
-              # which staged file is this decision's prompt (not one of a redecide killed before its commit)
-              "prompt_sha256": hashlib.sha256(staged_text).hexdigest() if staged_text is not None else None}
     try:
         with store.transaction() as tx:
             # every write to a run adds an event: one since we read it is another process's (a resume)
-            if store.last_event_id(run.id) != seen or store.get_run(run.id).status != RunStatus.PAUSED:
+            now = store.get_run(run.id)
+            if store.last_event_id(run.id) != seen or now.status != (RunStatus.FINISHED if reopening
+                                                                     else RunStatus.PAUSED):
                 raise _LeftAlone(f"{run.name} changed while it was re-decided (another skillbase process?); "
                                  "nothing was written")
             tx.supersede_decision(run.id, idx, old_id, f"r{idx}/decision", new, store.artifacts.put_text(trace_text),
-                                  record, new["stop"] or str(Paused(new["skill"], path)))
-            if new["stop"]:
+                                  record, stop_reason)
+            if reopening:
+                tx.reopen_round(run.id, idx, status, stop_reason, {
+                    "why": f"redecided: no candidate under rules {_rules_of(store, run, old_id)} -> {new['skill']} "
+                           f"under rules {rules['rules_digest']}",
+                    "ended": run.stop_reason, "status": status, "skill": new["skill"], "rules": rules})
+            elif new["stop"]:
                 # the round ends as the loop ends a round with no candidate (Loop._round)
                 tx.finish_round(run.id, idx, Outcome.NO_CANDIDATE)
                 tx.finish_step(run.id, f"r{idx}/outcome", {"status": Outcome.NO_CANDIDATE})
     except BaseException:
         staged.unlink(missing_ok=True)
+        if restore is not None:
+            restore()
         raise
+    if reopening and prompt is None:
+        return RunRedecision(action=CHANGED, **found)    # interrupted: `resume` goes on, no file to move
+    if reopening:
+        waiting = next(iter(pending_in(store, run_id=run.id)), None)   # paused now, at the waiting.json above
+        if waiting is None:
+            raise EnvironmentProblem(f"{run.name} was reopened at round {idx} but its waiting.json cannot be read",
+                                     hint=f"`skillbase resume {run.name}` writes its prompt again")
     moved = _finish_files(store, run, waiting, None)
     if new["stop"]:
         _end_run(store, run, idx, new["stop"], state)
     return RunRedecision(action=CHANGED, candidate_moved=str(moved) if isinstance(moved, Path) else None, **found)
+
+
+def _rules_of(store: RunStore, run: RunRow, decision_id: int) -> str | None:
+    """The rules digest that made decisions row `decision_id`: an earlier `redecide`'s, else the run's own."""
+    made = next((m for m in store.superseded_decisions(run.id).values() if m.get("by") == decision_id), None)
+    return ((made or {}).get("rules") or {}).get("rules_digest") or run.manifest.get("rules_digest")
+
+
+def _write_waiting(folder: Path, record: dict) -> Callable[[], None]:
+    """The run's `waiting.json` for the re-decision `record`; returns what puts the one it replaced back."""
+    path = folder / "waiting.json"
+    before = path.read_bytes() if path.is_file() else None
+    write_waiting(folder, record["key"], record["skill"], record["kind"], Path(record["prompt"]), record["template"])
+
+    def restore() -> None:
+        if before is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(before)
+    return restore
 
 
 def _end_run(store: RunStore, run: RunRow, idx: int, stop: str, state: LoopState) -> None:
@@ -303,10 +384,22 @@ def _end_run(store: RunStore, run: RunRow, idx: int, stop: str, state: LoopState
     (run_folder(store, run.id) / "waiting.json").unlink(missing_ok=True)   # nothing waits any more
 
 
+def _round_to_redecide(store: RunStore, run: RunRow) -> tuple[PendingPrompt | None, int]:
+    """A paused run's waiting request and round (`_waiting_round`), or (None, its last round) for a run that
+    ended no-candidate; anything else is left alone, saying how it stands."""
+    if run.status == RunStatus.PAUSED:
+        return _waiting_round(store, run)
+    ended, reason = run_ended(store, run)
+    if ended == Ended.NO_CANDIDATE:
+        return None, store.rounds(run.id)[-1]["idx"]
+    status = store.shown_status(run)
+    raise _LeftAlone(f"{run.name} is {status}" + (f", ended {ended}" + (f" ({reason})" if reason else "")
+                                                  if status == RunStatus.FINISHED else "")
+                     + "; only a paused run's waiting round or a run that ended no-candidate is re-decided")
+
+
 def _waiting_round(store: RunStore, run: RunRow) -> tuple[PendingPrompt, int]:
     """The run's waiting request and its round, when it is a round's first prompt with nothing judged yet."""
-    if run.status != RunStatus.PAUSED:
-        raise _LeftAlone(f"{run.name} is {store.shown_status(run)}; only a paused run's waiting round is re-decided")
     waiting = next(iter(pending_in(store, run_id=run.id)), None)
     if waiting is None:
         raise _LeftAlone(f"{run.name} has no readable waiting request (its waiting.json); "
@@ -357,7 +450,9 @@ def _move_files(store: RunStore, run: RunRow, waiting: PendingPrompt, current: i
     if not stop and not staged.exists() and waiting.skill == mark["skill"]:
         return False   # done
     moved = None
-    if waiting.candidate_path.is_file():   # written for the prompt still in place: the old one
+    # written for the prompt still in place: the old one (a reopened round had none: a file there answered an
+    # earlier round, was judged, and is refused as already judged if handed in again)
+    if waiting.candidate_path.is_file() and not mark.get("reopened"):
         moved = _unique(waiting.candidate_path.parent / "superseded" / Path(mark["candidate_aside"]).name)
         moved.parent.mkdir(parents=True, exist_ok=True)
         os.replace(waiting.candidate_path, moved)

@@ -158,6 +158,7 @@ CREATE INDEX IF NOT EXISTS events_by_run ON events(run_id, id);
 
 DECISION_SUPERSEDED = "decision-superseded"   # the event that marks a round's decision replaced (`redecide`)
 ROUNDS_ADDED = "rounds-added"                 # the event that reopens a run that spent its rounds (`reopen`)
+ROUND_REOPENED = "round-reopened"             # the event that reopens a no-candidate round (`redecide`)
 
 _RUN_REF = re.compile(r"^(?:run_)?(\d{1,18})$")   # at most 18 digits: every id fits SQLite's 64-bit integer
 DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT)
@@ -680,6 +681,16 @@ class RunStore:
                 for row in self.db.execute("SELECT ts, payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id",
                                            (run_id, ROUNDS_ADDED))]
 
+    def rounds_reopened(self, run_id: int) -> dict[int, dict]:
+        """The rounds `redecide` reopened (each had ended the run with no candidate), by round: its
+        `round-reopened` event's record (`why`, `ended`: the run's stop reason then, `status`, `skill`, `rules`)
+        and `at`: when."""
+        return {record.get("round"): record | {"at": row["ts"]}
+                for row in self.db.execute("SELECT ts, payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id",
+                                           (run_id, ROUND_REOPENED))
+                for record in [column_json(row["payload_json"], self.db_path, f"a reopening of {run_name(run_id)}",
+                                           dict)]}
+
     def attempts(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("attempts", run_id, round_idx)
 
@@ -1060,9 +1071,24 @@ class _Tx:
         """Reopen a finished run for more rounds: its `manifest` (the settings' raised --rounds) recorded, the
         run `interrupted` (`resume` goes on from its last finished step) with `stop_reason`, and a
         `rounds-added` event holding `record` (`RunStore.rounds_added`)."""
-        self.db.execute("UPDATE runs SET manifest_json=?, status=?, stop_reason=?, finished_at=NULL WHERE id=?",
-                        (_dumps(manifest), RunStatus.INTERRUPTED, stop_reason, run_id))
-        self.event(run_id, ROUNDS_ADDED, record)
+        self.db.execute("UPDATE runs SET manifest_json=? WHERE id=?", (_dumps(manifest), run_id))
+        self._reopen(run_id, RunStatus.INTERRUPTED, stop_reason, ROUNDS_ADDED, record)
+
+    def reopen_round(self, run_id: int, idx: int, status: RunStatus, stop_reason: str, record: dict) -> None:
+        """Reopen a finished run at its last round `idx`, which ended it with no candidate and has just been
+        given one (`redecide`): the round's outcome step dropped and the round `started` again (the loop then
+        tries the round's decision), the run `status` (paused at the round's prompt, or interrupted: `resume`
+        goes on) with `stop_reason`, and a `round-reopened` event holding `record` (why, under which rules)."""
+        self.db.execute("DELETE FROM steps WHERE run_id=? AND key=?", (run_id, f"r{idx}/outcome"))
+        self.db.execute("UPDATE rounds SET status='started', finished_at=NULL, outcome=NULL WHERE run_id=? AND idx=?",
+                        (run_id, idx))
+        self._reopen(run_id, status, stop_reason, ROUND_REOPENED, {**record, "round": idx})
+
+    def _reopen(self, run_id: int, status: RunStatus, stop_reason: str, kind: str, record: dict) -> None:
+        """A finished run live again (`status`, no end time), with the event `kind` saying why."""
+        self.db.execute("UPDATE runs SET status=?, stop_reason=?, finished_at=NULL WHERE id=?",
+                        (status, stop_reason, run_id))
+        self.event(run_id, kind, record)
 
     def add_attempt(self, run_id: int, round_idx: int, attempt_idx: int, skill: str | None, params: dict,
                     parent_kernel: str | None, kernel: str | None, status: str = "pending") -> int:

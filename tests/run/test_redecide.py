@@ -4,12 +4,15 @@ Real components throughout, on the CPU: runs of the naive-GEMM fixture paused by
 (its saved H200 report is the evidence, nvcc builds, nothing is timed), a real SQLite store, the
 built-in rules plus a user rule folder (--extra-rules, recorded in the run) whose one rule puts a skill
 first. Editing that rule between the pause and `redecide` is a rule set changed while the run waits.
+A run that ended no-candidate (compile-only, unprofiled: the coder's free choice is no candidate there)
+is re-asked the same way, and reopened at that round when the edited rule proposes a skill.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import random
 import sqlite3
 import subprocess
 import sys
@@ -28,57 +31,67 @@ from skillbase.engine.evaluate import RULES_PATH_ENV
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.run.batch import resume_all
 from skillbase.run.explain import explain_run, render_text
+from skillbase.run.loop import run_ended
 from skillbase.run.pack import pack_store, unpack_store
 from skillbase.run.pending import list_pending
 from skillbase.run.redecide import redecide
 from skillbase.run.session import resume_run, start_run
 from skillbase.run.store import RunStore
-from skillbase.run.types import Settings
+from skillbase.run.types import Ended, Settings
 
 pytestmark = pytest.mark.nvcc
 
 RULE = """id: usr.redecide.first
 kind: propose
-summary: "A user's rule that puts one skill first on any profiled kernel."
+summary: "A user's rule that puts one skill first on any kernel it sees."
 when:
   all:
-  - "mem_pct >= 0"
+  - "{when}"
 proposes:
 - skill: {skill}
   score: 1.0
   speedup: "0.9"
-because: "Memory throughput is {{mem_pct:.0f}}%."
+because: "{because}"
 """
+PROFILED = ("mem_pct >= 0", "Memory throughput is {mem_pct:.0f}%.")          # any profiled kernel
+LOADS = ("src_global_loads >= 1", "The kernel has {src_global_loads:.0f} global loads.")   # profiled or not
 CASES = """cases:
 - name: naive-gemm
   expect: fire
-  reason: "Any profiled kernel."
+  reason: "Any profiled kernel (it loads from global memory too)."
   fixture: naive_gemm
-- name: unprofiled
+- name: nothing-known
   expect: quiet
-  reason: "No profile: mem_pct is missing."
+  reason: "No profile and no source features: the rule's fact is missing."
   values: {}
 """
 
 
 @pytest.fixture
 def rules(tmp_path, monkeypatch):
-    """A user rule folder; `rules(skill)` makes its rule propose `skill` first."""
+    """A user rule folder; `rules(skill)` makes its rule propose `skill` first on a profiled kernel (`rules(skill,
+    LOADS)`: on any kernel with a global load, a compile-only run's unprofiled one too)."""
     monkeypatch.setenv(RULES_PATH_ENV, "")
     folder = tmp_path / "my_rules"
     (folder / "propose").mkdir(parents=True)
     (folder / "propose" / "usr.redecide.first.cases.yaml").write_text(CASES)
 
-    def first(skill: str) -> Path:
-        (folder / "propose" / "usr.redecide.first.yaml").write_text(RULE.format(skill=skill))
+    def first(skill: str, fires: tuple[str, str] = PROFILED) -> Path:
+        when, because = fires
+        (folder / "propose" / "usr.redecide.first.yaml").write_text(RULE.format(skill=skill, when=when,
+                                                                                because=because))
         return folder
     return first
 
 
-def paused(task: Path, store: Path, rules_folder: Path, rounds: int = 2, repairs: int = 0, engine: bool = True) -> dict:
+def paused(task: Path, store: Path, rules_folder: Path, rounds: int = 2, repairs: int = 0, engine: bool = True,
+           profiled: bool = True) -> dict:
+    """A run paused at its first prompt (`profiled`: the evidence is the fixture's saved H200 report; else the
+    run is compile-only, unprofiled, and its coder's free choice is never a candidate)."""
     settings = Settings(rounds=rounds, repairs=repairs, agent="external", extra_rules=(str(rules_folder),),
                         engine=engine)
-    summary = start_run(task, settings, store_path=store, gpu=False, saved_report=REPORT, progress=lambda m: None)
+    summary = start_run(task, settings, store_path=store, gpu=False, saved_report=REPORT if profiled else None,
+                        progress=lambda m: None)
     assert summary["status"] == "paused"
     return summary["pending"]
 
@@ -204,11 +217,13 @@ def test_what_cannot_be_redecided_is_left_alone_with_its_reason(task, tmp_path, 
     assert snapshot(store_path) == before
     reasons = {e.run: (e.action, e.reason) for e in outcome.runs}
     assert reasons == {
-        finished: ("refused", f"{finished} is finished; only a paused run's waiting round is re-decided"),
+        finished: ("refused", f"{finished} is finished, ended rounds (ran 1 rounds); only a paused run's waiting "
+                              "round or a run that ended no-candidate is re-decided"),
         repairing: ("refused", f"{repairing}'s round 0 already judged an attempt"),
         engine_off: ("refused", f"{engine_off} runs with the engine off (--no-engine): its coder chooses each "
                                 "optimization, there is no decision to re-make"),
-        running: ("refused", f"{running} is running; only a paused run's waiting round is re-decided")}
+        running: ("refused", f"{running} is running; only a paused run's waiting round or a run that ended "
+                             "no-candidate is re-decided")}
     assert f"{finished}: left alone: {finished} is finished" in "\n".join(outcome.lines())
     # --all takes the paused ones: the repair and the engine-off run, each still with its reason
     assert {e.run: e.action for e in redecide(store_path, dry_run=True).runs} == {repairing: "refused",
@@ -437,3 +452,145 @@ def test_a_prompt_that_cannot_be_staged_is_one_line_and_nothing_is_redecided(tas
     store = RunStore.open(store_path)
     assert [d["chosen_skill"] for d in store.decisions(1)] == ["mem.vectorize"]
     assert list_pending(store_path)[0].skill == "mem.vectorize"
+
+
+# -- a run that ended no-candidate ------------------------------------------------------------------
+
+def ended_no_candidate(task: Path, store_path: Path, folder: Path) -> str:
+    """A compile-only run as the LLM bench run's run_2 ended: its round-0 skill tried and not accepted, and
+    round 1's rules proposing nothing outside the tabu list (unprofiled, the coder's free choice is no
+    candidate): it finished `no-candidate` after round 1, with rounds to spare."""
+    first = paused(task, store_path, folder, rounds=3, profiled=False)
+    summary = resume_run(first["run"], store_path=store_path, candidate=TILED, progress=lambda m: None)
+    store = RunStore.open(store_path)
+    run = store.get_run(first["run"])
+    assert (summary["status"], run_ended(store, run)[0]) == ("finished", Ended.NO_CANDIDATE)
+    assert [r["outcome"] for r in store.rounds(run.id)] == ["rejected", "no-candidate"]
+    return run.name
+
+
+def test_a_run_that_ended_no_candidate_is_reopened_when_todays_rules_propose_a_skill(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    name = ended_no_candidate(task, store_path, rules("mem.vectorize", LOADS))
+    answered = store_path / "candidates" / f"{name}.cu"      # round 0's answer, judged, still where it was put
+    answered.parent.mkdir(parents=True, exist_ok=True)
+    answered.write_text(TILED)
+
+    # The rules of the day still propose nothing new: nothing is written.
+    before = snapshot(store_path)
+    [same] = redecide(store_path, runs=[name]).runs
+    assert (same.action, same.round, same.new_skill) == ("unchanged", 1, None)
+    assert same.lines() == [f"{name} round 1: unchanged (no candidate)"]
+    assert snapshot(store_path) == before
+
+    skill = random.Random().choice(("mem.coalesce", "mem.smem_tiling"))
+    rules(skill, LOADS)                            # a rule changed since: it proposes a skill not yet tried
+    today = Engine.load(extra_rules=(str(tmp_path / "my_rules"),))
+    [dry] = redecide(store_path, runs=[name], dry_run=True).runs
+    assert (dry.action, dry.old_skill, dry.new_skill, dry.round) == ("would-change", None, skill, 1)
+    assert f"{name} round 1: none -> {skill} (dry run: nothing written)" in dry.lines()
+    assert any(line.startswith("  would reopen: the run had ended here") for line in dry.lines())
+    assert [(e.run, e.action) for e in redecide(store_path, dry_run=True).runs] == [(name, "would-change")]   # --all
+    assert snapshot(store_path) == before
+
+    done = valid(json.loads(CliRunner().invoke(cli, ["redecide", name, "--store", str(store_path), "--json"],
+                                               catch_exceptions=False).stdout))
+    assert done["counts"] == {"changed": 1}
+    [changed] = done["runs"]
+    assert changed["reopened"].startswith("the run had ended here: no candidate left")
+    store = RunStore.open(store_path)
+    run = store.get_run(name)
+    # Reopened at round 1 with its --rounds as they were: paused at the round's new prompt, the round unfinished.
+    assert (run.status, run.stop_reason, run.finished_at) == ("paused", f"waiting for a candidate for {skill}",
+                                                              None)
+    assert Settings.from_stored(run.manifest["settings"]).rounds == 3
+    assert [(r["status"], r["outcome"]) for r in store.rounds(run.id)] == [("finished", "rejected"),
+                                                                           ("started", None)]
+    assert store.step_result(run.id, "r1/outcome") is None
+    assert store.step_result(run.id, "r1/decision")["skill"] == skill
+    old_row, new_row = store.decisions(run.id, 1)
+    assert (old_row["chosen_skill"], new_row["chosen_skill"]) == (None, skill)
+    assert store.superseded_decisions(run.id)[old_row["id"]]["by"] == new_row["id"]
+    reopened = store.rounds_reopened(run.id)[1]
+    assert reopened["why"] == (f"redecided: no candidate under rules {run.manifest['rules_digest']} -> {skill} "
+                               f"under rules {today.rules_digest}")
+    assert run.manifest["rules_digest"] != today.rules_digest
+    [waiting] = list_pending(store_path)
+    assert (waiting.run, waiting.key, waiting.skill) == (name, "r1/v0/a0", skill)
+    assert str(waiting.prompt_path) == changed["prompt"] and f"## The skill: {skill}" in \
+        waiting.prompt_path.read_text()
+    assert not list(waiting.prompt_path.parent.glob("*.redecided"))
+    assert answered.read_text() == TILED          # nothing moved: it answered round 0 and was judged then
+
+    text = render_text(valid(explain_run(store, name), "explain"))
+    assert f"decision: {skill}" in text
+    assert any(line.strip().startswith("superseded: none") and today.rules_digest[:19] in line
+               for line in text.splitlines())
+    line = next(line for line in text.splitlines() if line.startswith("  reopened "))
+    assert reopened["why"] in line and "the run had ended here (no candidate left" in line
+
+    # The round is a real one now: the old answer is refused as judged already, a new one is judged.
+    assert [(m.run, m.action) for m in resume_all(store_path, jobs=0).members] == [(name, "waiting")]
+    answered.write_text(TILED.replace("#define TILE 16", "#define TILE 32"))
+    assert [(m.run, m.action) for m in resume_all(store_path, jobs=0).members] == [(name, "judged")]
+    [attempt] = store.attempts(run.id, 1)
+    assert (attempt["skill"], attempt["status"]) == (skill, "unverified")
+    # ... and round 2, with both skills tabu on the unchanged kernel, ends the run no-candidate again
+    run = store.get_run(name)
+    assert run_ended(store, run)[0] == Ended.NO_CANDIDATE and [r["idx"] for r in store.rounds(run.id)] == [0, 1, 2]
+    assert [(e.action, e.round) for e in redecide(store_path, runs=[name]).runs] == [("unchanged", 2)]
+
+
+def test_a_run_of_another_agent_that_ended_no_candidate_is_reopened_for_resume(task, tmp_path, rules):
+    store_path = tmp_path / "store"
+    settings = Settings(rounds=2, agent="none", extra_rules=(str(rules("mem.vectorize", LOADS)),))
+    summary = start_run(task, settings, store_path=store_path, gpu=False, progress=lambda m: None)
+    assert summary["stop_reason"].startswith("no candidate left")   # mechanical: mem.vectorize cannot be applied
+    rules("cmp.fast_math", LOADS)                                   # a compile flag: it can
+    [entry] = redecide(store_path, runs=[summary["run"]]).runs
+    assert (entry.action, entry.round, entry.new_skill, entry.prompt) == ("changed", 0, "cmp.fast_math", None)
+    assert entry.reopened.endswith(f"interrupted: `skillbase resume {summary['run']}` goes on, its --rounds unchanged")
+    store = RunStore.open(store_path)
+    run = store.get_run(summary["run"])
+    assert run.status == "interrupted" and list_pending(store_path) == []
+    resumed = resume_run(run.name, store_path=store_path, progress=lambda m: None)
+    [attempt] = store.attempts(run.id, 0)
+    assert attempt["skill"] == "cmp.fast_math" and resumed["status"] == "finished"
+
+
+def test_a_run_reopened_by_a_redecide_killed_after_its_commit_is_finished_by_the_next(task, tmp_path, rules,
+                                                                                     monkeypatch):
+    store_path = tmp_path / "store"
+    name = ended_no_candidate(task, store_path, rules("mem.vectorize", LOADS))
+    rules("mem.coalesce", LOADS)
+    killed_after_the_commit(store_path, name, monkeypatch)
+    store = RunStore.open(store_path)
+    assert store.get_run(name).status == "paused"                  # committed; the prompt still staged
+    [entry] = redecide(store_path, runs=[name]).runs
+    assert (entry.action, entry.new_skill) == ("unchanged", "mem.coalesce")
+    [waiting] = list_pending(store_path)
+    assert (waiting.key, waiting.skill) == ("r1/v0/a0", "mem.coalesce")
+    assert "## The skill: mem.coalesce" in waiting.prompt_path.read_text()
+    assert not list(waiting.prompt_path.parent.glob("*.redecided"))
+
+
+def test_a_reopening_that_loses_the_race_writes_nothing(task, tmp_path, rules, monkeypatch):
+    store_path = tmp_path / "store"
+    name = ended_no_candidate(task, store_path, rules("mem.vectorize", LOADS))
+    rules("mem.coalesce", LOADS)
+    folder = RunStore.open(store_path).location / "runs" / name
+    waiting_before = (folder / "waiting.json").read_bytes()
+    real = redecide_module.decision_of
+
+    def meanwhile(*args):
+        other = RunStore.open(store_path)      # another skillbase process writes the run meanwhile
+        other.update_run(1, stop_reason="touched")
+        other.close()
+        return real(*args)
+
+    monkeypatch.setattr(redecide_module, "decision_of", meanwhile)
+    [entry] = redecide(store_path, runs=[name]).runs
+    assert entry.action == "refused" and "changed while it was re-decided" in entry.reason
+    store = RunStore.open(store_path)
+    assert store.get_run(name).status == "finished" and [d["chosen_skill"] for d in store.decisions(1, 1)] == [None]
+    assert (folder / "waiting.json").read_bytes() == waiting_before and not list(folder.glob("*.redecided"))

@@ -309,8 +309,10 @@ def test_redecide_ends_a_round_near_the_floor_as_the_loop_would(task, tmp_path):
     assert f"decision: none — {expected}" in text and f"superseded: {FREE_CHOICE}" in text
     assert ended_in_report(store_path, run.id) == {"category": "near-floor", "reason": expected}
 
-    [again] = redecide(store_path, runs=[run.name]).runs
-    assert again.action == "refused" and "is finished" in again.reason
+    [again] = redecide(store_path, runs=[run.name]).runs     # near its floor: not a no-candidate end
+    assert (again.action, again.reason) == ("refused", f"{run.name} is finished, ended near-floor ({expected}); only "
+                                                       "a paused run's waiting round or a run that ended "
+                                                       "no-candidate is re-decided")
 
 
 def test_redecide_keeps_the_free_choice_below_the_threshold_the_run_recorded(task, tmp_path):
