@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import random
 import shutil
-import subprocess
 import time
 from itertools import combinations
 from pathlib import Path
@@ -20,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from skillbase.bench.runner import visible_devices
-from skillbase.cli import main
 from skillbase.errors import InputError
 from skillbase.harness import env
 from skillbase.harness.gpu_lock import LOG_ENV, gpu_lock
@@ -98,24 +96,6 @@ def test_a_gpu_named_twice_is_refused_with_the_way_to_say_it(gpus, monkeypatch):
 
 
 # -- the CLI -----------------------------------------------------------------------------------------
-
-@pytest.fixture(scope="module")
-def suite(tmp_path_factory):
-    root = tmp_path_factory.mktemp("suite")
-    shutil.copytree(REPO / "bench" / "ops" / "relu", root / "ops" / "relu")
-    return root
-
-
-@pytest.fixture
-def skillbase(capsys):
-    """`skillbase ARGS` in this process: its exit code, stdout and stderr."""
-    def run(*args: str) -> subprocess.CompletedProcess:
-        with pytest.raises(SystemExit) as exited:
-            main(list(args))
-        out = capsys.readouterr()
-        return subprocess.CompletedProcess(args, exited.value.code, out.out, out.err)
-    return run
-
 
 def _commands(suite: Path, store: Path, tasks: Path) -> list[list[str]]:
     """Every command that takes --workers-per-gpu, ready to run."""
