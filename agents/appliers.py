@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -34,6 +33,7 @@ from skillbase.agents.coder import (
 )
 from skillbase.agents.tokens import count_tokens
 from skillbase.corpus.model import HEADINGS, Skill
+from skillbase.files import write_text_atomically
 from skillbase.run.types import ApplyRequest, Candidate, LLMCall, LoopState, Paused, Produced, Status
 
 # The headings of a skill a coder needs (the rest is for a reader choosing a skill), with the
@@ -289,9 +289,7 @@ def write_waiting(run_dir: Path, key: str, skill: str, kind: str, prompt: Path, 
     if template is not None:
         document["template"] = template
     path = run_dir / "waiting.json"
-    arriving = path.with_name(path.name + ".arriving")
-    arriving.write_text(json.dumps(document))
-    os.replace(arriving, path)
+    write_text_atomically(path, json.dumps(document))
     return path
 
 

@@ -21,10 +21,11 @@ import json
 import os
 import stat
 import sys
-import tempfile
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
+
+from skillbase.files import write_text_atomically
 
 # Imported here, not per value: decoding visits every node of the rule set (~24,000) on the start-up
 # path this cache exists to shorten. evaluate.py, the only importer, loads these modules anyway.
@@ -124,22 +125,18 @@ def write(key: str, engine: Any) -> None:
     if not enabled():
         return
     directory = _folder()
-    temporary: Path | None = None
     if not _usable_folder():
         return   # somebody else's or an open folder: never write where others could swap the file
     try:
         text = json.dumps({"format": _FORMAT, "key": key, "engine": _encode_engine(engine)})
-        with tempfile.NamedTemporaryFile("w", dir=directory, delete=False, suffix=".tmp", encoding="utf-8") as handle:
-            temporary = Path(handle.name)
-            handle.write(text)
-        os.replace(temporary, _path(key))
+        # closed to others' writes whatever the umask, or `read` (`_private`) would not trust it
+        write_text_atomically(_path(key), text, mode=0o600)
         # every edit of a rule makes a new key: keep the newest few so the folder stays small
         old = sorted(directory.glob("rules-*.json"), key=lambda p: p.stat().st_mtime, reverse=True)[8:]
         for stale in old:
             stale.unlink(missing_ok=True)
     except OSError:   # a read-only home (or a concurrent prune) must not break advise: we parse next time too
-        if temporary is not None:
-            temporary.unlink(missing_ok=True)
+        pass
 
 
 # ---- the encoding: plain JSON, decoded only into the engine's own dataclasses -------------------

@@ -34,7 +34,6 @@ import json
 import math
 import os
 import re
-import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -45,6 +44,7 @@ from typing import Any
 from skillbase import config
 from skillbase.corpus.model import Corpus, Skill, plain
 from skillbase.errors import EnvironmentProblem
+from skillbase.files import write_text_atomically, written_aside
 
 EXTRA = "search"
 INSTALL = "pip install 'skillbase[search]'"
@@ -367,16 +367,11 @@ class SkillIndex:
 
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".faiss.tmp")
-            os.close(fd)
-            faiss.write_index(self.index, tmp)
-            os.replace(tmp, folder / f"{self.key}.faiss")
+            with written_aside(folder / f"{self.key}.faiss", mode=0o600) as partial:
+                faiss.write_index(self.index, str(partial))
             meta = {"key": self.key, "model": MODEL_NAME, "model_key": model_key(), "index_version": INDEX_VERSION,
                     "rows": self.rows, "hashes": self.hashes, "build_seconds": round(self.build_seconds, 3)}
-            fd, tmp = tempfile.mkstemp(dir=folder, suffix=".json.tmp")
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(meta, handle)
-            os.replace(tmp, folder / f"{self.key}.json")
+            write_text_atomically(folder / f"{self.key}.json", json.dumps(meta), mode=0o600)
             _prune(folder)
         except OSError:
             pass            # a read-only cache only costs a rebuild next time

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import hashlib
 import lzma
-import os
-import tempfile
 from pathlib import Path
 
 from skillbase.config import cache_root, private_dir
 from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.files import write_bytes_atomically, written_aside
 
 XZ_SUFFIX = ".xz"
 # Far above any real report (the largest committed one is 14 MB) and far below a full disk: an xz file
@@ -74,15 +73,7 @@ def compress_file(plain: str | Path, target: str | Path) -> Path:
     packed = lzma.compress(data, format=lzma.FORMAT_XZ, preset=9)
     if lzma.decompress(packed, format=lzma.FORMAT_XZ) != data:
         raise EnvironmentProblem(f"{plain}: its xz copy does not read back the same; nothing written")
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".partial-")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(packed)
-        os.chmod(temporary, 0o644)   # a committed file, not a cache entry
-        os.replace(temporary, target)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+    write_bytes_atomically(target, packed, mode=0o644)   # a committed file, not a cache entry
     return target
 
 
@@ -104,9 +95,9 @@ def file_sha256(path: Path) -> str:
 
 
 def _decompress(source: Path, target: Path) -> None:
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=".partial-")
     try:
-        with os.fdopen(handle, "wb") as out, lzma.open(source, format=lzma.FORMAT_XZ) as data:
+        with written_aside(target, mode=0o600) as temporary, temporary.open("wb") as out, \
+                lzma.open(source, format=lzma.FORMAT_XZ) as data:
             written = 0
             while block := _read(data, source):
                 written += len(block)
@@ -114,14 +105,10 @@ def _decompress(source: Path, target: Path) -> None:
                     raise InputError(f"{source}: decompresses to more than {MAX_DECOMPRESSED_BYTES >> 30} GiB; "
                                      "not a profile", hint="give the plain report instead")
                 out.write(block)
-        os.replace(temporary, target)
     except OSError as error:   # reading errors are InputErrors by now: this is the cache's disk
         raise EnvironmentProblem(f"cannot write the decompressed copy of {source} into {target.parent} "
                                  f"({error.strerror or error})",
                                  hint="free disk space, or set SKILLBASE_CACHE to another folder") from None
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
 
 
 def _read(data: lzma.LZMAFile, source: Path) -> bytes:

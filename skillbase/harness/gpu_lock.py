@@ -4,6 +4,7 @@
     with gpu_lock(0):                 # the CUDA device index this process sees; exclusive
         ...                           # timing, launch-stream probes: no other skillbase GPU work meanwhile
     with gpu_lock(0, shared=True):    # any other GPU work (verification): many at once, never during a timed phase
+    with gpu_lock(0, phases=phases):  # the time spent blocked counted in the job's `gpu_wait` phase
 
 Timing and the launch-stream probes measure time on the device; a neighbour's kernels on the same
 GPU stretch both (three `check` processes on one H200 once quarantined two honest kernels). So a
@@ -18,9 +19,11 @@ back after. A process waiting for the exclusive lock holds a turnstile that new 
 through, so verifications cannot starve a timed phase. The exclusive holder writes its PID into
 the file: a worker whose *parent* (or an ancestor: ncu starts the profiled worker) holds the lock
 exclusively goes ahead under it (the parent reserved the GPU for it) instead of waiting for a
-parent that waits for it. With $SKILLBASE_GPU_LOCK_LOG set, each exclusive section this process
-held is appended to that file (`LOCK PID START END`, epoch seconds): a debug record that tests
-check for overlaps.
+parent that waits for it. Given the job's `Phases`, every wait (for the lock, its turnstile, or the
+shared hold taken back after a nested exclusive section) is counted as its `gpu_wait` phase, pausing
+the phase around it; a request granted at once records nothing. With $SKILLBASE_GPU_LOCK_LOG set,
+each exclusive section this process held is appended to that file (`LOCK PID START END`, epoch
+seconds): a debug record that tests check for overlaps.
 """
 
 from __future__ import annotations
@@ -33,9 +36,14 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from skillbase.config import cache_root, env
 from skillbase.errors import EnvironmentProblem
+from skillbase.harness.phases import GPU_WAIT
+
+if TYPE_CHECKING:
+    from skillbase.harness.phases import Phases
 
 WAIT_NOTICE_S = 2.0      # say once that we wait, after this long
 POLL_S = 0.05
@@ -96,16 +104,17 @@ def _lock_name(uuid: str) -> str:
 
 @contextlib.contextmanager
 def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: bool = False,
-             on_wait: Callable[[str], None] | None = None) -> Iterator[Path]:
+             on_wait: Callable[[str], None] | None = None, phases: Phases | None = None) -> Iterator[Path]:
     """Hold the GPU's lock for the body: exclusive (the default) or shared, blocking until granted.
 
     `uuid` names the GPU directly (the worker passes the one CUDA reports); else it is looked up
-    from `device_index`. `on_wait` is told once, in a line, when a wait lasts. Yields the lock file."""
+    from `device_index`. `on_wait` is told once, in a line, when a wait lasts; `phases` (the job's)
+    counts the time blocked as `gpu_wait`. Yields the lock file."""
     name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
     with _held_guard:
         held = _held.get(name)
     if held is not None:
-        with _nested(held, exclusive=not shared, on_wait=on_wait):
+        with _nested(held, exclusive=not shared, on_wait=on_wait, phases=phases):
             yield held.path
         return
     folder = lock_folder()
@@ -117,7 +126,7 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
         raise EnvironmentProblem(f"cannot open the GPU lock {path} ({error.strerror})",
                                  hint="the cache folder must be writable (SKILLBASE_CACHE)") from None
     try:
-        locked = _acquire(fd, path, exclusive=not shared, on_wait=on_wait)
+        locked = _acquire(fd, path, exclusive=not shared, on_wait=on_wait, phases=phases)
         held = _Held(fd, path, exclusive=not shared, inherited=not locked)
         with _held_guard:
             _held[name] = held
@@ -139,7 +148,7 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
 
 
 @contextlib.contextmanager
-def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
+def _nested(held: _Held, exclusive: bool, on_wait, phases: Phases | None) -> Iterator[None]:
     """A section inside this process's own hold: converted to exclusive for its length when asked.
 
     The shared hold is given up before the exclusive one is asked for (two processes converting
@@ -147,7 +156,7 @@ def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
     convert = exclusive and not held.exclusive and not held.inherited
     if convert:
         fcntl.flock(held.fd, fcntl.LOCK_UN)
-        _acquire(held.fd, held.path, exclusive=True, on_wait=on_wait)
+        _acquire(held.fd, held.path, exclusive=True, on_wait=on_wait, phases=phases)
         held.exclusive = True
         _mark_holder(held.fd)
     since = time.time()
@@ -161,7 +170,7 @@ def _nested(held: _Held, exclusive: bool, on_wait) -> Iterator[None]:
             os.ftruncate(held.fd, 0)
             held.exclusive = False
             fcntl.flock(held.fd, fcntl.LOCK_UN)
-            _acquire(held.fd, held.path, exclusive=False, on_wait=on_wait)
+            _acquire(held.fd, held.path, exclusive=False, on_wait=on_wait, phases=phases)
 
 
 def _log_exclusive(path: Path, since: float) -> None:
@@ -178,18 +187,25 @@ def _mark_holder(fd: int) -> None:
     os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
 
 
-def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None] | None) -> bool:
+def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None] | None,
+             phases: Phases | None = None) -> bool:
     """True once this process holds the lock; False when an ancestor holds it exclusively (for us).
 
     Every request passes a turnstile first (`<lock>.gate`, held only while waiting): a process waiting
     for the exclusive lock holds it, so no new shared holder slips in before it and a steady stream of
-    verifications cannot starve a timed phase."""
+    verifications cannot starve a timed phase. `phases`' `gpu_wait` runs from the first refusal to
+    the grant (a request granted at once records none)."""
     started = time.monotonic()
-    said = [False]
+    said = blocked = False
+    waiting = contextlib.ExitStack()
 
     def waited(what: str) -> None:
-        if not said[0] and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
-            said[0] = True
+        nonlocal said, blocked
+        if not blocked and phases is not None:
+            blocked = True
+            waiting.enter_context(phases(GPU_WAIT))
+        if not said and on_wait is not None and time.monotonic() - started >= WAIT_NOTICE_S:
+            said = True
             on_wait(what)
 
     try:
@@ -222,6 +238,7 @@ def _acquire(fd: int, path: Path, exclusive: bool, on_wait: Callable[[str], None
         finally:
             fcntl.flock(gate, fcntl.LOCK_UN)
     finally:
+        waiting.close()
         os.close(gate)
 
 

@@ -11,11 +11,11 @@ sections that produce them.
 from __future__ import annotations
 
 import hashlib
-import os
 import subprocess
 from pathlib import Path
 
 from skillbase.config import cache_root
+from skillbase.files import write_text_atomically
 
 # The section that produces each family of non-catalogue names (checked on an H200, ncu 2025.3.1).
 SECTION_FOR_PREFIX = (
@@ -61,9 +61,7 @@ def catalogue(ncu: str) -> set[str] | None:
     cache.parent.mkdir(parents=True, exist_ok=True)
     # Written aside, then renamed: another worker (--workers-per-gpu) reading it meanwhile sees all of it,
     # never a truncated catalogue that would send known metrics to sections.
-    partial = cache.with_name(f"{cache.name}.{os.getpid()}.partial")
-    partial.write_text("\n".join(sorted(names)))
-    os.replace(partial, cache)
+    write_text_atomically(cache, "\n".join(sorted(names)))
     return names
 
 

@@ -4,8 +4,11 @@ The worker times its own phases (`load`: the task and the libraries, torch inclu
 task's make_inputs; `reference`: the reference outputs; `verify`: the candidate's calls and the
 comparisons; `timing`; `run`: a profiled run's calls) with a `Phases`, exclusively: a phase entered
 inside another (inputs drawn while timing) pauses the outer one, so the phases never add up to more
-than the wall time. The host adds what it does around a worker (`compile`: nvcc; `worker`: the
-worker process's start and imports, its wall time less its phases; `profile`: the ncu process).
+than the wall time. `gpu_wait` is the time a job was blocked waiting for its GPU's lock
+(`harness.gpu_lock`, taken with the job's Phases): waiting, not GPU work, and recorded only when a
+request was refused at first. The host adds what it does around a worker (`compile`: nvcc; `worker`:
+the worker process's start and imports, its wall time less its phases; `profile`: the ncu process,
+less the profiled worker's `gpu_wait`).
 `collecting()` gathers every phase recorded in this process while a job runs (`jobs._attempt`), so a
 job's result says where its time went whatever path it took (a judgement, a profile, a generator's
 first kernel); `judged_line` is the one-line form a batch shows per job.
@@ -18,7 +21,9 @@ import contextvars
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["Phases", "collecting", "judged_line", "merge", "record"]
+__all__ = ["GPU_WAIT", "Phases", "collecting", "judged_line", "merge", "record"]
+
+GPU_WAIT = "gpu_wait"     # blocked in gpu_lock: the job waited for a neighbour, it did not use the GPU
 
 
 class Phases:
@@ -46,6 +51,14 @@ class Phases:
     def _count(self, entry: list, now: float) -> None:
         self.seconds[entry[0]] = self.seconds.get(entry[0], 0.0) + (now - entry[1])
         entry[1] = now
+
+    def carve(self, name: str, seconds: float, out_of: str) -> None:
+        """Count `seconds` of phase `out_of` as `name` instead: what a child process measured inside one of
+        this process's phases (the ncu-profiled worker's wait for the GPU lock is not profiling)."""
+        moved = min(seconds, self.seconds.get(out_of, 0.0))
+        if moved > 0:
+            self.seconds[out_of] -= moved
+            self.seconds[name] = self.seconds.get(name, 0.0) + moved
 
     def to_json(self) -> dict[str, float]:
         return {name: round(seconds, 3) for name, seconds in self.seconds.items()}

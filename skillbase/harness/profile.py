@@ -26,7 +26,7 @@ from skillbase.config import cache_root
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.build import BuildError, BuildResult, build
 from skillbase.harness.ncu_metrics import catalogue, split_metrics
-from skillbase.harness.phases import Phases, record
+from skillbase.harness.phases import GPU_WAIT, Phases, record
 from skillbase.harness.runtime import require_gpu, run_worker
 from skillbase.task import load_task
 
@@ -126,6 +126,8 @@ def profile_kernel(cu_path, preset: str | None = None, metrics: list[str] | None
            "run": {"sizes": sizes, "seed": 0}}
     with phases("profile"):      # the whole ncu process: its replays dominate the worker's own phases
         outcome = run_worker(job, timeout_s=timeout_s, wrapper=ncu_command(ncu, base, metrics, full), plain=False)
+    # Except the profiled worker's wait for the GPU's lock (a neighbour timing): waiting, not profiling.
+    phases.carve(GPU_WAIT, ((outcome.result or {}).get("phases_s") or {}).get(GPU_WAIT, 0.0), out_of="profile")
     record(phases.to_json())
     problem = ncu_problem(outcome.stderr_tail)
     if problem is not None:

@@ -11,13 +11,12 @@ aside and renamed into place, so a reader never sees one half-written.
 from __future__ import annotations
 
 import hashlib
-import os
-import threading
 from pathlib import Path
 
 from skillbase.config import cache_root
 from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
+from skillbase.files import write_bytes_atomically
 
 
 def scratch_copy(task_path: Path, source: str) -> Path:
@@ -61,9 +60,7 @@ def _write_if_changed(target: Path, data: bytes) -> None:
             return
     except OSError:
         pass
-    partial = target.with_name(f".{target.name}.{os.getpid()}-{threading.get_ident()}.partial")
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    write_bytes_atomically(target, data)
 
 
 def spec_files(spec_path: Path) -> list[str]:

@@ -373,7 +373,8 @@ def launch_stream_probes(session, case, plan: VerifyPlan, result: CheckResult) -
         timer = start_timer()
     except CuptiUnavailable:
         timer = None     # the output snapshot and the host clock decide alone
-    with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=session.progress):
+    with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=session.progress,
+                  phases=session.phases):
         return _probes(session, case, plan, result, timer)
 
 

@@ -57,7 +57,7 @@ def _check(job: dict) -> dict:
     result.device = session.device.info()
     # Shared for the whole job (other candidates verify beside it), exclusive around the probes and
     # the timed phase (nothing of another skillbase process runs on this GPU then).
-    with gpu_lock(session.device.index, uuid=session.device.uuid, shared=True, on_wait=_progress):
+    with gpu_lock(session.device.index, uuid=session.device.uuid, shared=True, on_wait=_progress, phases=phases):
         try:
             out = _check_session(job, session, result)
         except BaseException:
@@ -88,7 +88,8 @@ def _check_session(job: dict, session, result) -> dict:
             [("candidate", session.candidate)]
         # No other skillbase process runs on this GPU meanwhile: a neighbour's kernels would stretch
         # the peaks (and so the floors) and every sample.
-        with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress), session.phases("timing"):
+        with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=_progress, phases=session.phases), \
+                session.phases("timing"):
             _progress("the device's copy bandwidth and FP32 peak (measured once a day per GPU, then cached)")
             result.peaks = dict(session.device.peaks)
             for name, sizes in timing["sizes"]:
@@ -149,7 +150,7 @@ def _run_once(job: dict) -> dict:
     launcher.setup(resolved.scalars)       # the spec's hooks.setup, before the profiled calls
     device.sync()
     # A profiler measures these calls (and replays them): alone on the GPU, like a timed phase.
-    with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress), phases("run"):
+    with gpu_lock(device.index, uuid=device.uuid, on_wait=_progress, phases=phases), phases("run"):
         for _ in range(int(job["run"].get("calls", 1))):
             launcher(launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, resolved.scalars))
         device.sync()

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import errno
 import hashlib
-import os
-import tempfile
 from pathlib import Path
 
 from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.files import write_bytes_atomically
 
 
 def digest_bytes(data: bytes) -> str:
@@ -39,20 +38,10 @@ class ArtifactStore:
             return digest
         try:
             target.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=".tmp-")
+            # readable by the user alone, as artifacts have always been
+            write_bytes_atomically(target, data, mode=0o600, fsync=True)
         except OSError as error:
             raise _unwritable(self.root, error) from None
-        try:
-            with os.fdopen(fd, "wb") as handle:
-                handle.write(data)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, target)
-        except BaseException as error:
-            Path(tmp).unlink(missing_ok=True)
-            if isinstance(error, OSError):
-                raise _unwritable(self.root, error) from None
-            raise
         return digest
 
     def put_text(self, text: str) -> str:

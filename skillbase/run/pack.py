@@ -22,6 +22,7 @@ from typing import Any
 from skillbase import config
 from skillbase.documents import versioned
 from skillbase.errors import InputError
+from skillbase.files import written_aside
 from skillbase.harness import env
 from skillbase.run.store import RunStore
 
@@ -74,8 +75,8 @@ def pack_store(archive: Path, store_path=None, force: bool = False, reports: boo
             manifest = Path(scratch) / "pack.json"
             # the folder the database's paths point into (opening followed a moved or copied store to here)
             manifest.write_text(json.dumps({"format": PACK_FORMAT, "store": store.recorded_root(), **_folders()}))
-            partial = archive.with_name(archive.name + ".partial")
-            with tarfile.open(partial, "w:gz") as tar:
+            # a killed pack never leaves a truncated archive under the real name
+            with written_aside(archive) as partial, tarfile.open(partial, "w:gz") as tar:
                 tar.add(manifest, f"{_ROOT}/pack.json")
                 tar.add(copy, f"{_ROOT}/runs.sqlite3")
                 for path in sorted(location.rglob("*")):
@@ -84,7 +85,6 @@ def pack_store(archive: Path, store_path=None, force: bool = False, reports: boo
                     # folders too: an empty candidates folder is where a coder writes on the other side
                     tar.add(path, f"{_ROOT}/{path.relative_to(location).as_posix()}", recursive=False)
                     files += path.is_file()
-            partial.replace(archive)   # a killed pack never leaves a truncated archive under the real name
     finally:
         store.close()
     return Packed(archive, location, runs, files + 1, archive.stat().st_size)

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase.errors import InputError, SkillbaseError
+from skillbase.files import is_partial
 from skillbase.harness.jobs import Job, JobResult, describe_error, folders_of, run_job
 from skillbase.run.store import RunStore, run_name
 
@@ -205,11 +206,11 @@ def detached_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _files(location: Path) -> dict[str, str]:
-    """Every file of a store folder but its database, by relative path, with its digest."""
+    """Every file of a store folder but its database and files half-written, by relative path, with its digest."""
     return {path.relative_to(location).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(location.rglob("*"))
             if path.is_file() and not path.is_symlink() and path.name not in _NOT_RUN_FILES
-            and not path.name.startswith(".tmp-")}
+            and not path.name.startswith(".tmp-") and not is_partial(path)}
 
 
 def _moved(value: Any, moves: list[tuple[str, str]]) -> Any:

@@ -1,4 +1,5 @@
-"""The per-GPU lock: a timed phase never shares its GPU with other skillbase work (issue 16).
+"""The per-GPU lock: a timed phase never shares its GPU with other skillbase work (issue 16), and a job's
+wait for it is its own phase (`gpu_wait`).
 
 Real processes (multiprocessing, spawn) and the real fcntl lock in a temporary cache folder: each
 process writes when it enters and leaves its locked region. Exclusive sections of one GPU never
@@ -6,14 +7,17 @@ overlap anything else on it; shared sections overlap each other; two GPUs never 
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
+import random
 import time
 
 import pytest
 
 from skillbase.harness import gpu_lock as lock_module
 from skillbase.harness.gpu_lock import device_uuid, format_uuid, gpu_lock, holds_lock
+from skillbase.harness.phases import Phases, judged_line
 
 
 def _hold(cache: str, uuid: str, seconds: float, log: str, mode: str = "exclusive") -> None:
@@ -245,3 +249,67 @@ def test_a_worker_under_a_wrapper_goes_ahead_under_its_ancestors_lock(tmp_path, 
         wrapper.join(60)
         assert wrapper.exitcode == 0, "the profiled worker waited for the process that waits for it"
     assert log.read_text().split() == ["entered"]
+
+
+def _hold_then_signal(cache: str, uuid: str, seconds: float, log: str, ready, shared: bool) -> None:
+    """Hold the lock `seconds`, telling `ready` once it is held; log when it was let go."""
+    os.environ["SKILLBASE_CACHE"] = cache
+    with gpu_lock(uuid=uuid, shared=shared):
+        entered = time.monotonic()
+        ready.set()
+        time.sleep(seconds)
+        left = time.monotonic()
+    with open(log, "a") as out:
+        out.write(f"{entered} {left}\n")
+
+
+@pytest.mark.parametrize("held, asked_for", [("exclusive", "exclusive"), ("exclusive", "shared"),
+                                             ("shared", "shared-then-exclusive")])
+def test_a_job_that_waited_for_the_lock_records_the_wait_as_its_gpu_wait_phase(tmp_path, monkeypatch, held,
+                                                                                asked_for):
+    """Another process holds the GPU a random 0.2-0.5 s; this job, asking meanwhile inside its `verify`
+    phase (exclusive, shared, or a worker's exclusive section converted inside its shared hold), counts
+    the time blocked as `gpu_wait`, not as verify."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    uuid = "GPU-3a3a3a3a-0000-0000-0000-000000000000"
+    hold = random.uniform(0.2, 0.5)
+    context = multiprocessing.get_context("spawn")
+    ready = context.Event()
+    holder = context.Process(target=_hold_then_signal,
+                             args=(str(tmp_path), uuid, hold, str(tmp_path / "log"), ready, held == "shared"))
+    holder.start()
+    assert ready.wait(60), "the holder never took the lock"
+    phases = Phases()
+    with phases("verify"):
+        asked = time.monotonic()
+        with gpu_lock(uuid=uuid, shared=asked_for != "exclusive", phases=phases), contextlib.ExitStack() as inner:
+            if asked_for == "shared-then-exclusive":
+                inner.enter_context(gpu_lock(uuid=uuid, phases=phases))
+            granted = time.monotonic()
+            time.sleep(0.05)
+    done = time.monotonic()
+    holder.join(30)
+    assert holder.exitcode == 0
+    _, left = map(float, (tmp_path / "log").read_text().split())
+    waited = phases.seconds["gpu_wait"]
+    # Blocked from the ask until the holder let go (granted then at most a poll later), nothing after the grant.
+    assert left - asked - 0.01 <= waited <= granted - asked, (waited, left - asked, granted - asked)
+    assert granted - left < lock_module.POLL_S + 0.05, f"granted {granted - left:.3f} s after the release"
+    assert waited == pytest.approx(hold, abs=0.1), f"waited {waited:.3f} s for a {hold:.3f} s hold"
+    assert phases.seconds["verify"] == pytest.approx(done - asked - waited, abs=0.01)   # paused while waiting
+    shown = phases.to_json()
+    assert f"gpu_wait {shown['gpu_wait']:.1f}" in judged_line("run_1", "judged", done - asked, shown)
+
+
+def test_a_job_that_did_not_wait_records_no_gpu_wait(tmp_path, monkeypatch):
+    """Uncontended: the shared hold, the exclusive section converted inside it and the shared hold taken
+    back after are all granted at once, so no `gpu_wait` phase appears (nothing to clutter a result)."""
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path))
+    uuid = "GPU-4b4b4b4b-0000-0000-0000-000000000000"
+    phases = Phases()
+    with phases("load"):
+        pass
+    with gpu_lock(uuid=uuid, shared=True, phases=phases):
+        with gpu_lock(uuid=uuid, phases=phases), phases("timing"):
+            time.sleep(random.uniform(0.01, 0.05))
+    assert set(phases.to_json()) == {"load", "timing"}

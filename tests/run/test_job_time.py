@@ -5,6 +5,7 @@ not start when the time left is shorter than the longest of its kind so far (or 
 from __future__ import annotations
 
 import random
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -46,6 +47,49 @@ def test_what_the_harness_records_during_a_job_comes_back_in_its_result():
     results = LocalExecutor([]).run([Job("echo", "skillbase.harness.phases:record", part)], lambda r: None)
     assert results[0].error is None and results[0].phases_s == part and results[0].wall_s >= 0
     assert results[0].to_json()["phases_s"] == part
+
+
+def test_carving_moves_a_childs_phase_out_of_the_one_that_contained_it():
+    clock = FakeClock(0.0)
+    phases = Phases(clock)
+    whole, part = round(random.uniform(5, 50), 3), round(random.uniform(0.1, 4), 3)
+    with phases("profile"):
+        clock.now += whole
+    phases.carve("gpu_wait", part, out_of="profile")
+    assert phases.seconds == {"profile": pytest.approx(whole - part), "gpu_wait": pytest.approx(part)}
+    phases.carve("gpu_wait", 10 * whole, out_of="profile")     # never more than the phase had
+    assert phases.seconds == {"profile": pytest.approx(0.0), "gpu_wait": pytest.approx(whole)}
+    phases.carve("other", 1.0, out_of="absent")
+    assert set(phases.seconds) == {"profile", "gpu_wait"}
+
+
+def test_a_profiled_workers_wait_for_the_gpu_lock_is_not_counted_as_profiling(monkeypatch, tmp_path):
+    """ncu's worker waits for the GPU's lock inside the host's `profile` phase: its `gpu_wait` comes out of it."""
+    from skillbase.harness import profile
+    from skillbase.harness.runtime import WorkerOutcome
+
+    ran, waited = random.uniform(0.15, 0.3), round(random.uniform(0.02, 0.1), 3)
+    reports = []
+    monkeypatch.setattr(profile, "ncu_path", lambda: "ncu")
+    monkeypatch.setattr(profile, "require_gpu", lambda: None)
+    monkeypatch.setattr(profile, "build", lambda *a, **k: SimpleNamespace(key="0" * 40, library=tmp_path / "k.so"))
+
+    def ncu_command(ncu, base, metrics, full):
+        reports.append(base.with_name(base.name + ".ncu-rep"))
+        return [ncu]
+
+    def run_worker(job, **kwargs):      # the ncu process: it ran `ran` s, its worker waited `waited` s of them
+        time.sleep(ran)
+        reports[0].write_text("report")
+        return WorkerOutcome({"ok": True, "result": {"phases_s": {"gpu_wait": waited, "run": 0.01}}}, 0, False, 60.0)
+
+    monkeypatch.setattr(profile, "ncu_command", ncu_command)
+    monkeypatch.setattr(profile, "run_worker", run_worker)
+    with collecting() as found:
+        profile.profile_kernel(Path(__file__).parents[2] / "examples" / "vector_add" / "vector_add.cu",
+                               out=tmp_path / "profiles")
+    assert found["gpu_wait"] == pytest.approx(waited, abs=1e-3)
+    assert found["profile"] == pytest.approx(ran - waited, abs=0.02)
 
 
 def test_the_progress_line_says_where_a_judgement_went():
