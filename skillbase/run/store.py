@@ -50,6 +50,7 @@ from urllib.parse import quote
 
 from skillbase.config import data_root, store_location
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
+from skillbase.files import write_text_atomically
 from skillbase.run.artifacts import ArtifactStore
 from skillbase.run.types import Outcome, RunStatus
 
@@ -905,10 +906,8 @@ class RunStore:
                 continue
             if _moved_json(text, moves) == text:
                 continue
-            staged = waiting.with_name(".tmp-" + waiting.name)
             try:
-                staged.write_text(_moved_json(text, moves))
-                os.replace(staged, waiting)
+                write_text_atomically(waiting, _moved_json(text, moves))
             except OSError as error:
                 raise EnvironmentProblem(f"cannot rewrite {waiting} for the store's folder: {error.strerror or error}",
                                          hint="make the store's folder writable") from None

@@ -206,7 +206,8 @@ def detached_payload(payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def _files(location: Path) -> dict[str, str]:
-    """Every file of a store folder but its database and files half-written, by relative path, with its digest."""
+    """Every file of a store folder but its database and files half-written, by relative path, with its digest
+    (`.tmp-*`: what versions before `skillbase.files` left when killed mid-write; `is_partial`: what it leaves)."""
     return {path.relative_to(location).as_posix(): hashlib.sha256(path.read_bytes()).hexdigest()
             for path in sorted(location.rglob("*"))
             if path.is_file() and not path.is_symlink() and path.name not in _NOT_RUN_FILES
