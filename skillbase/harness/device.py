@@ -181,6 +181,12 @@ class Device:
         free, _ = self.cp.cuda.runtime.memGetInfo()
         return int(free)
 
+    def mem_available(self) -> int:
+        """What the harness could still allocate: the driver's free memory plus the blocks CuPy's pool
+        holds for reuse (freed by us, not given back to the driver); no sync, nothing allocated."""
+        free, _ = self.cp.cuda.runtime.memGetInfo()
+        return int(free) + int(self.cp.get_default_memory_pool().free_bytes())
+
     def limits(self) -> dict[str, int]:
         out = {}
         for name, code in LIMITS.items():

@@ -1,11 +1,16 @@
 """The worker's GPU state for one job: the task, the loaded libraries, inputs, references and calls.
 
 A `Case` is one (size, seed, variant) of the task: host inputs, a pristine device copy of each,
-and the reference outputs kept on the host (never on the device, where a candidate could find
-them). `Session.call` runs one launcher on fresh copies of a case's inputs with poisoned outputs,
-checks the inputs afterwards against the pristine copies on the device, brings the outputs to the
-host and scrubs every device buffer it used before freeing it (CuPy's pool hands freed blocks to
-the next allocation, which must never see a previous call's results).
+and its reference outputs (`References`): kept on the device scrambled with a key only the host
+holds (harness.scramble: ChaCha20), or on the host, never in the clear on the device while a candidate runs,
+where it could find them. A reference computed on the device (a native reference, or a python
+reference marked `device = True`) stays there scrambled unless the device lacks room for it
+(`ROOM_CALL_SETS`), then it is copied to the host, as every unmarked python reference is; checks
+unscramble or upload it for one comparison and scrub that copy. `Session.call` runs one launcher
+on fresh copies of a case's inputs with poisoned outputs, checks the inputs afterwards against
+the pristine copies on the device, keeps device copies of the outputs and scrubs every device
+buffer it used before freeing it (CuPy's pool hands freed blocks to the next allocation, which
+must never see a previous call's results).
 
 Scratch arguments (role `scratch`) are allocated and poisoned like outputs, but never brought back,
 compared or reported. Libraries whose spec names `hooks:` are set up in `prepare()` (each size,
@@ -16,9 +21,10 @@ down by `close()`.
 from __future__ import annotations
 
 import contextlib
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -27,10 +33,22 @@ from skillbase.errors import InputError
 from skillbase.harness.device import Device, wait_ms
 from skillbase.harness.native import NativeLauncher
 from skillbase.harness.phases import Phases
-from skillbase.harness.torch_launcher import launcher_for
+from skillbase.harness.scramble import new_key, scramble
+from skillbase.harness.torch_launcher import TorchLauncher, launcher_for
 from skillbase.harness.verify import POISON, compare_outputs
 
 SCALE_VARIANT = 4.0   # a power of two: exact in every float format, changes every magnitude
+
+# A reference stays on the device (scrambled) only while the device keeps room, after it, for what
+# the job still allocates at that size: timing holds two buffer slots of every pointer argument per
+# timed kernel (candidate and baseline: 4 sets), more than a verification call holds (a set of
+# buffers, its output copies, one plain reference and a comparison's temporaries, each at most an
+# argument's size); plus a fixed allowance for what the libraries allocate beside CuPy (cuBLAS and
+# cuDNN workspaces, torch's cache, CUPTI's buffers). Short of it the reference goes to the host
+# (today's path): the same bytes, the same comparisons, the same verdicts.
+ROOM_CALL_SETS = 4
+ROOM_FIXED_BYTES = 2 << 30
+DLPACK_CUDA = 2    # DLDeviceType kDLCUDA
 
 
 @dataclass
@@ -44,7 +62,62 @@ class Case:
     pristine: dict[str, Any]                       # cupy arrays, flat storage dtype
     outputs: list[Any]                             # ArgSpec of out/inout args (scratch excluded)
     tolerance: dict[str, tuple[float, float]]      # name -> (rtol, atol_scale)
-    reference: dict[str, np.ndarray] = field(default_factory=dict)
+    reference: References | None = None            # set by Session.prepare
+
+
+class References:
+    """A case's reference outputs, with one way in: `device_view(name)`, a plain device copy for one
+    check, scrubbed when the block ends, or `host(name)`, a host copy made on demand (its time is the
+    `reference-host` phase). Each output is kept either scrambled on the device (its key on the host
+    only) or plain on the host, so no caller can meet a scrambled buffer or forget to scrub a plain one."""
+
+    def __init__(self, session: Session):
+        self._session = session
+        self._host: dict[str, np.ndarray] = {}
+        self._device: dict[str, tuple[Any, tuple[int, ...]]] = {}   # name -> (scrambled device array, its key)
+
+    @property
+    def names(self) -> list[str]:
+        return [*self._host, *self._device]
+
+    def on_device(self, name: str) -> bool:
+        return name in self._device
+
+    def keep_host(self, name: str, array: np.ndarray) -> None:
+        self._host[name] = array
+
+    def keep_device(self, name: str, array) -> None:
+        """A scrambled copy of a device array in a buffer of ours (the caller scrubs the original)."""
+        own = array.copy()
+        key = new_key()          # fresh per output: two outputs never share a stream
+        scramble(own, key)
+        self._device[name] = (own, key)
+
+    def host(self, name: str) -> np.ndarray:
+        """The reference on the host; a scrambled one is unscrambled into a scrubbed device copy (the
+        device's speed, not numpy's) and brought back."""
+        if name in self._host:
+            return self._host[name]
+        with self._session.phases("reference-host"), self.device_view(name) as plain:
+            return self._session.cp.asnumpy(plain)
+
+    @contextlib.contextmanager
+    def device_view(self, name: str):
+        """A plain device copy of one output for a check, overwritten with POISON when the block ends."""
+        session = self._session
+        if name in self._device:
+            scrambled, key = self._device[name]
+            plain = scrambled.copy()
+            scramble(plain, key)
+        else:
+            plain = session.cp.asarray(self._host[name])
+        session.plain_references += 1
+        try:
+            yield plain
+        finally:
+            session.device.memset(plain, POISON)
+            session.device.sync()
+            session.plain_references -= 1
 
 
 @dataclass
@@ -81,6 +154,10 @@ class Session:
         reference = job.get("reference") or {"kind": "self"}
         self.reference_kind = reference["kind"]
         self.python_reference = self.spec.reference_callable() if self.reference_kind == "python" else None
+        # A python reference marked `fn.device = True` takes device inputs and may return device arrays
+        # (docs/task-format.md); an unmarked one keeps the numpy contract.
+        self.device_reference = getattr(self.python_reference, "device", False) is True
+        self.plain_references = 0     # plain reference copies on the device now (never while a candidate runs)
         self.reference = None
         # Each library comes with the hooks of the spec that describes it (the job says which).
         if self.reference_kind == "cuda":
@@ -95,19 +172,25 @@ class Session:
         if self.reference_kind == "self":
             # Verifying a kernel against itself (`skillbase check`): a second, separate instance.
             self.reference = launcher_for(job["candidate"], self.spec, "reference")
+        self.kept_sizes, self.kept = set(), {}
+        verify, timing = job.get("verify") or {}, job.get("time") or {}
+        # The probes' size (verification's first) and the timed ones: their cases serve again there.
+        self.keep_cases_at(*[(name, sizes) for name, sizes in [*verify.get("sizes", [])[:1], *timing.get("sizes", [])]])
 
     @property
     def launchers(self) -> list[NativeLauncher]:
         return [launcher for launcher in (self.reference, self.baseline, self.candidate) if launcher is not None]
 
     # -- hooks ------------------------------------------------------------------------------------
-    def setup(self, scalars: dict[str, Any]) -> None:
+    def setup(self, scalars: dict[str, Any], inputs: dict[str, np.ndarray] | None = None) -> None:
         """hooks.setup of every loaded library, with this size's scalars (a no-op when they are
         already set up for them). Called from prepare(), so before any call at a size and never
-        inside a timed window or a launch-stream probe; the device is synchronised afterwards."""
+        inside a timed window or a launch-stream probe; the device is synchronised afterwards.
+        `inputs`: host inputs at this size, on which a torch launcher warms up (else it draws its own)."""
         ran = False
         for launcher in self.launchers:
-            ran = launcher.setup(scalars) or ran
+            ran = (launcher.setup(scalars, inputs) if isinstance(launcher, TorchLauncher)
+                   else launcher.setup(scalars)) or ran
         if ran:
             self.device.sync()
 
@@ -117,14 +200,34 @@ class Session:
             raise RuntimeError(f"internal: {launcher.label} is not set up for {scalars} before a probe/timed call")
 
     # -- cases ----------------------------------------------------------------------------------
+    def keep_cases_at(self, *sizes: tuple[str, dict[str, int]]) -> None:
+        """Keep the host inputs and references of the spec cases drawn at these sizes (the probes'
+        and the timed ones) for the whole job: a later `prepare` or `value_sets` of the same case
+        uploads them again instead of drawing them and computing the reference once more."""
+        self.kept_sizes.update((name, _sizes_key(s)) for name, s in sizes)
+
     def prepare(self, size: str, sizes: dict[str, int], seed: int, variant: str = "spec") -> Case:
+        """One case, ready for calls: its pristine device copies uploaded, its reference computed. A
+        kept case (`keep_cases_at`) is drawn and its reference computed once per job; each `prepare`
+        uploads fresh pristine copies from its host inputs (a released case's copies were poisoned)."""
+        key = (size, _sizes_key(sizes), seed, variant)
+        case = self.kept.get(key)
+        if case is not None:
+            self.setup(case.resolved.scalars, case.host_inputs)
+            if not case.pristine:
+                with self.phases("inputs"):
+                    case.pristine.update(self._upload(case.host_inputs))
+            return case
         resolved = self.spec.resolve(sizes)
-        self.setup(resolved.scalars)     # before the reference runs at this size; outside every timed window
         with self.phases("inputs"):
             host = self.spec.make_inputs(sizes, seed)
             if variant == "scaled-x4":
                 host = {name: self._scaled(name, array) for name, array in host.items()}
-            pristine = {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
+        # Before the reference runs at this size, outside every timed window; a torch launcher warms up on
+        # these inputs (of the task's own kind) rather than drawing another set.
+        self.setup(resolved.scalars, host)
+        with self.phases("inputs"):
+            pristine = self._upload(host)
         outputs = [a for a in self.args if a.pointer and a.written]
         tolerance = {}
         from skillbase.task import DEFAULT_TOLERANCES
@@ -136,7 +239,20 @@ class Session:
         case = Case(size, dict(sizes), seed, variant, resolved, host, pristine, outputs, tolerance)
         with self.phases("reference"):
             case.reference = self.reference_outputs(case)
+        if variant == "spec" and (size, key[1]) in self.kept_sizes:
+            self.kept[key] = case
         return case
+
+    def value_sets(self, size: str, sizes: dict[str, int], count: int, first_seed: int) -> list[Case]:
+        """`count` spec cases at this size for timing's rotated input sets: the kept ones verification
+        already drew here (verified, their references known), then fresh seeds from `first_seed`."""
+        key = _sizes_key(sizes)
+        seeds = [k[2] for k in self.kept if k[:2] == (size, key) and k[3] == "spec"][:count]
+        seeds += [first_seed + i for i in range(count - len(seeds))]
+        return [self.prepare(size, sizes, seed) for seed in seeds]
+
+    def _upload(self, host: dict[str, np.ndarray]) -> dict[str, Any]:
+        return {name: self.cp.asarray(np.ascontiguousarray(array).reshape(-1)) for name, array in host.items()}
 
     def _scaled(self, name: str, array: np.ndarray) -> np.ndarray:
         from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32, float32_to_bf16_bits
@@ -150,34 +266,140 @@ class Session:
             return float32_to_bf16_bits(bf16_bits_to_float32(array) * SCALE_VARIANT).reshape(array.shape)
         return (array * SCALE_VARIANT).astype(array.dtype)
 
-    def reference_outputs(self, case: Case) -> dict[str, np.ndarray]:
-        if self.python_reference is not None:
-            from skillbase.task.dtypes import to_storage
-
-            produced = self.python_reference({k: v.copy() for k, v in case.host_inputs.items()}, dict(case.sizes))
-            out = {}
+    def reference_outputs(self, case: Case) -> References:
+        references = References(self)
+        if self.python_reference is None:
+            outcome = self.call(self.reference, case, poison=POISON, fill_shared=False)
+            try:
+                for name, array in outcome.outputs.items():
+                    self._keep(references, case, name, array)
+            finally:
+                outcome.release()     # the plain outputs are overwritten before anything else runs
+            return references
+        if not self.device_reference:
+            try:
+                produced = self.python_reference({k: v.copy() for k, v in case.host_inputs.items()},
+                                                 dict(case.sizes))
+                for a in case.outputs:
+                    references.keep_host(a.name, self._host_reference(produced, a, case))
+            finally:
+                self._scrub_torch_cache()
+            return references
+        # Fresh device copies of the pristine inputs (the reference may write them), shaped like the host's.
+        inputs = {name: case.pristine[name].copy().reshape(np.shape(array)) for name, array in case.host_inputs.items()}
+        produced, seen = None, []
+        try:
+            produced = self.python_reference(inputs, dict(case.sizes))
+            self.device.sync()
             for a in case.outputs:
-                if not isinstance(produced, dict) or a.name not in produced:
-                    raise InputError(f"{self.spec.path}: the python reference returned no array for '{a.name}'")
-                shape = case.resolved.arg(a.name).shape
-                out[a.name] = np.ascontiguousarray(to_storage(np.asarray(produced[a.name]), a.dtype)).reshape(shape)
-            return out
-        outcome = self.call(self.reference, case, poison=POISON, fill_shared=False)
-        # References live on the host, never on the device where a candidate could look for them.
-        host = {name: outcome.host(name) for name in outcome.outputs}
-        outcome.release()
-        return host
+                value = self._produced(produced, a)
+                device = self._as_device(value)
+                if device is not None:
+                    seen.append(device)
+                    device = self._device_storage(device, a, case)
+                    if device is not None:
+                        seen.append(device)        # a converted or reshaped copy is plain too
+                if device is None:    # a host array, or bf16 floats to round the host's way
+                    references.keep_host(a.name, self._host_reference(produced, a, case))
+                else:
+                    self._keep(references, case, a.name, device)
+        finally:
+            # Nothing the reference saw or made stays plain on the device: its input copies and its outputs
+            # (blocks of its own allocator, e.g. torch's cache) are overwritten; torch's cache is given back.
+            for array in seen:
+                if array.flags.c_contiguous:
+                    self.device.memset(array, POISON)
+                else:
+                    array.fill(0)         # a strided view: a memset of its byte count would write past it
+            self._scrub(inputs)
+            del produced, seen
+            self._scrub_torch_cache()
+        return references
+
+    def _scrub_torch_cache(self) -> None:
+        """After a python reference: the free blocks of torch's caching allocator hold what it computed
+        (intermediates, its output's earlier copies); overwrite them, then give free segments back."""
+        torch = sys.modules.get("torch")
+        if torch is None or not torch.cuda.is_available():
+            return
+        torch.cuda.synchronize()
+        for segment in torch.cuda.memory_snapshot():
+            if segment.get("device", self.device.index) != self.device.index:
+                continue
+            address = int(segment["address"])
+            for block in segment.get("blocks", []):      # in address order, covering the segment
+                if block.get("state") == "inactive" and block["size"]:
+                    self.cp.cuda.runtime.memsetAsync(address, POISON, int(block["size"]), self.device.null.ptr)
+                address += int(block["size"])
+        self.device.sync()
+        torch.cuda.empty_cache()
+
+    def _produced(self, produced, a):
+        if not isinstance(produced, dict) or a.name not in produced:
+            raise InputError(f"{self.spec.path}: the python reference returned no array for '{a.name}'")
+        return produced[a.name]
+
+    def _host_reference(self, produced, a, case: Case) -> np.ndarray:
+        """One output of a python reference on the host, in its dtype's storage (bf16 rounded RNE)."""
+        from skillbase.task.dtypes import to_storage
+
+        value = self._produced(produced, a)
+        device = self._as_device(value)
+        if device is not None:
+            value = self.cp.asnumpy(device)
+        shape = case.resolved.arg(a.name).shape
+        return np.ascontiguousarray(to_storage(np.asarray(value), a.dtype)).reshape(shape)
+
+    def _as_device(self, value):
+        """A device array (CuPy, or anything with `__cuda_array_interface__` or a CUDA `__dlpack__`) as
+        CuPy, sharing its memory; None for a host array."""
+        cp = self.cp
+        if isinstance(value, cp.ndarray):
+            return value
+        if isinstance(value, np.ndarray):
+            return None
+        if hasattr(value, "__cuda_array_interface__"):
+            return cp.asarray(value)
+        if hasattr(value, "__dlpack__") and hasattr(value, "__dlpack_device__") \
+                and int(value.__dlpack_device__()[0]) == DLPACK_CUDA:
+            return cp.from_dlpack(value)
+        return None
+
+    def _device_storage(self, array, a, case: Case):
+        """A device output in its dtype's storage and shape; None where only the host conversion rounds
+        the task's way (bf16 from floats: `to_storage`, one rule)."""
+        from skillbase.task.dtypes import DTYPES
+
+        storage = DTYPES[a.dtype].storage
+        if array.dtype != storage:
+            if a.dtype == "bf16":
+                if array.dtype.itemsize != 2 or array.dtype.kind not in "iu":
+                    return None
+                array = array.view(storage)       # bf16 given as its 16-bit patterns
+            else:
+                array = array.astype(storage)
+        ra = case.resolved.arg(a.name)
+        if array.size != ra.numel:
+            raise InputError(f"{self.spec.path}: the python reference returned {array.size} elements for "
+                             f"'{a.name}', expected {ra.numel}")
+        return array.reshape(ra.shape)
+
+    def _keep(self, references: References, case: Case, name: str, array) -> None:
+        """Keep one device reference scrambled on the device, or on the host when the device lacks room."""
+        from skillbase.task.dtypes import DTYPES
+
+        call = sum(case.resolved.arg(a.name).numel * DTYPES[a.dtype].itemsize for a in self.args if a.pointer)
+        if self.device.mem_available() - array.nbytes >= ROOM_CALL_SETS * call + ROOM_FIXED_BYTES:
+            references.keep_device(name, array)
+        else:
+            references.keep_host(name, self.cp.asnumpy(array))
 
     @contextlib.contextmanager
     def reference_on_device(self, a, case: Case):
-        """One reference output uploaded for a check, then scrubbed: it is never on the device while
+        """One reference output, plain on the device for a check, then scrubbed: it is never there while
         a candidate runs (a candidate could go looking for it)."""
-        reference = self.cp.asarray(case.reference[a.name])
-        try:
+        with case.reference.device_view(a.name) as reference:
             yield reference
-        finally:
-            self.device.memset(reference, POISON)
-            self.device.sync()
 
     def sanity(self, a, case: Case) -> str | None:
         """spec_sanity of one reference output, computed on the device."""
@@ -222,7 +444,8 @@ class Session:
 
     def call(self, launcher: NativeLauncher, case: Case, poison: int = POISON, fill_shared: bool = True,
              offset_bytes: int = 0) -> CallOutcome:
-        self.setup(case.resolved.scalars)    # a no-op unless another size was set up since prepare()
+        # A no-op unless another size was set up since prepare().
+        self.setup(case.resolved.scalars, case.host_inputs)
         buffers = self._buffers(case, poison, offset_bytes)
         arguments = launcher.arguments({k: v.data.ptr for k, v in buffers.items()}, case.resolved.scalars)
         if fill_shared:
@@ -363,3 +586,7 @@ class _ProbeWindows:
         return {"cupti": True, "unordered": unordered(call, hold_k[0], after_m[0]),
                 "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
                 "foreign_calls": windows[1].foreign_calls}
+
+
+def _sizes_key(sizes: dict[str, int]) -> tuple:
+    return tuple(sorted((name, int(value)) for name, value in sizes.items()))

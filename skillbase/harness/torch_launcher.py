@@ -102,17 +102,19 @@ class TorchLauncher:
     def setup_key(self, scalars: dict[str, Any]) -> tuple:
         return tuple((a.name, scalars[a.name]) for a in self.args if not a.pointer)
 
-    def setup(self, scalars: dict[str, Any]) -> bool:
+    def setup(self, scalars: dict[str, Any], inputs: dict[str, Any] | None = None) -> bool:
         """Warm up at this size (and compile, with compile=True) on inputs of the task's own kind: never timed.
 
-        The inputs come from the spec's generators (a seed no check uses), so index arrays are valid
-        sparse structures: arbitrary ones could send a gather out of bounds."""
+        The inputs come from the spec's generators, so index arrays are valid sparse structures:
+        arbitrary ones could send a gather out of bounds. `inputs`: host inputs at this size already
+        drawn (the session passes the case it prepares: a KernelBench draw of a GB-sized input costs
+        seconds); without them a set is drawn from a seed no check uses."""
         key = self.setup_key(scalars)
         if key == self.setup_for:
             return False
         self.setup_for = None
         self.setup_calls += 1
-        tensors = warm_up_tensors(self.spec, scalars)
+        tensors = warm_up_tensors(self.spec, scalars, host=inputs)
         try:
             self.fn(*[tensors[a.name] if a.pointer else scalars[a.name] for a in self.args])
             self.torch.cuda.synchronize()
@@ -160,14 +162,17 @@ class TorchLauncher:
 
 
 
-def warm_up_tensors(spec: Any, scalars: dict[str, Any], device: str = "cuda") -> dict[str, Any]:
+def warm_up_tensors(spec: Any, scalars: dict[str, Any], device: str = "cuda",
+                    host: dict[str, Any] | None = None) -> dict[str, Any]:
     """Tensors for one warm-up call at the size these launcher scalars describe: the task's generated
-    inputs (seed WARM_UP_SEED), empty outputs and scratch."""
+    inputs (`host`, drawn at this size, else drawn here with seed WARM_UP_SEED), empty outputs and
+    scratch. The tensors are copies: the warm-up never writes `host`."""
     import numpy as np
     import torch
 
-    sizes = {symbol: int(scalars[name]) for symbol, name in symbol_arguments(spec).items()}
-    host = spec.make_inputs(sizes, WARM_UP_SEED)
+    if host is None:
+        sizes = {symbol: int(scalars[name]) for symbol, name in symbol_arguments(spec).items()}
+        host = spec.make_inputs(sizes, WARM_UP_SEED)
     shapes = tensor_shapes(spec, scalars)
     tensors = {}
     for a in spec.args:
@@ -177,7 +182,7 @@ def warm_up_tensors(spec: Any, scalars: dict[str, Any], device: str = "cuda") ->
         if a.name in host:
             array = np.ascontiguousarray(host[a.name]).reshape(shapes[a.name])
             tensor = torch.from_numpy(array.view(np.int16) if a.dtype == "bf16" else array)
-            tensors[a.name] = (tensor.view(dtype) if a.dtype == "bf16" else tensor).to(device)
+            tensors[a.name] = (tensor.view(dtype) if a.dtype == "bf16" else tensor).to(device, copy=True)
         else:
             tensors[a.name] = torch.empty(shapes[a.name], device=device, dtype=dtype)
     return tensors

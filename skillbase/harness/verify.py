@@ -292,7 +292,9 @@ def verify_candidate(session, plan: VerifyPlan, result: CheckResult) -> bool:
                         return False
             session.release(case)
         if index == 0 and plan.probe_calls:
-            if not launch_stream_probes(session, size_name, sizes, plan, result):
+            # The probes run on the first case again (kept by the session: uploaded afresh, not redrawn).
+            probed = session.prepare(size_name, sizes, plan.seeds[0], "spec")
+            if not launch_stream_probes(session, probed, plan, result):
                 return False
     return audit_device_state(session, result)
 
@@ -357,8 +359,7 @@ def _sizes_text(sizes: dict[str, int]) -> str:
     return "(" + ", ".join(f"{k}={v}" for k, v in sizes.items()) + ")"
 
 
-def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: VerifyPlan,
-                         result: CheckResult) -> bool:
+def launch_stream_probes(session, case, plan: VerifyPlan, result: CheckResult) -> bool:
     """Side-stream, synchronising-launcher and allocating-launcher probes on several calls.
 
     Held under the GPU's lock (harness.gpu_lock): the probes time the launcher's return and the hold
@@ -374,7 +375,7 @@ def launch_stream_probes(session, size_name: str, sizes: dict[str, int], plan: V
         timer = None     # the output snapshot and the host clock decide alone
     with gpu_lock(session.device.index, uuid=session.device.uuid, on_wait=session.progress,
                   phases=session.phases):
-        return _probes(session, size_name, sizes, plan, result, timer)
+        return _probes(session, case, plan, result, timer)
 
 
 def probe_finding(obs: dict, spin_ms: float) -> tuple[str, str] | None:
@@ -394,8 +395,7 @@ def probe_finding(obs: dict, spin_ms: float) -> tuple[str, str] | None:
     return None
 
 
-def _probes(session, size_name: str, sizes: dict[str, int], plan: VerifyPlan, result: CheckResult, timer) -> bool:
-    case = session.prepare(size_name, sizes, 777, "spec")
+def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool:
     session.call(session.candidate, case, poison=POISON, fill_shared=True).release()   # warm: lazy module load is done
     # One probe whose findings are not used: whatever CUPTI or CuPy allocate on the device the first
     # time a probe runs (activity buffers, our side stream's first copy) is in place before the

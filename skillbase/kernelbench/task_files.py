@@ -6,11 +6,12 @@ A task folder holds (docs/kernelbench.md):
   `make_inputs(sizes, rng)` (the init hook: the problem's get_inputs() and the model's parameters, drawn
   by the problem's own code under a seed from the harness's generator, on the GPU when there is one),
   `reference(inputs, sizes)` (the PyTorch forward pass on those exact tensors, FP32 with TF32 off and
-  deterministic algorithms, on the GPU when there is one) and `kb_forward(...)` (the same forward pass
-  as a PyTorch implementation the torch launcher calls: PyTorch eager and torch.compile, timed by the
-  harness like any kernel). A Python number get_inputs() returns (`s` in `[A, s]`) is a scalar argument
-  of the launcher with its one fixed value: the reference passes that value to forward(), `kb_forward`
-  the one the harness passes it (the same, from the spec);
+  deterministic algorithms, on the GPU when there is one; marked `reference.device = True`: the
+  harness passes device arrays and keeps the output on the device, scrambled) and `kb_forward(...)`
+  (the same forward pass as a PyTorch implementation the torch launcher calls: PyTorch eager and
+  torch.compile, timed by the harness like any kernel). A Python number get_inputs() returns (`s` in
+  `[A, s]`) is a scalar argument of the launcher with its one fixed value: the reference passes that
+  value to forward(), `kb_forward` the one the harness passes it (the same, from the spec);
 - `model.task.yaml`: the CUDA task the generator and the skill rounds work on (`model.cu`, written by
   `optimize --from-reference`), its reference the python one above;
 - `torch.task.yaml`: the same arguments with `kernel: kb_task.py` and `allow: [torch]`, for the
@@ -110,6 +111,10 @@ def make_inputs(sizes, rng):
 
 
 def _kb_tensor(array, dtype, device):
+    if not isinstance(array, _kb_np.ndarray):
+        # A device array from the harness (see `reference.device`): shared where it lies, not copied.
+        t = _kb_torch.from_dlpack(array.view("int16") if dtype == "bf16" else array)
+        return t.view(_kb_torch.bfloat16) if dtype == "bf16" else t
     if dtype == "bf16":
         return _kb_torch.from_numpy(_kb_np.ascontiguousarray(array).view(_kb_np.int16)).view(
             _kb_torch.bfloat16).to(device)
@@ -117,11 +122,22 @@ def _kb_tensor(array, dtype, device):
 
 
 def reference(inputs, sizes):
-    """The python reference: the model's forward pass on the task's inputs (on the GPU when present)."""
+    """The python reference: the model's forward pass on the task's inputs. Given device arrays (the
+    harness passes them, see `reference.device` below) it runs where they lie and returns its output
+    there (bf16 as its 16-bit patterns), for the harness to keep scrambled; given numpy arrays it runs
+    on the GPU when present and returns numpy."""
     _kb_exact()
+    on_device = any(not isinstance(v, _kb_np.ndarray) for v in inputs.values())
     device = "cuda" if _kb_torch.cuda.is_available() else "cpu"
     tensors = {{name: _kb_tensor(inputs[name], _KB["dtypes"][name], device) for name in inputs}}
+    if on_device:
+        device = next(iter(tensors.values())).device
     out = _kb_run(_kb_model(sizes, device), tensors, _kb_scalars({{}}))
+    if on_device:
+        flat = out.detach().contiguous().reshape(-1)
+        if flat.data_ptr() != out.data_ptr():
+            out.zero_()           # a strided result copied: the original block goes back to torch's cache
+        return {{_KB["output"]: flat.view(_kb_torch.int16) if flat.dtype == _kb_torch.bfloat16 else flat}}
     host = _kb_host(out).reshape(-1)
     if device == "cuda":
         # The harness keeps references on the host only: scrub the device copy, give the blocks back.
@@ -130,6 +146,11 @@ def reference(inputs, sizes):
         _kb_torch.cuda.synchronize()
         _kb_torch.cuda.empty_cache()
     return {{_KB["output"]: host}}
+
+
+# The harness passes this reference fresh device copies of the inputs and keeps what it returns on the
+# device, scrambled (docs/task-format.md, "python reference"); a kb_task.py without the mark gets numpy.
+reference.device = True
 
 
 def _kb_launch(tensors, scalars, out, sizes):

@@ -522,6 +522,9 @@ def _host_session(monkeypatch, tmp_path, candidate_defines):
         def fill_shared_nan(self):
             pass
 
+        def mem_available(self):
+            return 1 << 40       # room: the reference stays on this "device", scrambled
+
     monkeypatch.setattr(session_module, "Device", HostDevice)
     task = write_task(tmp_path / "task", copy.deepcopy(SPEC))
     job = {"task": str(task), "candidate": {"library": str(libs["cand"]), "hooks": SPEC["hooks"]},
