@@ -4,7 +4,8 @@ Per run (operator, dtype, size): the verified speedup over the naive baseline (t
 changes only on an accepted, i.e. verified and faster, candidate), against the vendor library where
 the bench measured one (both as speedups over the same baseline, so session drift cancels), % of the
 roofline floor, the accepted skills, rounds, repairs, rejected attempts by status, the coder's
-tokens, the wall time spent judging, and why the run ended (`loop.run_ended`: its rounds spent, stopped
+tokens, the minutes spent judging less the judge's waits for its GPU's lock (`gpu_wait`: a neighbour's
+turn, not this run's work; `_judging_s`), and why the run ended (`loop.run_ended`: its rounds spent, stopped
 near the floor, no candidate left, a budget spent; or still waiting, failed, interrupted) with the reason
 it recorded. Each summary (a group of runs) gives the geometric mean speedup,
 fast_1 and fast_1.5 (share of runs verified faster than 1x / 1.5x: fast_1 is the success rate),
@@ -32,6 +33,7 @@ from skillbase import config, ui
 from skillbase.bench.results import SizeResult, floor_us, geomean, gpu_slug, load_stored
 from skillbase.bench.suite import DTYPES, discover
 from skillbase.documents import versioned
+from skillbase.harness.phases import GPU_WAIT
 from skillbase.run.batch import KERNELBENCH
 from skillbase.run.loop import run_ended
 from skillbase.run.store import RunStore, batch_name
@@ -268,8 +270,16 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
         verified_attempts=len(verified), judged_attempts=len(judged),
         prompt_tokens=sum(c["prompt_tokens"] or 0 for c in calls),
         reply_tokens=sum(c["completion_tokens"] or 0 for c in calls),
-        judge_minutes=round(sum((a["finished_at"] or a["created_at"]) - a["created_at"] for a in judged) / 60, 3),
+        judge_minutes=round(sum(_judging_s(store, a) for a in judged) / 60, 3),
         ended={"category": str(ended), "reason": reason})
+
+
+def _judging_s(store: RunStore, attempt) -> float:
+    """An attempt's judging time: its wall span less what its judging waited for its GPU's lock (`gpu_wait`, with
+    several workers per GPU or jobs queued on one), so that it counts the run's own judging, not its queue;
+    an attempt with no phases recorded (stores older than them) keeps its whole span."""
+    span = (attempt["finished_at"] or attempt["created_at"]) - attempt["created_at"]
+    return max(0.0, span - (store.attempt_phases(attempt) or {}).get(GPU_WAIT, 0.0))
 
 
 def _roofline(run, member, size: str, speedup: float | None) -> tuple[float | None, float | None]:

@@ -114,21 +114,23 @@ def verdict_of(result: CheckResult) -> Verdict:
     """The loop's reading of a harness result; a missing GPU or CuPy is an EnvironmentProblem, not a verdict."""
     if result.status == "environment":
         raise EnvironmentProblem(result.reason)
-    details = result.log or ""
+    details, phases = result.log or "", dict(result.phases_s)    # where the time went, gpu_wait among it
     if result.status != "ok":
         timing = result.summary()
         return Verdict(status=STATUS_OF_CHECK.get(result.status, Status.CRASHED), reason=result.reason,
-                       runtime_us=timing.candidate_us if result.status == "quarantined" else None, details=details)
+                       runtime_us=timing.candidate_us if result.status == "quarantined" else None, details=details,
+                       phases_s=phases)
     runtime_us, baseline_us, speedup, spread, verdicts = result.summary()
     if baseline_us is None:
         return Verdict(status=Status.ACCEPTED, reason="verified and timed", runtime_us=runtime_us, spread=spread,
-                       details=details)
+                       details=details, phases_s=phases)
     faster = speedup is not None and speedup > 1 and "slower" not in verdicts and "faster" in verdicts
     reason = (f"{speedup:.3f}x vs the current best ({', '.join(verdicts)} per size; spread {spread:.1%})"
               if speedup is not None else "no timing")
     return Verdict(status=Status.ACCEPTED if faster else Status.SLOWER,
                    reason=reason if faster else f"no speedup beyond the measured spread: {reason}",
-                   runtime_us=runtime_us, baseline_us=baseline_us, speedup=speedup, spread=spread, details=details)
+                   runtime_us=runtime_us, baseline_us=baseline_us, speedup=speedup, spread=spread, details=details,
+                   phases_s=phases)
 
 
 def time_baseline(task_path: Path, source: str, preset: str | None = None) -> Verdict:

@@ -249,7 +249,7 @@ class Loop:
         def rows(tx):
             tx.finish_attempt(produced["attempt_id"], result["status"], reason=result["reason"],
                               runtime_us=result["runtime_us"], baseline_us=result["baseline_us"],
-                              speedup=result["speedup"], spread=result["spread"])
+                              speedup=result["speedup"], spread=result["spread"], phases=result["phases_s"])
         result["source"] = produced["source"]
         result["flags"] = produced["flags"]
         return result, rows

@@ -56,6 +56,7 @@ from skillbase.run.types import Outcome, RunStatus
 
 SCHEMA_VERSION = 1
 ROOT = "root"     # meta key: the folder the store's absolute paths point into (`RunStore.relocate` keeps it)
+ATTEMPT_PHASES = "phases_json"    # the attempts column that stores older than it lack (`_Tx.attempt_phases_column`)
 
 log = logging.getLogger(__name__)
 
@@ -120,7 +121,8 @@ CREATE TABLE IF NOT EXISTS attempts (
     speedup REAL,
     spread REAL,
     created_at REAL NOT NULL,
-    finished_at REAL
+    finished_at REAL,
+    phases_json TEXT                   -- its judging's {phase: seconds} (harness.phases), NULL: none recorded
 );
 CREATE TABLE IF NOT EXISTS llm_calls (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -695,6 +697,14 @@ class RunStore:
     def attempts(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("attempts", run_id, round_idx)
 
+    def attempt_phases(self, attempt: sqlite3.Row) -> dict[str, float] | None:
+        """Where an attempt's judging went, {phase: seconds} (`gpu_wait` among them); None where nothing was
+        recorded: an attempt finished before phases were stored, or never finished."""
+        text = attempt[ATTEMPT_PHASES] if ATTEMPT_PHASES in attempt.keys() else None
+        if text is None:
+            return None
+        return column_json(text, self.db_path, f"attempt {attempt['id']}'s phases", dict)
+
     def evidence_rows(self, run_id: int, round_idx: int | None = None) -> list[sqlite3.Row]:
         return self._rows("evidence", run_id, round_idx)
 
@@ -974,6 +984,7 @@ class RunStore:
         attempts: dict[int, int] = {}     # the copy's id of a new attempt -> its id here
         with self.transaction() as tx:
             self.require_unchanged(run_id, copied_at)
+            tx.attempt_phases_column()     # the copy's attempts carry their phases (a new store has the column)
             for table in RUN_TABLES:
                 if table in _NUMBERED:
                     have = {row[0] for row in tx.execute(f"SELECT id FROM {table} WHERE run_id=?", (run_id,))}
@@ -1101,14 +1112,24 @@ class _Tx:
 
     def finish_attempt(self, attempt_id: int, status: str, reason: str | None = None, runtime_us: float | None = None,
                        baseline_us: float | None = None, speedup: float | None = None, spread: float | None = None,
-                       kernel: str | None = None) -> None:
+                       kernel: str | None = None, phases: dict[str, float] | None = None) -> None:
+        """`phases`: where the judging's wall time went (the verdict's `phases_s`; None: not measured)."""
+        self.attempt_phases_column()
         self.db.execute(
             "UPDATE attempts SET status=?, reason=?, runtime_us=?, baseline_us=?, speedup=?, spread=?,"
-            " kernel=COALESCE(?, kernel), finished_at=? WHERE id=?",
-            (status, reason, runtime_us, baseline_us, speedup, spread, kernel, time.time(), attempt_id))
+            " kernel=COALESCE(?, kernel), finished_at=?, phases_json=? WHERE id=?",
+            (status, reason, runtime_us, baseline_us, speedup, spread, kernel, time.time(),
+             None if phases is None else _dumps(phases), attempt_id))
         run_id = self.db.execute("SELECT run_id FROM attempts WHERE id=?", (attempt_id,)).fetchone()[0]
         self.event(run_id, "attempt-finished", {"attempt_id": attempt_id, "status": status, "reason": reason,
                                                 "speedup": speedup})
+
+    def attempt_phases_column(self) -> None:
+        """attempts.phases_json, added by the first write that needs it (inside this transaction, which holds
+        the write lock): a store written before it gains it as the batch tables came, without a migration
+        (an added nullable column, which older code reads past); read-only, a store without it has none."""
+        if ATTEMPT_PHASES not in _columns(self, "attempts"):
+            self.db.execute(f"ALTER TABLE attempts ADD COLUMN {ATTEMPT_PHASES} TEXT")
 
     def add_llm_call(self, run_id: int, attempt_id: int | None, role: str, model: str | None,
                      endpoint_name: str | None, prompt_version: str | None, prompt: str | None,

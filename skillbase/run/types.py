@@ -103,6 +103,7 @@ class Verdict:
     speedup: float | None = None
     spread: float | None = None
     details: str = ""           # compiler log / verifier report, for the debugger
+    phases_s: dict[str, float] = field(default_factory=dict)   # where the judging's time went (harness.phases)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,8 @@ from skillbase.bench.results import SizeResult
 from skillbase.bench.suite import bench_dir
 from skillbase.cli import cli
 from skillbase.documents import schema_path
+from skillbase.harness.phases import GPU_WAIT
+from skillbase.run import store as store_module
 from skillbase.run.batch_report import batch_report
 from skillbase.run.store import RunStore
 from skillbase.run.types import RunStatus
@@ -263,3 +265,62 @@ def test_the_report_says_why_each_run_ended(tmp_path):
     assert ("rounds 1, near-floor 1, no-candidate 1, budget 1, waiting 1, error 1, interrupted 1" in markdown)
     page = report.to_html()
     assert "<h2>Why each run ended</h2>" in page and html.escape(NEAR) in page
+
+
+class _Clock:
+    """The store's `time` module, moved on by hand: attempts whose wall spans the test chose."""
+
+    def __init__(self):
+        self.now = 1.8e9
+
+    def time(self) -> float:
+        return self.now
+
+
+def test_judge_minutes_leave_out_the_waits_for_the_gpu(tmp_path, monkeypatch):
+    """Two runs of two judged attempts each (and a try with no code, never judged): one run's judgements
+    recorded their phases, a wait for the GPU's lock among them, the other's recorded none (as attempts
+    stored before phases were): judge min is each span less its wait, or the whole span."""
+    rng = random.Random()
+    clock = _Clock()
+    monkeypatch.setattr(store_module, "time", clock)
+    store = RunStore.open(tmp_path / "store")
+    batch = store.create_batch({"settings": {"agent": "external", "engine": True}, "dtype": "fp32", "members": []})
+    expected, spans = {}, {}
+    for op, recorded in (("relu", True), ("gelu", False)):
+        run_id = store.create_run(str(bench_dir() / "ops" / op / "fp32.cu"), f"{op}-fp32",
+                                  {"settings": {"rounds": 1}})
+        store.add_batch_run(batch, run_id, op, "fp32")
+        with store.transaction() as tx:
+            tx.start_round(run_id, 0, "k0")
+        expected[op], spans[op] = 0.0, 0.0
+        for idx, status in enumerate(("incorrect", "slower", "no-code")):
+            span = rng.uniform(20.0, 900.0)
+            waited = rng.uniform(0.1, 0.9) * span
+            rest = span - waited          # the rest of the span, spread over the phases a judgement records
+            cut = sorted(rng.uniform(0, rest) for _ in range(3))
+            phases = {"compile": cut[0], GPU_WAIT: waited, "inputs": cut[1] - cut[0], "verify": cut[2] - cut[1],
+                      "timing": rest - cut[2]}
+            with store.transaction() as tx:
+                attempt = tx.add_attempt(run_id, 0, idx, "mem.vectorize", {}, "k0", f"k{idx + 1}")
+            clock.now += span
+            with store.transaction() as tx:
+                tx.finish_attempt(attempt, status, reason="r", phases=phases if recorded else None)
+            if status != "no-code":
+                expected[op] += (span - waited) if recorded else span
+                spans[op] += span
+        with store.transaction() as tx:
+            tx.finish_round(run_id, 0, "rejected")
+        store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=100.0, best_us=100.0,
+                         stop_reason="ran 1 rounds")
+    recorded = {a["status"]: store.attempt_phases(a) for a in store.attempts(1)}
+    assert recorded["slower"][GPU_WAIT] > 0 and all(store.attempt_phases(a) is None for a in store.attempts(2))
+
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "no-results")
+    data = report.to_json()
+    jsonschema.Draft202012Validator(json.loads(schema_path("bench-optimize-report").read_text())).validate(data)
+    got = {r["operator"]: r["judge_minutes"] for r in data["runs"]}
+    assert math.isclose(got["relu"], expected["relu"] / 60, abs_tol=1e-3) and got["relu"] < spans["relu"] / 60
+    assert math.isclose(got["gelu"], spans["gelu"] / 60, abs_tol=1e-3)       # no phases: the whole span
+    assert math.isclose(data["overall"]["judge_minutes"], (expected["relu"] + spans["gelu"]) / 60, abs_tol=0.01)
+    assert f"| {expected['relu'] / 60:.1f} | rounds |" in report.to_markdown()

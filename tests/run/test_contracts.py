@@ -8,8 +8,9 @@ and with the real `ExternalApplier`: what is checked is the hand-over between th
 from __future__ import annotations
 
 import json
+import random
 import sqlite3
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -17,9 +18,10 @@ import pytest
 from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
 from skillbase.agents.client import ChatClient, load_config
 from skillbase.evidence import Evidence
+from skillbase.harness.result import CheckResult
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run, render_text
-from skillbase.run.judges import STATUS_OF_CHECK, CompileOnlyJudge, HarnessJudge
+from skillbase.run.judges import STATUS_OF_CHECK, CompileOnlyJudge, HarnessJudge, verdict_of
 from skillbase.run.loop import Loop
 from skillbase.run.mechanical import MechanicalApplier
 from skillbase.run.store import RunStore
@@ -188,6 +190,25 @@ def test_each_candidate_answers_the_try_that_paused_even_rounds_later(tmp_path, 
     assert judge.judged == [first, second]
     assert [(a["round_idx"], a["skill"], a["status"]) for a in store.attempts(run_id)] == [
         (0, "mem.coalesce", "unverified"), (1, "mem.vectorize", "unverified")]
+
+
+def test_the_judgings_phases_are_kept_with_its_attempt(tmp_path, kernel):
+    """Where a judgement's time went (a wait for the GPU's lock among it) travels in its Verdict, and the
+    loop keeps it with the attempt (what `bench optimize-report` leaves the wait out of judge min by)."""
+    rng = random.Random()
+    phases = {"compile": rng.uniform(1, 9), "gpu_wait": rng.uniform(1, 99), "verify": rng.uniform(1, 9)}
+    for status in ("ok", "incorrect", "crashed"):
+        assert verdict_of(CheckResult(status=status, reason="r", phases_s=dict(phases))).phases_s == phases
+
+    class Waits(CompilesEverything):
+        def judge(self, source, flags, best_source, best_flags) -> Verdict:
+            return replace(super().judge(source, flags, best_source, best_flags), phases_s=phases)
+
+    store = RunStore.open(tmp_path / "store")
+    run_id = store.create_run(str(kernel), "k", {})
+    _external_loop(store, run_id, kernel, tmp_path, Waits()).run()
+    _external_loop(store, run_id, kernel, tmp_path, Waits()).run(external_candidate=kernel.read_text() + "// x\n")
+    assert [store.attempt_phases(a) for a in store.attempts(run_id)] == [phases]
 
 
 def test_a_failed_candidate_is_repaired_by_the_next_one_not_judged_again(tmp_path, kernel):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import random
 import signal
 import sqlite3
 import subprocess
@@ -238,3 +239,49 @@ def test_a_store_written_before_the_run_package_opens_and_explains(tmp_path):
     db = sqlite3.connect(location / "runs.sqlite3")
     assert db.execute("SELECT value FROM meta").fetchone() == ("1",)
     assert db.execute("SELECT name, sql FROM sqlite_master ORDER BY name").fetchall() == tables   # not migrated
+
+
+def _old_store(location):
+    """A store as schema 1 was first written (PRE_MOVE_SCHEMA's run_1), at `location`."""
+    location.mkdir()
+    db = sqlite3.connect(location / "runs.sqlite3")
+    for statement in PRE_MOVE_SCHEMA.split(";"):
+        db.execute(statement)
+    db.commit()
+    db.close()
+    return location
+
+
+def test_an_older_store_gains_the_attempt_phases_on_its_first_finished_attempt(tmp_path):
+    """attempts.phases_json came after schema 1: a store without it reads None for every attempt (read-only,
+    nothing changes), its first finished attempt adds the column and keeps its phases (schema 1 still),
+    and a private copy's phases (`transfer`: a new store has the column) are kept when applied back."""
+    location = _old_store(tmp_path / "store")
+    before = (location / "runs.sqlite3").read_bytes()
+    reader = RunStore.open(location, read_only=True)
+    assert [reader.attempt_phases(a) for a in reader.attempts(1)] == [None]
+    reader.close()
+    assert (location / "runs.sqlite3").read_bytes() == before
+
+    rng = random.Random()
+    phases = {"compile": round(rng.uniform(1, 9), 3), "gpu_wait": round(rng.uniform(1, 99), 3)}
+    store = RunStore.open(location)
+    with store.transaction() as tx:
+        second = tx.add_attempt(1, 0, 1, "tune.parameter_sweep", {}, "k1", "k2")
+        tx.finish_attempt(second, "slower", reason="no faster", phases=phases)
+    assert [store.attempt_phases(a) for a in store.attempts(1)] == [None, phases]
+
+    copy = RunStore.open(tmp_path / "copy")
+    copy.load_run_copy(store.run_rows(1), None, 1, {})
+    again = {"verify": round(rng.uniform(1, 9), 3), "gpu_wait": round(rng.uniform(1, 99), 3)}
+    with copy.transaction() as tx:
+        third = tx.add_attempt(1, 0, 2, "tune.parameter_sweep", {}, "k1", "k3")
+        tx.finish_attempt(third, "incorrect", reason="wrong", phases=again)
+    target = RunStore.open(_old_store(tmp_path / "old"))    # before its first finished attempt: no column yet
+    target.apply_run_rows(1, copy.run_rows(1), target.last_event_id(1))
+    assert [target.attempt_phases(a) for a in target.attempts(1)] == [None, phases, again]
+    for opened in (store, copy, target):
+        opened.close()
+    db = sqlite3.connect(location / "runs.sqlite3")
+    assert db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone() == ("1",)
+    db.close()
