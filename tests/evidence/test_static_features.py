@@ -35,8 +35,57 @@ def test_params_const_restrict(feats):
                          "restrict": True}
     assert params[1]["const"] is False and params[1]["restrict"] is True and params[2]["pointer"] is False
     g = k(feats, "coalesced", "copy_scalar")["global_access"]
-    assert g["pointer_inputs"] == 2 and g["const_restrict_inputs"] == 1
-    assert k(feats, "coalesced", "copy_vec4")["global_access"]["const_restrict_inputs"] == 0
+    # `out` is written: an output, not a read-only input
+    assert g["pointer_inputs"] == 1 and g["const_restrict_inputs"] == 1
+    g = k(feats, "coalesced", "copy_vec4")["global_access"]
+    assert g["pointer_inputs"] == 1 and g["const_restrict_inputs"] == 0
+    g = k(feats, "coalesced", "broadcast_scale")["global_access"]
+    assert g["pointer_inputs"] == 2 and g["const_restrict_inputs"] == 0
+
+
+READ_ONLY_INPUTS = '''
+template <typename T>
+__global__ void norm_rows(const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ y, int C) {
+    const T* xr = x + (size_t)blockIdx.x * C;
+    T* yr = y + (size_t)blockIdx.x * C;
+    for (int j = threadIdx.x; j < C; j += blockDim.x) yr[j] = xr[j] * w[j];
+}
+__global__ void plain_inputs(float* a, float* b, float* c, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) c[i] = a[i] + b[i];
+}
+__global__ void in_place(float* __restrict__ v, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) v[i] = 2.f * v[i];
+}
+__global__ void sum_into(const float* __restrict__ in, float* sum, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) atomicAdd(sum, in[i]);
+}
+__global__ void unseen_output(const float* __restrict__ in, float* __restrict__ out, int n) {
+    const float4* src = reinterpret_cast<const float4*>(in);
+    stash(out, src, n);
+}
+'''
+
+
+def test_read_only_inputs_leave_outputs_out(tmp_path):
+    """`pointer_inputs` counts the pointers a kernel only reads (the vocabulary's "read-only pointer parameters"):
+    an output written through a local alias, a read-write buffer and an atomic target are none, a non-const pointer
+    that is only loaded is one, and a non-const pointer whose accesses the analysis does not see is not counted."""
+    source = tmp_path / "inputs.cu"
+    source.write_text(READ_ONLY_INPUTS)
+    kernels = static_features(source)["kernels"]
+
+    def counts(name):
+        g = kernels[name]["global_access"]
+        return g["pointer_inputs"], g["const_restrict_inputs"]
+
+    assert counts("norm_rows") == (2, 2)      # every input const __restrict__: nothing left to mark
+    assert counts("plain_inputs") == (2, 0)   # a and b are only loaded; c is written
+    assert counts("in_place") == (0, 0)
+    assert counts("sum_into") == (1, 1)
+    assert counts("unseen_output") == (1, 1)
 
 
 def test_coalesced_vs_strided_vs_broadcast(feats):

@@ -316,6 +316,10 @@ class KernelFeatures:
         self.bits = {"runtime_shift_fields": 0}
         self.column_access = 0
         self.done: set[int] = set()   # store targets already counted, not to be counted as loads
+        # pointer parameters seen loaded / written (stores, atomics): a read-only input is one the kernel only
+        # loads, or whose pointee is const
+        self._loaded_params: set[str] = set()
+        self._written_params: set[str] = set()
         for p in params:
             if p["type"] and any(t in DOUBLE_TYPES for t in re.findall(r"\w+", p["type"])):
                 self.fp64["double_decls"] += 1
@@ -324,9 +328,15 @@ class KernelFeatures:
 
     def result(self) -> dict[str, Any]:
         pointers = [p for p in self.params if p["pointer"]]
+        # read-only inputs: a const pointee, or a pointer the kernel loads and never writes. An output (stored
+        # through, atomics) is no input: counting it made every kernel with an output look short of one
+        # const __restrict__ (LLM run: rms_norm with x and w const __restrict__ and y written read 3 vs 2), and
+        # a pointer whose accesses the analysis does not see is not evidence either way
+        inputs = [p for p in pointers if p["const"] or (p["name"] in self._loaded_params
+                                                         and p["name"] not in self._written_params)]
         g = dict(self.g)
-        g["pointer_inputs"] = len(pointers)
-        g["const_restrict_inputs"] = sum(1 for p in pointers if p["const"] and p.get("restrict"))
+        g["pointer_inputs"] = len(inputs)
+        g["const_restrict_inputs"] = sum(1 for p in inputs if p["const"] and p.get("restrict"))
         dependent = g["coalesced"] + g["strided"] + g["unknown"]
         g["threadx_fastest"] = None if dependent == 0 else (g["strided"] == 0 and g["coalesced"] > 0 and
                                                             g["unknown"] <= g["coalesced"])
@@ -713,6 +723,11 @@ class KernelFeatures:
             self._lane_loaded.add(param)
         if is_load and param is not None and self._top_loads is not None:
             self._top_loads.add(param)
+        if param is not None:
+            if is_load:
+                self._loaded_params.add(param)
+            if is_store:
+                self._written_params.add(param)
         if self._loop_counts:
             self._loop_counts[-1][0] += 1 if is_load else 0
             self._loop_counts[-1][1] += 1 if is_store else 0
@@ -1040,6 +1055,9 @@ class KernelFeatures:
                           else node.child_by_field_name("left"))
         name = syntax.text(node) if node is not None and node.type == "identifier" else None
         self.atomics["shared" if name in self.scope.shared else "global"] += 1
+        alias = self._pointer_alias(node) if name is not None and name not in self.scope.shared else None
+        if alias is not None:
+            self._written_params.add(alias[0])   # an atomic's target is written: no read-only input
         if name not in self.scope.shared and target is not None and self._data_dependent(target):
             self.g["data_indexed_atomics"] += 1   # histogram-like: the address comes from loaded data
 
