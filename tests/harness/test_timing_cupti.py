@@ -11,6 +11,7 @@ docs/harness.md "Which figure"), and the side-stream cheat caught from the recor
 from __future__ import annotations
 
 import ctypes
+import re
 import subprocess
 import threading
 from pathlib import Path
@@ -488,5 +489,9 @@ def test_three_checks_at_once_misjudge_nothing_and_still_catch_the_side_stream(t
         assert result.status == "ok", result.reason
         assert all(t.timer == "cupti" and t.verdict != "faster" for t in result.timings), \
             [(t.size, t.timer, t.timer_note, t.verdict, t.speedup) for t in result.timings]
+    # Two defences can reject the side-stream cheat here, and under three jobs at once a race picks which fires
+    # first: outputs read before the side stream wrote them ("not written"), or written in time and then seen by
+    # the stream probe. Alone (test_cheats.py) the probe must name it; here what matters is that it is rejected.
     cheat = results[2]
-    assert cheat.status == "incorrect" and "outside the launch stream" in cheat.reason, cheat.reason
+    assert cheat.status == "incorrect" and re.search(r"outside the launch stream|not written", cheat.reason), \
+        cheat.reason
