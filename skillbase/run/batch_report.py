@@ -3,11 +3,13 @@
 Per run (operator, dtype, size): the verified speedup over the naive baseline (the run's best kernel
 changes only on an accepted, i.e. verified and faster, candidate), against the vendor library where
 the bench measured one (both as speedups over the same baseline, so session drift cancels), % of the
-roofline floor, the accepted skills, rounds, repairs, rejected attempts by status, the coder's
+roofline floor, the speedup at the floor (`floor_speedup`) and the share of the possible gain the run reached
+(`gain_share`, `gain_share()`), the accepted skills, rounds, repairs, rejected attempts by status, the coder's
 tokens, the minutes spent judging less the judge's waits for its GPU's lock (`gpu_wait`: a neighbour's
 turn, not this run's work; `_judging_s`), and why the run ended (`loop.run_ended`: its rounds spent, stopped
 near the floor, no candidate left, a budget spent; or still waiting, failed, interrupted) with the reason
 it recorded. Each summary (a group of runs) gives the geometric mean speedup,
+the mean gain share over the runs that have one (and how many),
 fast_1 and fast_1.5 (share of runs verified faster than 1x / 1.5x: fast_1 is the success rate),
 the share of judged attempts that verified, the share at or above the vendor, and the runs per way
 of ending. The summaries, in the JSON:
@@ -15,7 +17,10 @@ of ending. The summaries, in the JSON:
 - `by_category`: category -> its runs, all dtypes pooled (what it held before BF16 batches existed);
 - `by_dtype`: dtype -> its runs (the FP32 entry is the goal's figure: FP32 over the naive baselines);
 - `by_dtype_category`: dtype -> category -> its runs;
-- `engine`: engine on vs off over the (operator, dtype) pairs both measured, None unless both exist.
+- `engine`: engine on vs off over the (operator, dtype) pairs both measured, None unless both exist;
+- `by_headroom`: bin of `HEADROOM` (the runs' speedup at the floor) -> engine_on / engine_off (the settings
+  the report holds) -> its runs, all dtypes pooled: whether a speedup is small because the baseline was
+  already near its floor.
 The "Per category" table shows `by_category` and `overall` when the report holds one dtype; with more,
 one row per category and dtype, one `overall <dtype>` row per dtype and `overall` last, so no row
 pools dtypes except the last. The published figures (FP32) stand beside our FP32 engine-on runs only.
@@ -51,6 +56,29 @@ PUBLISHED = (
     ("KernelSkill", "KernelBench L3 over eager", None, 1.92, None),
 )
 
+# The "By headroom" bins, defined here only: (label, from, below) over a run's speedup at the floor.
+HEADROOM = (("< 2x", 0.0, 2.0), ("2-4x", 2.0, 4.0), (">= 4x", 4.0, math.inf))
+
+
+def gain_share(speedup: float | None, floor_speedup: float | None) -> float | None:
+    """The share of the possible gain a run reached: log(speedup) / log(floor_speedup), the part of the way
+    from the baseline to the roofline floor measured in factors (2x of a possible 4x is half the way);
+    1.0 at the floor, 0 with no gain, negative when slower than the baseline. None without a speedup or a
+    floor, or with nothing to gain (floor_speedup <= 1: the baseline is at its floor already).
+    Capped at 1: the harness quarantines only times below 85 % of its own measured floor and this floor is
+    the bench's (datasheet peaks), so a verified result may sit a little past it; that is the floor's error,
+    not more than all of the gain, and must not lift a group's mean."""
+    if speedup is None or floor_speedup is None or floor_speedup <= 1.0:
+        return None
+    return min(1.0, math.log(speedup) / math.log(floor_speedup))
+
+
+def headroom(floor_speedup: float | None) -> str | None:
+    """The `HEADROOM` bin of a run's speedup at the floor; None without a floor."""
+    if floor_speedup is None:
+        return None
+    return next(label for label, low, below in HEADROOM if low <= floor_speedup < below)
+
 
 @dataclass
 class RunResult:
@@ -69,6 +97,7 @@ class RunResult:
     vs_vendor: float | None                # speedup / vendor_speedup
     roofline_pct: float | None
     floor_speedup: float | None            # baseline / roofline floor: the most any kernel could reach here
+    gain_share: float | None               # gain_share(speedup, floor_speedup)
     accepted_skills: list[str]
     rounds: int
     repairs: int
@@ -95,9 +124,11 @@ class BatchReport:
         judged = sum(r.judged_attempts for r in runs)
         # The headroom: over the timed runs that have a floor, where their speedups could go at the floor.
         bounded = [r for r in runs if r.speedup is not None and r.floor_speedup is not None]
+        shares = [r.gain_share for r in runs if r.gain_share is not None]
         return {"runs": len(runs), "timed": len(timed), "geomean_speedup": geomean(timed),
                 "with_floor": len(bounded), "geomean_speedup_with_floor": geomean([r.speedup for r in bounded]),
                 "geomean_floor_speedup": geomean([r.floor_speedup for r in bounded]),
+                "with_gain_share": len(shares), "mean_gain_share": sum(shares) / len(shares) if shares else None,
                 "fast_1": _share(sum(s > 1.0 for s in timed), len(timed)),
                 "fast_1_5": _share(sum(s > 1.5 for s in timed), len(timed)),
                 "verified_attempt_rate": _share(sum(r.verified_attempts for r in runs), judged),
@@ -151,11 +182,21 @@ class BatchReport:
                 "per_operator": [{"operator": k[0], "dtype": k[1], "engine_on": on[k].speedup,
                                   "engine_off": off[k].speedup} for k in common]}
 
+    def by_headroom(self) -> dict[str, dict[str, dict[str, Any]]]:
+        """HEADROOM bin -> engine_on / engine_off (each setting the report holds) -> the summary of its runs
+        with a floor in that bin, all dtypes pooled; every bin, an empty one too (fixed rows)."""
+        settings = [(key, on) for key, on in (("engine_on", True), ("engine_off", False))
+                    if any(r.engine == on for r in self.runs)]
+        return {label: {key: self.summary([r for r in self.runs if r.engine == on
+                                           and headroom(r.floor_speedup) == label]) for key, on in settings}
+                for label, _, _ in HEADROOM}
+
     def to_json(self) -> dict[str, Any]:
         return versioned("bench-optimize-report", {
             "batches": self.batches, "runs": [r.to_json() for r in self.runs], "overall": self.summary(self.runs),
             "by_category": self.by_category(self.runs), "by_dtype": self.by_dtype(),
-            "by_dtype_category": self.by_dtype_category(), "engine": self.engine_comparison()})
+            "by_dtype_category": self.by_dtype_category(), "engine": self.engine_comparison(),
+            "by_headroom": self.by_headroom()})
 
     def title(self) -> str:
         return "bench optimize: " + ", ".join(
@@ -165,10 +206,10 @@ class BatchReport:
     def sections(self) -> list[tuple[str, list[str], list[list[str]]]]:
         """(heading, header, rows) of each table: what the Markdown and the HTML page both render."""
         runs = ("Per run", ["operator", "dtype", "size", "engine", "speedup", "vendor", "vs vendor", "% roofline",
-                            "at the floor", "accepted skills", "rounds", "repairs", "rejected", "tokens (in/out)",
-                            "judge min", "ended"],
+                            "at the floor", "share of possible gain", "accepted skills", "rounds", "repairs",
+                            "rejected", "tokens (in/out)", "judge min", "ended"],
                 [[r.operator, r.dtype, r.size, "on" if r.engine else "off", _x(r.speedup), _x(r.vendor_speedup),
-                  _x(r.vs_vendor), _percent(r.roofline_pct), _x(r.floor_speedup),
+                  _x(r.vs_vendor), _percent(r.roofline_pct), _x(r.floor_speedup), _share_pct(r.gain_share),
                   ", ".join(r.accepted_skills) or "—", str(r.rounds),
                   str(r.repairs), ", ".join(f"{k} {v}" for k, v in sorted(r.rejected.items())) or "—",
                   f"{r.prompt_tokens}/{r.reply_tokens}", f"{r.judge_minutes:.1f}", r.ended["category"]]
@@ -179,12 +220,24 @@ class BatchReport:
             out.append((f"Engine on vs off ({comparison['operators']} operators measured both ways)",
                         *_summary_table({"engine on": comparison["engine_on"],
                                          "engine off": comparison["engine_off"]})))
+        out.append(self._headroom_table())
         ours = self.published_runs()
         out.append(("Beside published figures (another GPU, RTX 4090, and other benchmarks)",
                     ["system", "task", "published", "vendor there", "ours (this suite, FP32, engine on)"],
                     [[system, task, _x(value), _x(vendor), _x(ours[op].speedup) if op in ours else "—"]
                      for system, task, op, value, vendor in PUBLISHED]))
         return out
+
+    def _headroom_table(self) -> tuple[str, list[str], list[list[str]]]:
+        """The runs by their speedup at the floor, a row per bin (and engine setting, where the report has both)."""
+        rows = []
+        for label, settings in self.by_headroom().items():
+            for key, s in settings.items():
+                name = f"{label} {key.replace('_', ' ')}" if len(settings) > 1 else label
+                rows.append([name, str(s["runs"]), _x(s["geomean_speedup"]),
+                             f"{_share_pct(s['mean_gain_share'])} ({s['with_gain_share']})"])
+        return ("By headroom (the runs with a floor, by their speedup at the floor; dtypes pooled)",
+                ["at the floor", "runs", "geomean", "share of possible gain (runs)"], rows)
 
     def to_markdown(self) -> str:
         lines = [f"# {self.title()}"]
@@ -205,10 +258,12 @@ class BatchReport:
 
 
 def _summary_table(groups: dict[str, dict[str, Any]]) -> tuple[list[str], list[list[str]]]:
-    header = ["group", "runs (judged)", "geomean", "with a floor: geomean / at the floor", "fast_1", "fast_1.5",
+    header = ["group", "runs (judged)", "geomean", "with a floor: geomean / at the floor",
+              "share of possible gain (runs)", "fast_1", "fast_1.5",
               "verified attempts", "≥ vendor", "tokens", "judge min", "ended"]
     return header, [[name, f"{s['runs']} ({s['timed']})", _x(s["geomean_speedup"]),
                      f"{_x(s['geomean_speedup_with_floor'])} / {_x(s['geomean_floor_speedup'])} ({s['with_floor']})",
+                     f"{_share_pct(s['mean_gain_share'])} ({s['with_gain_share']})",
                      _share_pct(s["fast_1"]),
                      _share_pct(s["fast_1_5"]), _share_pct(s["verified_attempt_rate"]),
                      f"{_share_pct(s['at_or_above_vendor'])} of {s['vendor_covered']}",
@@ -263,7 +318,7 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
         run=run.name, status=store.shown_status(run), baseline_us=run.baseline_us, best_us=run.best_us,
         speedup=speedup, vendor_speedup=vendor_speedup,
         vs_vendor=speedup / vendor_speedup if speedup and vendor_speedup else None,
-        roofline_pct=floors[0], floor_speedup=floors[1],
+        roofline_pct=floors[0], floor_speedup=floors[1], gain_share=gain_share(speedup, floors[1]),
         accepted_skills=accepted, rounds=sum(r["status"] == "finished" for r in rounds),
         repairs=sum(a["attempt_idx"] > 0 for a in attempts),
         rejected=dict(Counter(a["status"] for a in attempts if a["status"] not in (Status.ACCEPTED, Status.PENDING))),

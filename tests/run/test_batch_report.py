@@ -13,8 +13,8 @@ import jsonschema
 from click.testing import CliRunner
 
 from skillbase.bench.report import save_results
-from skillbase.bench.results import SizeResult
-from skillbase.bench.suite import bench_dir
+from skillbase.bench.results import SizeResult, floor_us
+from skillbase.bench.suite import bench_dir, discover
 from skillbase.cli import cli
 from skillbase.documents import schema_path
 from skillbase.harness.phases import GPU_WAIT
@@ -22,38 +22,48 @@ from skillbase.run import store as store_module
 from skillbase.run.batch_report import batch_report
 from skillbase.run.store import RunStore
 from skillbase.run.types import RunStatus
+from skillbase.task import load_task
 
 OPS = {"relu": "elementwise", "gelu": "elementwise", "matrix_mul": "dense", "softmax": "llm"}   # op.yaml
 
 
+def new_batch(store: RunStore, engine: bool, dtype: str = "fp32") -> int:
+    return store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": dtype,
+                               "preset": "l", "members": []})
+
+
+def record_run(store: RunStore, batch: int, op: str, dtype: str, baseline: float, tried: float, best: float,
+               gpu: str = "NVIDIA H200") -> None:
+    """A finished run as `bench optimize` leaves it: round 0's candidate (timed `tried`, a repair before it)
+    accepted when faster than the baseline, rejected otherwise; the coder's tokens per attempt."""
+    run_id = store.create_run(str(bench_dir() / "ops" / op / f"{dtype}.cu"), f"{op}-{dtype}",
+                              {"gpu": gpu, "settings": {"rounds": 1}})
+    store.add_batch_run(batch, run_id, op, dtype)
+    accepted = tried < baseline
+    with store.transaction() as tx:
+        tx.start_round(run_id, 0, "k0")
+        tx.add_decision(run_id, 0, "mem.vectorize", {}, [], "trace", "because")
+        first = tx.add_attempt(run_id, 0, 0, "mem.vectorize", {}, "k0", "k1")
+        tx.finish_attempt(first, "build-failed", reason="nvcc")
+        tx.add_llm_call(run_id, first, "coder", "m", "external", "coder.v1", None, None, 1000, 200, 5.0, None)
+        second = tx.add_attempt(run_id, 0, 1, "mem.vectorize", {}, "k0", "k2")
+        tx.finish_attempt(second, "accepted" if accepted else "slower", runtime_us=tried, baseline_us=baseline,
+                          speedup=baseline / tried)
+        tx.add_llm_call(run_id, second, "debugger", "m", "external", "debugger.v1", None, None, 700, 100, 3.0,
+                        None)
+        tx.finish_round(run_id, 0, "accepted" if accepted else "rejected")
+    store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best,
+                     stop_reason="ran 1 rounds")
+
+
 def record_batch(store: RunStore, engine: bool, speedups: dict[str, float], rng: random.Random,
                  dtype: str = "fp32") -> int:
-    """A finished batch as `bench optimize` leaves it: one run per operator, round 0 accepted when the
-    run got faster (a repair before it), rejected otherwise; the coder's tokens per attempt."""
-    batch = store.create_batch({"settings": {"agent": "external", "engine": engine}, "dtype": dtype,
-                                "preset": "l", "members": []})
+    """A finished batch: one run per operator, its best kernel the candidate when faster, else the baseline."""
+    batch = new_batch(store, engine, dtype)
     for op, speedup in speedups.items():
-        run_id = store.create_run(str(bench_dir() / "ops" / op / f"{dtype}.cu"), f"{op}-{dtype}",
-                                  {"gpu": "NVIDIA H200", "settings": {"rounds": 1}})
-        store.add_batch_run(batch, run_id, op, dtype)
         baseline = rng.uniform(500, 5000)       # above any floor at l (matrix_mul fp32: 64 us) times 6x
         tried = baseline / speedup              # the round's candidate
-        accepted = speedup > 1.0
-        best = tried if accepted else baseline
-        with store.transaction() as tx:
-            tx.start_round(run_id, 0, "k0")
-            tx.add_decision(run_id, 0, "mem.vectorize", {}, [], "trace", "because")
-            first = tx.add_attempt(run_id, 0, 0, "mem.vectorize", {}, "k0", "k1")
-            tx.finish_attempt(first, "build-failed", reason="nvcc")
-            tx.add_llm_call(run_id, first, "coder", "m", "external", "coder.v1", None, None, 1000, 200, 5.0, None)
-            second = tx.add_attempt(run_id, 0, 1, "mem.vectorize", {}, "k0", "k2")
-            tx.finish_attempt(second, "accepted" if accepted else "slower", runtime_us=tried, baseline_us=baseline,
-                              speedup=speedup)
-            tx.add_llm_call(run_id, second, "debugger", "m", "external", "debugger.v1", None, None, 700, 100, 3.0,
-                            None)
-            tx.finish_round(run_id, 0, "accepted" if accepted else "rejected")
-        store.update_run(run_id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best,
-                         stop_reason="ran 1 rounds")
+        record_run(store, batch, op, dtype, baseline, tried, tried if speedup > 1.0 else baseline)
     return batch
 
 
@@ -324,3 +334,117 @@ def test_judge_minutes_leave_out_the_waits_for_the_gpu(tmp_path, monkeypatch):
     assert math.isclose(got["gelu"], spans["gelu"] / 60, abs_tol=1e-3)       # no phases: the whole span
     assert math.isclose(data["overall"]["judge_minutes"], (expected["relu"] + spans["gelu"]) / 60, abs_tol=0.01)
     assert f"| {expected['relu'] / 60:.1f} | rounds |" in report.to_markdown()
+
+
+# -- the share of the possible gain and the headroom bins ---------------------------------------------
+
+def floor_at_l(op: str, dtype: str = "fp32") -> float:
+    """The bench's roofline floor of `op` at preset l on the H200: what a drawn headroom scales."""
+    flops, nbytes = load_task(bench_dir() / "ops" / op / f"{dtype}.cu", check_launcher=False).work("l")
+    return floor_us(SizeResult(op, dtype, "optimized", "l", "verified", float(flops), float(nbytes)), "nvidia-h200")
+
+
+def expected_bin(floor_speedup: float) -> str:
+    return "< 2x" if floor_speedup < 2 else ("2-4x" if floor_speedup < 4 else ">= 4x")
+
+
+def draw_run(rng: random.Random, kind: str) -> tuple[float | None, float]:
+    """(speedup at the floor, None: no floor; the run's speedup) of one kind of run."""
+    floor_speedup = rng.choice([rng.uniform(1.05, 1.95), rng.uniform(2.05, 3.95), rng.uniform(4.05, 30.0),
+                                rng.uniform(1.9, 2.1), rng.uniform(3.9, 4.1)])     # and near the bins' edges
+    if kind == "slower":
+        return floor_speedup, rng.uniform(0.3, 0.95)
+    if kind == "past the floor":         # verified a little past the bench's floor (not quarantined): capped
+        return floor_speedup, floor_speedup * rng.uniform(1.01, 1.15)
+    if kind == "no floor":
+        return None, rng.uniform(1.05, 3.0)
+    if kind == "baseline past the floor":
+        return rng.uniform(0.6, 0.98), rng.choice([1.0, rng.uniform(1.05, 1.5)])
+    return floor_speedup, rng.choice([1.0, rng.uniform(1.01, floor_speedup * 0.99), rng.uniform(0.5, 0.99)])
+
+
+def test_the_share_of_possible_gain_and_the_runs_by_headroom(tmp_path):
+    rng = random.Random()
+    categories = {op.name: op.category for op in discover()}
+    kinds = ["slower", "past the floor", "no floor", "baseline past the floor"]
+    store = RunStore.open(tmp_path / "store")
+    drawn = {}                                  # (operator, engine) -> (floor_speedup, speedup)
+    for engine in (True, False):
+        batch = new_batch(store, engine)
+        ops = rng.sample(sorted(categories), 14)
+        for op, kind in zip(ops, rng.sample(kinds, len(kinds)) + ["random"] * (len(ops) - len(kinds)), strict=True):
+            floor_speedup, speedup = drawn[op, engine] = draw_run(rng, kind)
+            baseline = (floor_speedup or rng.uniform(1.0, 10.0)) * floor_at_l(op)
+            record_run(store, batch, op, "fp32", baseline, baseline / speedup, baseline / speedup,
+                       gpu="NVIDIA H200" if floor_speedup else "NVIDIA Unknown GPU")   # no peaks: no floor
+    report = batch_report(tmp_path / "store", results_root=tmp_path / "no-results")
+    data = report.to_json()
+    jsonschema.Draft202012Validator(json.loads(schema_path("bench-optimize-report").read_text())).validate(data)
+
+    # each run's share: the x with floor_speedup ** x == speedup, 1 past the floor, None without headroom
+    shares = {}
+    for got in data["runs"]:
+        floor_speedup, speedup = drawn[got["operator"], got["engine"]]
+        assert math.isclose(got["speedup"], speedup, rel_tol=1e-9)
+        share = shares[got["operator"], got["engine"]] = got["gain_share"]
+        if floor_speedup is None:
+            assert got["floor_speedup"] is None and share is None
+            continue
+        assert math.isclose(got["floor_speedup"], floor_speedup, rel_tol=1e-9)
+        if floor_speedup <= 1:
+            assert share is None
+        elif speedup >= floor_speedup:
+            assert share == 1.0
+        else:
+            assert math.isclose(floor_speedup ** share, speedup, rel_tol=1e-9)
+            assert (share < 0) == (speedup < 1) and (share == 0) == (speedup == 1.0) and share < 1
+    assert any(s is not None and s < 0 for s in shares.values())                      # the slower runs
+
+    def expect(keys) -> tuple[int, float | None]:
+        mine = [shares[k] for k in keys if shares[k] is not None]
+        return len(mine), (sum(mine) / len(mine) if mine else None)
+
+    def check(summary: dict, keys) -> None:
+        count, mean = expect(keys)
+        assert summary["with_gain_share"] == count
+        assert summary["mean_gain_share"] is None if mean is None else math.isclose(summary["mean_gain_share"], mean)
+
+    assert data["overall"]["runs"] == len(drawn) and data["overall"]["with_gain_share"] < len(drawn)
+    check(data["overall"], drawn)
+    check(data["by_dtype"]["fp32"], drawn)
+    for category, summary in data["by_category"].items():
+        check(summary, [k for k in drawn if categories[k[0]] == category])
+    common = [op for op, engine in drawn if engine and (op, False) in drawn]
+    if common:
+        check(data["engine"]["engine_on"], [(op, True) for op in common])
+        check(data["engine"]["engine_off"], [(op, False) for op in common])
+
+    # the bins: every one, per engine setting, the runs with a floor only
+    assert list(data["by_headroom"]) == ["< 2x", "2-4x", ">= 4x"]
+    markdown = report.to_markdown()
+    for label, settings in data["by_headroom"].items():
+        assert list(settings) == ["engine_on", "engine_off"]
+        for key, engine in (("engine_on", True), ("engine_off", False)):
+            keys = [k for k, (floor_speedup, _) in drawn.items()
+                    if k[1] == engine and floor_speedup is not None and expected_bin(floor_speedup) == label]
+            got = settings[key]
+            assert got["runs"] == len(keys)
+            check(got, keys)
+            speedups = [drawn[k][1] for k in keys]
+            if keys:
+                assert math.isclose(got["geomean_speedup"], _geomean(speedups))
+            count, mean = expect(keys)
+            share = f"{100 * mean:.0f} %" if mean is not None else "—"
+            geomean = f"{_geomean(speedups):.2f}x" if keys else "—"
+            assert f"| {label} engine {'on' if engine else 'off'} | {len(keys)} | {geomean} | {share} ({count}) |" \
+                in markdown
+
+    # one engine setting: a row per bin, no engine in its name
+    alone = batch_report(tmp_path / "store", ["batch_1"], results_root=tmp_path / "no-results")
+    assert all(list(settings) == ["engine_on"] for settings in alone.to_json()["by_headroom"].values())
+    section = alone.to_markdown().split("## By headroom")[1].split("\n## ")[0]
+    assert [line.split(" | ")[0] for line in section.splitlines() if line.startswith("| ")][1:] == \
+        ["| < 2x", "| 2-4x", "| >= 4x"]
+    slower = next(k for k, s in shares.items() if k[1] and s is not None and s < 0)
+    row = next(line for line in alone.to_markdown().splitlines() if line.startswith(f"| {slower[0]} | fp32 |"))
+    assert f"| {100 * shares[slower]:.0f} % |" in row and shares[slower] < 0
