@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections import Counter
 from pathlib import Path
 
 import click
@@ -33,33 +34,46 @@ def kernelbench() -> None:
               show_default=True, help="Where the task folders are written (one per problem).")
 @click.option("--timeout", "timeout_s", type=float, default=120.0, show_default=True,
               help="Seconds one problem file may take to probe (it runs in its own process).")
-@click.option("--force", is_flag=True, help="Replace task folders of an earlier import.")
+@click.option("--force", is_flag=True, help="Replace task folders of an earlier import (model.cu included).")
+@click.option("--refresh", is_flag=True,
+              help="Bring task folders of an earlier import up to date: their adapter (kb_task.py, problem.json) is "
+                   "rewritten when their specs would not change; model.cu and the specs are kept. Not with --force.")
 @json_option
 def import_(path: Path, level: int | None, problems: tuple[str, ...], out: Path, timeout_s: float, force: bool,
-            as_json: bool) -> None:
+            refresh: bool, as_json: bool) -> None:
     """Write one task per KernelBench problem under PATH (a checkout or a folder; nothing is copied here).
 
     Each problem is run on the CPU in its own process to read its shapes, dtypes and operators; a
     problem that does not import, draws random numbers in its forward pass, returns a tuple or has a
     dynamic shape is listed with its reason, and the others import.
+
+    With --refresh a problem whose folder exists is probed again: its folder is refreshed (new adapter
+    files), unchanged (already current) or refused (its specs would change: import with --force into
+    a new folder); a problem without a folder imports as usual.
     """
     from skillbase import ui
-    from skillbase.kernelbench.importer import import_problems
+    from skillbase.kernelbench.importer import STATUSES, import_problems
 
     with ui.progress("probing KernelBench problems") as bar:
         report = import_problems(path, out, level=level, problems=problems, force=force, timeout_s=timeout_s,
-                                 progress=bar.note)
+                                 progress=bar.note, refresh=refresh)
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=1))
         return
     for p in report.problems:
-        if p.imported:
+        if p.status == "imported":
             work = "" if p.work_model else "  (no flops model: memory-bound floor only)"
             scalars = "".join(f"  scalar {n} = {a['value']!r} ({a['dtype']})" for n, a in p.scalars.items())
             click.echo(f"imported  {p.problem} -> {p.task_dir}  sizes {', '.join(p.symbols)}{scalars}{work}")
+        elif p.status == "refreshed":
+            click.echo(f"refreshed {p.problem} -> {p.task_dir}  (adapter files rewritten; specs and model.cu kept)")
+        elif p.status == "unchanged":
+            click.echo(f"unchanged {p.problem} -> {p.task_dir}  (already current)")
         else:
-            click.echo(f"skipped   {p.problem}: {p.reason}")
-    click.echo(f"{len(report.imported)} imported, {len(report.rejected)} skipped; tasks in {report.out}")
+            click.echo(f"{p.status:<9} {p.problem}: {p.reason}")
+    counts = Counter(p.status for p in report.problems)
+    shown = [s for s in STATUSES if refresh or s in ("imported", "skipped")]   # --refresh's three only with it
+    click.echo(f"{', '.join(f'{counts[s]} {s}' for s in shown)}; tasks in {report.out}")
 
 
 @kernelbench.command("score")

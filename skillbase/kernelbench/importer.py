@@ -2,13 +2,17 @@
 
 Each problem file is run by the probe in its own process with a timeout (it is untrusted code), and
 either becomes a task folder under `out` (task_files.py) or gets a one-line reason in the report.
-The user's problem files are read, never changed; an existing task folder is kept unless `force`.
+The user's problem files are read, never changed; an existing task folder is kept unless `force`
+(replaced whole) or `refresh` (its adapter files brought up to date when its specs would not change).
 """
 
 from __future__ import annotations
 
 import json
+import logging
+import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -19,13 +23,27 @@ from pathlib import Path
 
 from skillbase.documents import versioned
 from skillbase.errors import InputError
-from skillbase.kernelbench.task_files import LAUNCHER, arg_names, kb_task_source, task_yaml
+from skillbase.files import write_bytes_atomically
+from skillbase.kernelbench.task_files import (
+    ADAPTER_FILES,
+    ADAPTER_VERSION,
+    LAUNCHER,
+    SPEC_FILES,
+    arg_names,
+    kb_task_source,
+    task_yaml,
+)
 from skillbase.task.dtypes import DTYPES
 
-__all__ = ["ImportReport", "ImportedTask", "ProblemImport", "find_problems", "import_problems", "imported_tasks",
-           "PROBE_TIMEOUT_S"]
+__all__ = ["ImportReport", "ImportedTask", "ProblemImport", "STATUSES", "find_problems", "import_problems",
+           "imported_tasks", "refresh_command", "PROBE_TIMEOUT_S"]
 
 PROBE_TIMEOUT_S = 120.0
+# What became of one problem: a new task folder; an earlier one's adapter rewritten, or already current
+# (--refresh); an earlier one left as it was because its specs would change (--refresh); no task (a reason).
+STATUSES = ("imported", "refreshed", "unchanged", "refused", "skipped")
+CURRENT = ("imported", "refreshed", "unchanged")   # a task folder with today's adapter at task_dir
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -33,6 +51,7 @@ class ProblemImport:
     """One problem's outcome: its task folder, or the one-line reason it was not imported."""
     problem: str                  # e.g. level1/1_Square_matrix_multiplication_.py
     level: int | None
+    status: str = "skipped"       # one of STATUSES
     task_dir: Path | None = None
     reason: str | None = None
     symbols: dict[str, int] = field(default_factory=dict)
@@ -42,10 +61,10 @@ class ProblemImport:
 
     @property
     def imported(self) -> bool:
-        return self.task_dir is not None
+        return self.status in CURRENT
 
     def as_dict(self) -> dict:
-        return {"problem": self.problem, "level": self.level, "imported": self.imported,
+        return {"problem": self.problem, "level": self.level, "status": self.status, "imported": self.imported,
                 "task_dir": str(self.task_dir) if self.task_dir else None, "reason": self.reason,
                 "symbols": self.symbols, "work_model": self.work_model, "scalars": self.scalars, "notes": self.notes}
 
@@ -55,6 +74,7 @@ class ImportReport:
     source: Path
     out: Path
     problems: list[ProblemImport]
+    refresh: bool = False
 
     @property
     def imported(self) -> list[ProblemImport]:
@@ -66,7 +86,7 @@ class ImportReport:
 
     def to_json(self) -> dict:
         return versioned("kernelbench-import", {
-            "source": str(self.source), "out": str(self.out), "imported": len(self.imported),
+            "source": str(self.source), "out": str(self.out), "refresh": self.refresh, "imported": len(self.imported),
             "rejected": len(self.rejected), "problems": [p.as_dict() for p in self.problems]})
 
 
@@ -115,8 +135,12 @@ def _number(path: Path) -> int:
 
 def import_problems(path: Path, out: Path, level: int | None = None, problems: tuple[str, ...] = (),
                     force: bool = False, timeout_s: float = PROBE_TIMEOUT_S,
-                    progress: Callable[[str], None] = lambda message: None) -> ImportReport:
-    """Import every problem found; each rejected one gets its reason, the others a task folder."""
+                    progress: Callable[[str], None] = lambda message: None, refresh: bool = False) -> ImportReport:
+    """Import every problem found; each rejected one gets its reason, the others a task folder. With
+    `refresh` a problem whose folder exists is probed and generated as usual, then `refresh_task` decides."""
+    if refresh and force:
+        raise InputError("--refresh keeps each task folder's specs and model.cu, --force replaces the whole folder: "
+                         "give one of the two")
     path = Path(path)
     out = Path(out)
     # An --out inside PATH holds earlier imports' kb_task.py files: never problems to import.
@@ -128,16 +152,18 @@ def import_problems(path: Path, out: Path, level: int | None = None, problems: t
         progress(f"[{i}/{len(files)}] {label}")
         result = ProblemImport(label, problem_level)
         folder = out / (f"level{problem_level}_{file.stem}" if problem_level is not None else file.stem)
-        if folder.exists() and not force:
-            result.reason = f"{folder} exists (use --force to replace it)"
+        if folder.exists() and not (force or refresh):
+            result.reason = f"{folder} exists (use --force to replace it, --refresh to update its adapter)"
         else:
             facts = probe(file, timeout_s)
             if "reason" in facts:
                 result.reason = facts["reason"]
+            elif refresh and folder.exists():
+                refresh_task(folder, task_texts(file, facts, result), result)
             else:
-                write_task(file, folder, facts, result)
+                write_task(folder, task_texts(file, facts, result), result)
         results.append(result)
-    return ImportReport(path, out, results)
+    return ImportReport(path, out, results, refresh)
 
 
 def probe(file: Path, timeout_s: float) -> dict:
@@ -155,8 +181,9 @@ def probe(file: Path, timeout_s: float) -> dict:
         return json.loads(result.read_text())
 
 
-def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> None:
-    """The task folder of one problem (task_files.py says what each file is)."""
+def task_texts(file: Path, facts: dict, result: ProblemImport) -> dict[str, str]:
+    """The files of one problem's task folder, by name (task_files.py says what each is); `result` gets
+    what the report shows of them."""
     symbols, dims = facts["symbols"], facts["dims"]
     n_in = len(facts["inputs"])
     scalars = facts.get("scalars") or [None] * n_in
@@ -188,19 +215,49 @@ def write_task(file: Path, folder: Path, facts: dict, result: ProblemImport) -> 
                "params": [[n, p[0]] for n, p in zip(params, facts["params"], strict=True)],
                "buffers": facts["buffers"], "output": output, "mutates_buffers": facts["mutates_buffers"],
                "dtypes": kinds}
+    texts = {"kb_task.py": kb_task_source(file.read_text(), adapter, args)}
+    for name, torch_impl in zip(SPEC_FILES, (False, True), strict=True):
+        texts[name] = task_yaml(description, args, symbols, facts["irregular"], facts["flops"], bytes_expr,
+                                torch_impl, notes)
+    texts["problem.json"] = json.dumps({
+        "problem": result.problem, "level": result.level, "source": str(file.resolve()), "launcher": LAUNCHER,
+        "adapter": ADAPTER_VERSION, "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"],
+        "params": adapter["params"], "scalars": scalar_args, "mutates_buffers": facts["mutates_buffers"],
+        "notes": notes}, indent=1) + "\n"
+    result.symbols, result.scalars, result.notes = symbols, scalar_args, notes
+    result.work_model = facts["flops"] is not None
+    return texts
+
+
+def write_task(folder: Path, texts: dict[str, str], result: ProblemImport) -> None:
+    """A new task folder (an earlier one at `folder` is replaced whole: --force)."""
     if folder.exists():
         shutil.rmtree(folder)
     folder.mkdir(parents=True)
-    (folder / "kb_task.py").write_text(kb_task_source(file.read_text(), adapter, args))
-    for name, torch_impl in (("model.task.yaml", False), ("torch.task.yaml", True)):
-        (folder / name).write_text(task_yaml(description, args, symbols, facts["irregular"], facts["flops"],
-                                             bytes_expr, torch_impl, notes))
-    (folder / "problem.json").write_text(json.dumps({
-        "problem": result.problem, "level": result.level, "source": str(file.resolve()), "launcher": LAUNCHER,
-        "symbols": symbols, "irregular": facts["irregular"], "flops": facts["flops"], "params": adapter["params"],
-        "scalars": scalar_args, "mutates_buffers": facts["mutates_buffers"], "notes": notes}, indent=1) + "\n")
-    result.task_dir, result.symbols, result.scalars, result.notes = folder, symbols, scalar_args, notes
-    result.work_model = facts["flops"] is not None
+    for name, text in texts.items():
+        (folder / name).write_bytes(text.encode())
+    result.status, result.task_dir = "imported", folder
+
+
+def refresh_task(folder: Path, texts: dict[str, str], result: ProblemImport) -> None:
+    """An earlier import's task folder brought up to date: when the specs it would get now are byte for byte
+    its own (the task a run works on must not change under it), its adapter files are replaced, each
+    atomically; `model.cu` and everything else stay. Otherwise the folder is left exactly as it was."""
+    def current(name: str) -> bytes | None:
+        return (folder / name).read_bytes() if (folder / name).is_file() else None
+
+    changed = [f"{name} {'differs' if current(name) is not None else 'is missing'}" for name in SPEC_FILES
+               if current(name) != texts[name].encode()]
+    if changed:
+        result.status = "refused"
+        result.reason = (f"specs changed: import with --force into a new folder ({folder}: {', '.join(changed)}; "
+                         "left as it was)")
+        return
+    stale = [name for name in ADAPTER_FILES if current(name) != texts[name].encode()]
+    # kb_task.py first: a refresh stopped between the two leaves problem.json's old version, still reported.
+    for name in stale:
+        write_bytes_atomically(folder / name, texts[name].encode())
+    result.status, result.task_dir = ("refreshed" if stale else "unchanged"), folder
 
 
 def _summary(file: Path) -> str:
@@ -216,6 +273,8 @@ class ImportedTask:
     folder: Path
     problem: str
     level: int
+    adapter: int = 0           # problem.json's adapter version (0: before the numbering)
+    source: str | None = None  # the problem file it was imported from
 
     @property
     def kernel(self) -> Path:
@@ -225,7 +284,8 @@ class ImportedTask:
 def imported_tasks(root: Path, problems: tuple[str, ...] = ()) -> list[ImportedTask]:
     """The task folders under `root` (what `kernelbench import --out root` wrote), in level and problem
     order; `problems` picks by folder name (`level1_2_ReLU`), problem (`level1/2_ReLU.py`), file name
-    (`2_ReLU`) or `level1/2` (level and number)."""
+    (`2_ReLU`) or `level1/2` (level and number). Tasks with an older adapter than this version writes
+    still load: one warning line names how many and the `import --refresh` command that updates them."""
     root = Path(root)
     if not root.is_dir():
         raise InputError(f"{root}: no such folder", hint="skillbase kernelbench import PATH --out DIR writes the tasks")
@@ -236,13 +296,43 @@ def imported_tasks(root: Path, problems: tuple[str, ...] = ()) -> list[ImportedT
         except (OSError, ValueError):
             raise InputError(f"{facts_path}: not JSON", hint="import the problem again with --force") from None
         if (facts_path.parent / "model.task.yaml").is_file():
-            found.append(ImportedTask(facts_path.parent, facts["problem"], int(facts.get("level") or 0)))
+            found.append(ImportedTask(facts_path.parent, facts["problem"], int(facts.get("level") or 0),
+                                      int(facts.get("adapter") or 0), facts.get("source")))
     if not found:
         raise InputError(f"{root}: no imported KernelBench task (a folder with problem.json and model.task.yaml)",
                          hint="skillbase kernelbench import PATH --out DIR writes them")
     found.sort(key=lambda t: (t.level, _number(Path(t.problem)), t.problem))
-    if not problems:
-        return found
+    chosen = _chosen(root, found, problems) if problems else found
+    old = [t for t in chosen if t.adapter < ADAPTER_VERSION]
+    if old:
+        log.warning("warning: %d of %d task(s) under %s have an older adapter than this skillbase writes "
+                    "(problem.json's adapter < %d): they run, without its fixes; update them with: %s",
+                    len(old), len(chosen), root, ADAPTER_VERSION, refresh_command(root, old))
+    return chosen
+
+
+def refresh_command(root: Path, tasks: list[ImportedTask]) -> str:
+    """The `kernelbench import --refresh` command that updates these tasks of `root` and imports nothing else:
+    PATH is the one problem file, else the folder their files share (named by --problems); `PATH` itself
+    where problem.json does not say, or their files lie in different checkouts."""
+    sources = [Path(t.source) for t in tasks if t.source]
+    names = [Path(t.problem).stem for t in tasks] if len(tasks) > 1 else []
+    path = "PATH"
+    if len(sources) == len(tasks) == 1:
+        path = str(sources[0])
+    elif len(sources) == len(tasks):
+        common = Path(os.path.commonpath([s.parent for s in sources]))
+        # Above a checkout's levelN/ folders (two checkouts) the command would read every .py file below.
+        if all(len(s.relative_to(common).parts) <= 2 for s in sources):
+            path = str(common)
+    words = ["skillbase", "kernelbench", "import", path, "--refresh", "--out", str(root)]
+    for name in names:
+        words += ["--problems", name]
+    return " ".join(w if w == "PATH" else shlex.quote(w) for w in words)
+
+
+def _chosen(root: Path, found: list[ImportedTask], problems: tuple[str, ...]) -> list[ImportedTask]:
+    """The tasks `problems` names (see `imported_tasks`)."""
 
     def names(task: ImportedTask) -> set[str]:
         stem = Path(task.problem).stem

@@ -16,7 +16,11 @@ A task folder holds (docs/kernelbench.md):
   `optimize --from-reference`), its reference the python one above;
 - `torch.task.yaml`: the same arguments with `kernel: kb_task.py` and `allow: [torch]`, for the
   eager and torch.compile baselines;
-- `problem.json`: where it came from and what the import decided (symbols kept, notes).
+- `problem.json`: where it came from, what the import decided (symbols kept, notes) and the adapter's
+  version (`ADAPTER_VERSION`).
+
+`kb_task.py` and `problem.json` are the adapter files: `import --refresh` rewrites them in a task folder of
+an earlier import when the specs it would write are the same, and never touches the specs or `model.cu`.
 """
 
 from __future__ import annotations
@@ -26,9 +30,15 @@ import keyword
 import pprint
 import re
 
-__all__ = ["LAUNCHER", "arg_names", "kb_task_source", "task_yaml"]
+__all__ = ["ADAPTER_FILES", "ADAPTER_VERSION", "LAUNCHER", "SPEC_FILES", "arg_names", "kb_task_source", "task_yaml"]
 
 LAUNCHER = "kb_forward"
+# Bumped whenever the adapter (ADAPTER, or what problem.json records) changes, so that task folders of
+# older imports are found and refreshed. A problem.json without "adapter" predates the numbering.
+#   1: the python reference is marked `reference.device = True` and keeps its output on the device.
+ADAPTER_VERSION = 1
+SPEC_FILES = ("model.task.yaml", "torch.task.yaml")   # the task a run works on: a refresh never changes them
+ADAPTER_FILES = ("kb_task.py", "problem.json")         # written in this order: problem.json's version last
 C_WORDS = {"int", "float", "double", "char", "void", "long", "short", "const", "unsigned", "signed", "auto",
            "register", "static", "struct", "union", "return", "default", "switch", "case", "new", "delete",
            "this", "out", "bool", "half", "dim3", "size_t"}
