@@ -243,17 +243,16 @@ def refresh_task(folder: Path, texts: dict[str, str], result: ProblemImport) -> 
     """An earlier import's task folder brought up to date: when the specs it would get now are byte for byte
     its own (the task a run works on must not change under it), its adapter files are replaced, each
     atomically; `model.cu` and everything else stay. Otherwise the folder is left exactly as it was."""
-    def current(name: str) -> bytes | None:
-        return (folder / name).read_bytes() if (folder / name).is_file() else None
-
-    changed = [f"{name} {'differs' if current(name) is not None else 'is missing'}" for name in SPEC_FILES
-               if current(name) != texts[name].encode()]
+    current = {name: (folder / name).read_bytes() if (folder / name).is_file() else None
+               for name in (*SPEC_FILES, *ADAPTER_FILES)}
+    changed = [f"{name} {'differs' if current[name] is not None else 'is missing'}" for name in SPEC_FILES
+               if current[name] != texts[name].encode()]
     if changed:
         result.status = "refused"
         result.reason = (f"specs changed: import with --force into a new folder ({folder}: {', '.join(changed)}; "
                          "left as it was)")
         return
-    stale = [name for name in ADAPTER_FILES if current(name) != texts[name].encode()]
+    stale = [name for name in ADAPTER_FILES if current[name] != texts[name].encode()]
     # kb_task.py first: a refresh stopped between the two leaves problem.json's old version, still reported.
     for name in stale:
         write_bytes_atomically(folder / name, texts[name].encode())
