@@ -15,6 +15,7 @@ from collections import Counter
 import numpy as np
 import pytest
 import yaml
+from host_session_kit import MATMUL_CU, MATMUL_SPEC, FakeDevice
 
 from skillbase.harness import session as session_module
 from skillbase.harness import torch_launcher, verify
@@ -25,48 +26,14 @@ from skillbase.task.spec import TaskSpec
 
 torch = pytest.importorskip("torch")
 
-SPEC = {
-    "launcher": "mm",
-    "args": [
-        {"name": "A", "dtype": "f32", "shape": ["M", "K"], "role": "in"},
-        {"name": "B", "dtype": "f32", "shape": ["K", "N"], "role": "in"},
-        {"name": "C", "dtype": "f32", "shape": ["M", "N"], "role": "out"},
-        {"name": "M", "dtype": "i32", "value": "M"},
-        {"name": "N", "dtype": "i32", "value": "N"},
-        {"name": "K", "dtype": "i32", "value": "K"},
-    ],
-    "sizes": {"presets": {"default": {"M": 32, "N": 24, "K": 16}}, "scored": ["default"],
-              "irregular": {"M": 31, "N": 23, "K": 15}},
-    "work": {"flops": "2*M*N*K", "bytes": "4*(M*K + K*N + M*N)"},
-    "reference": {"python": "ref.py:compute"},
-}
-CU = 'extern "C" void mm(const float* A, const float* B, float* C, int M, int N, int K) {}\n'
-
-
-class FakeDevice:
-    """The numpy stand-in for harness.device.Device: an upload is a copy, a memset writes every byte."""
-
-    def __init__(self, index: int = 0):
-        self.index = index
-        self.cp = types.SimpleNamespace(ndarray=np.ndarray, asarray=lambda a: np.array(a, copy=True),
-                                        asnumpy=lambda a: np.array(a, copy=True), empty=np.empty,
-                                        cuda=types.SimpleNamespace(Stream=lambda **_: None))
-
-    def limits(self):
-        return {}
-
-    def memset(self, array, byte: int) -> None:
-        array.view(np.uint8)[...] = byte
-
-    def sync(self) -> None:
-        pass
+SPEC = {**MATMUL_SPEC, "reference": {"python": "ref.py:compute"}}
 
 
 @pytest.fixture
 def counted(tmp_path, monkeypatch):
     """A task on disk, and Counters of make_inputs draws and reference computations by (sizes, seed)."""
     (tmp_path / "ref.py").write_text("def compute(inputs, sizes):\n    return {'C': inputs['A'] @ inputs['B']}\n")
-    (tmp_path / "k.cu").write_text(CU)
+    (tmp_path / "k.cu").write_text(MATMUL_CU)
     (tmp_path / "k.task.yaml").write_text(yaml.safe_dump(copy.deepcopy(SPEC), sort_keys=False))
     draws, references = Counter(), Counter()
     make_inputs, reference_callable = TaskSpec.make_inputs, TaskSpec.reference_callable

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import copy
 import ctypes
-import types
 
 import numpy as np
 import pytest
 import yaml
+from host_session_kit import MATMUL_CU, MATMUL_SPEC, FakeDevice
 
 from skillbase.errors import InputError
 from skillbase.harness import session as session_module
@@ -25,20 +25,6 @@ from skillbase.harness.result import CheckResult
 from skillbase.harness.session import CallOutcome, Session
 from skillbase.harness.verify import POISON
 
-SPEC = {
-    "launcher": "mm",
-    "args": [
-        {"name": "A", "dtype": "f32", "shape": ["M", "K"], "role": "in"},
-        {"name": "B", "dtype": "f32", "shape": ["K", "N"], "role": "in"},
-        {"name": "C", "dtype": "f32", "shape": ["M", "N"], "role": "out"},
-        {"name": "M", "dtype": "i32", "value": "M"},
-        {"name": "N", "dtype": "i32", "value": "N"},
-        {"name": "K", "dtype": "i32", "value": "K"},
-    ],
-    "sizes": {"presets": {"default": {"M": 32, "N": 24, "K": 16}}, "scored": ["default"],
-              "irregular": {"M": 31, "N": 23, "K": 15}},
-    "work": {"flops": "2*M*N*K", "bytes": "4*(M*K + K*N + M*N)"},
-}
 REF = """\
 import numpy as np
 
@@ -66,31 +52,6 @@ def short(inputs, sizes):
 
 short.device = True
 """
-CU = 'extern "C" void mm(const float* A, const float* B, float* C, int M, int N, int K) {}\n'
-
-
-class FakeDevice:
-    """A numpy stand-in for harness.device.Device: the 'device' arrays are numpy arrays."""
-
-    room = 1 << 40
-
-    def __init__(self, index: int = 0):
-        self.index = index
-        self.cp = types.SimpleNamespace(ndarray=np.ndarray, asarray=lambda a: np.array(a, copy=True),
-                                        asnumpy=lambda a: np.array(a, copy=True), empty=np.empty,
-                                        cuda=types.SimpleNamespace(Stream=lambda **_: None))
-
-    def limits(self):
-        return {}
-
-    def memset(self, array, byte: int) -> None:
-        array.reshape(-1).view(np.uint8)[...] = byte
-
-    def sync(self) -> None:
-        pass
-
-    def mem_available(self) -> int:
-        return self.room
 
 
 class StubLauncher:
@@ -112,14 +73,14 @@ class StubLauncher:
 @pytest.fixture
 def task(tmp_path):
     (tmp_path / "ref.py").write_text(REF)
-    (tmp_path / "k.cu").write_text(CU)
+    (tmp_path / "k.cu").write_text(MATMUL_CU)
 
     def write(function: str):
-        spec = copy.deepcopy(SPEC)
+        spec = copy.deepcopy(MATMUL_SPEC)
         spec["reference"] = {"python": f"ref.py:{function}"}
         path = tmp_path / f"{function}.task.yaml"
         path.write_text(yaml.safe_dump(spec, sort_keys=False))
-        (tmp_path / f"{function}.cu").write_text(CU)
+        (tmp_path / f"{function}.cu").write_text(MATMUL_CU)
         return path
     return write
 
