@@ -390,6 +390,20 @@ def _field(path) -> str:
     return out or "(top level)"
 
 
+def _check_keys_are_names(node: Any, path: tuple, fail) -> None:
+    """Every mapping key is a string: YAML reads `1e3:` or `true:` as a number or a boolean, and a spec's
+    keys are names (fields, sizes, parameters) that later code sorts and compares with other names."""
+    if isinstance(node, dict):
+        for key, value in node.items():
+            if not isinstance(key, str):
+                fail(_field(path), f"key {key!r} is a {type(key).__name__}, not a name",
+                     hint="put the key in quotes in the YAML")
+            _check_keys_are_names(value, path + (key,), fail)
+    elif isinstance(node, list):
+        for index, item in enumerate(node):
+            _check_keys_are_names(item, path + (index,), fail)
+
+
 def load_task(path: str | Path, check_launcher: bool = True) -> TaskSpec:
     """Load `K.task.yaml` for `K.cu` (either path may be given) and validate it fully."""
     kernel_path, spec_path = spec_path_for(path)
@@ -412,6 +426,7 @@ def spec_from_dict(data: Any, spec_path: Path, kernel_path: Path | None = None,
 
     if not isinstance(data, dict):
         fail("(top level)", "expected a mapping with launcher, args, sizes, work")
+    _check_keys_are_names(data, (), fail)
     _schema_check(data, spec_path)
 
     # --- sizes --------------------------------------------------------------------------

@@ -215,6 +215,18 @@ def test_unknown_field_suggests_the_right_one(tmp_path):
     assert "unknown field 'shap'" in message and "did you mean 'shape'" in message
 
 
+def test_a_key_yaml_reads_as_a_number_is_named_not_a_crash(tmp_path):
+    # `1e3:` is a float to the spec reader (exponent floats on), and the schema check sorts key names
+    text = yaml.safe_dump(BASE, sort_keys=False).replace("    small:", "    1e3:", 1)
+    assert "1e3:" in text
+    write_task(tmp_path, text)
+    with pytest.raises(InputError) as info:
+        load_task(tmp_path / "k.cu")
+    message = info.value.message
+    assert "sizes.presets: key 1000.0 is a float, not a name" in message and "\n" not in message
+    assert "quotes" in info.value.hint
+
+
 def test_scored_preset_must_exist(tmp_path):
     def bad(s):
         s["sizes"]["scored"] = ["defualt"]
