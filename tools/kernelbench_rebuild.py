@@ -157,7 +157,8 @@ def clear_store(store: Path, force: bool) -> None:
 
 def rebuild(kernelbench: Path, store: Path, report_path: Path = REPORT, kernels_path: Path = KERNELS,
             import_reports: tuple[Path, ...] = IMPORT_REPORTS, force: bool = False, timeout_s: float = 120.0) -> dict:
-    """Make the store; what it holds: {"runs", "kernels": laid-in run numbers, "waiting": pending runs}."""
+    """Make the store: {"runs": how many wait, "kernels": the archive's run numbers, "present": the runs whose
+    candidate is written, "candidates": the batch's candidates folder}."""
     from skillbase.kernelbench.importer import imported_tasks
     from skillbase.run.pending import list_pending
 
@@ -167,8 +168,10 @@ def rebuild(kernelbench: Path, store: Path, report_path: Path = REPORT, kernels_
     if unknown:
         raise InputError(f"{kernels_path}: run_{unknown[0]}.cu names no run of the report (run_1 .. "
                          f"run_{len(expected)})", hint="give the kernels of this run (--kernels)")
-    committed = [p for path in import_reports if Path(path).is_file()
-                 for p in json.loads(Path(path).read_text())["problems"]]
+    for path in import_reports:
+        if not Path(path).is_file():
+            raise InputError(f"{path}: no such file", hint="name the committed kb_import_l1.json / l2.json, or none")
+    committed = [p for path in import_reports for p in json.loads(Path(path).read_text())["problems"]]
     clear_store(store, force)
     tasks_dir = store / "kb_tasks"
     imported: list[dict] = []
