@@ -203,7 +203,10 @@ def test_every_launch_of_either_kernel_meets_a_poisoned_output_and_the_same_valu
     baseline = [x.seed for x in launches_of(log, "baseline")]
     assert baseline == [x.seed for x in launches_of(log, "candidate")]
     assert None not in baseline and set(baseline) == set(range(VALUE_SETS))
-    # Interleaved A B, B A, ... after each kernel's warm-up: neither runs twice in a row in two rounds.
+    # Each kernel's two warm-up samples (single launches), then six rounds interleaved A B, B A, ... in either mode.
+    samples = [x.label for x in log[:4]] + [x.label for x in log[4::batch]]
+    rounds = [("baseline", "candidate") if i % 2 == 0 else ("candidate", "baseline") for i in range(6)]
+    assert samples == ["baseline"] * 2 + ["candidate"] * 2 + [label for pair in rounds for label in pair]
     assert timing.kernels["baseline"].stats.n == timing.kernels["candidate"].stats.n == 6
 
 
