@@ -1,6 +1,7 @@
 """A/A timing bias (issue 16): kernels timed against byte-identical copies of themselves, on separate and
 on shared buffer slots. Prints a table; writes aa_bias.json and aa_bias.md to --out after every run.
 
+    source tools/device_setup.sh                                    # on the GPU machine: the checkout installed
     python tools/measure/aa_bias.py --out DIR                       # the default kernels, 330 s at most
     python tools/measure/aa_bias.py --out DIR --kernels vector_add:small,ops/softmax:l --repeats 8 --budget-s 500
 
