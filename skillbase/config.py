@@ -68,6 +68,9 @@ VARIABLES: tuple[Variable, ...] = (
     Variable("SKILLBASE_MODEL", "the model for `--agent openai` (`--model` overrides it)", "gpt-4.1"),
     Variable("SKILLBASE_LLM_TIMEOUT", "seconds per LLM request", "180", "number"),
     Variable("SKILLBASE_LLM_RETRIES", "retries of a failed LLM request", "3", "int"),
+    Variable("SKILLBASE_TIMING_SHARED_SLOTS", "experiment (issue 16): `1` times baseline and candidate on one shared "
+             "set of buffer slots instead of a set each (`TimePlan.shared_slots`; an explicit `time_plan` wins)",
+             "unset", "flag"),
     Variable("SKILLBASE_GPU_LOCK_LOG", "debugging: a file each exclusive section of the per-GPU lock is appended to "
              "(`LOCK PID START END`, epoch seconds), to check that timed phases never overlapped", "unset", "path"),
 )
@@ -337,3 +340,8 @@ def bench_results_root(explicit: str | Path | None = None) -> Path:
 
 def rule_cache_enabled() -> bool:
     return (env("SKILLBASE_NO_CACHE") or "0") == "0"
+
+
+def timing_shared_slots() -> bool:
+    """$SKILLBASE_TIMING_SHARED_SLOTS / `timing-shared-slots`: the shared-slots timing experiment is on."""
+    return (env("SKILLBASE_TIMING_SHARED_SLOTS") or "0") != "0"

@@ -91,6 +91,7 @@ class SizeTiming:
     spread: float | None = None        # largest IQR/median of the two
     timer: str = "events"              # the clock of every kernel's `stats` here: cupti | events
     timer_note: str = ""               # why not CUPTI, when events timed
+    shared_slots: bool = False         # baseline and candidate timed on one set of buffer slots (TimePlan)
 
 
 @dataclass

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from skillbase.config import timing_shared_slots
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.env import gpu_name
 from skillbase.harness.phases import Phases, merge, record
@@ -384,9 +385,17 @@ def _evaluate(task, candidate, baseline, options: Options | None, progress, base
     job["verify"] = dict(sizes=[[n, s] for n, s in sizes], **options.verify_plan) if options.verify else None
     if options.time:
         timed = list(options.presets) or ([options.preset] if options.preset else list(spec.scored))
-        job["time"] = dict(sizes=[[n, spec.sizes_for(n)] for n in timed], **options.time_plan)
+        job["time"] = dict(sizes=[[n, spec.sizes_for(n)] for n in timed], **time_plan(options))
     outcome = run_worker(job, timeout_s=options.timeout_s, progress=say)
     return merge_outcome(result, outcome)
+
+
+def time_plan(options: Options) -> dict[str, Any]:
+    """The TimePlan overrides a job carries: the options', plus the settings' experiments they leave open."""
+    plan = dict(options.time_plan)
+    if timing_shared_slots():
+        plan.setdefault("shared_slots", True)
+    return plan
 
 
 def static_violations(spec, candidate_path: Path) -> list:

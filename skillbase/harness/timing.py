@@ -27,6 +27,8 @@ The measurement (runs in the worker, `time_size`, under the GPU's lock: harness.
 - several input value sets rotated through several buffer slots, so a given address holds
   different values over time (defeats caches keyed on pointer or call count), and the output of
   the last launch of every sample re-verified against the reference;
+- each kernel on its own set of slots, or (the experiment `TimePlan.shared_slots`, issue 16) both on
+  one set, so neither gets other pages, L2 set mapping, TLB state or alignment than the other;
 - a result below the roofline floor (the task's bytes and flops against the copy bandwidth and
   FP32 FMA rate measured on this device) is quarantined as suspicious, never reported as a win;
 - a speedup is accepted only when it exceeds the measured spread.
@@ -180,10 +182,15 @@ class TimePlan:
     cupti_batch_target_us: float = CUPTI_BATCH_TARGET_US
     batch: int | None = None       # force a batch size (tests, fidelity)
     timer: str = "auto"            # auto (CUPTI, else events) | cupti | events
+    # Experiment (issue 16): baseline and candidate on ONE set of buffer slots instead of a set each. Two
+    # sets differ in physical pages, L2 set mapping, TLB state and alignment within a page, which at an
+    # L2-resident size judged a byte-identical copy of vector_add 1.016x "faster" on the H200. Off until
+    # tools/measure/aa_bias.py shows on the H200 that sharing removes that bias.
+    shared_slots: bool = False
 
 
 class _Slots:
-    """Q buffer slots for one kernel; each holds every pointer argument."""
+    """Q buffer slots for one kernel (or, shared, for all of them); each holds every pointer argument."""
 
     def __init__(self, session, case, count: int):
         from skillbase.task.dtypes import DTYPES
@@ -222,6 +229,22 @@ class _Slots:
                 self.session.device.memset(array, POISON)
         self.session.device.sync()
         self.buffers.clear()
+
+
+def slot_sets(session, case, labels: Sequence[str], count: int, shared: bool) -> dict[str, _Slots]:
+    """Each kernel's buffer slots, `count` of them: a set per kernel, or (`shared`) one set that every
+    kernel uses, allocated once (the kernels share the task's argument layout: session.args)."""
+    if shared:
+        one = _Slots(session, case, count)
+        return dict.fromkeys(labels, one)
+    return {label: _Slots(session, case, count) for label in labels}
+
+
+def scrub_slots(slots: dict[str, _Slots]) -> None:
+    """Poison and free every set of slots once (a shared set is every kernel's)."""
+    for s in {id(s): s for s in slots.values()}.values():
+        s.scrub()
+    slots.clear()
 
 
 def time_size(session, size: str, sizes: dict[str, int], kernels: list[tuple[str, Any]], plan: TimePlan) -> SizeTiming:
@@ -302,7 +325,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
     resolved = spec.resolve(sizes)
     clock = "cupti" if timer is not None else "events"
     timing = SizeTiming(size=size, sizes=dict(sizes), flops=resolved.flops, bytes=resolved.bytes, timer=clock,
-                        timer_note=note)
+                        timer_note=note, shared_slots=plan.shared_slots)
     session.progress(f"timing at {size} with {clock}: preparing {VALUE_SETS} input sets")
     # prepare() runs the spec's hooks.setup for this size (before any timed window); the timed
     # launches below never set anything up.
@@ -314,7 +337,8 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
     working_set = max(1, resolved.data_bytes)
 
     start, end = device.event(), device.event()
-    slots = {label: _Slots(session, value_sets[0], 2) for label, _ in kernels}
+    labels = [label for label, _ in kernels]
+    slots = slot_sets(session, value_sets[0], labels, 2, plan.shared_slots)
     arg_cache: dict[tuple[str, int], list] = {}
 
     def arguments(label, launcher, j):
@@ -336,6 +360,10 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
     def sample(label, launcher, batch, reverify: bool = False) -> TimedSample:
         s = slots[label]
         q = len(s.buffers)
+        # Every slot this sample uses gets its inputs reloaded and its outputs and scratch poisoned, whichever
+        # kernel ran last: on shared slots a launch never finds the other kernel's outputs (or inputs it wrote).
+        # A batch longer than the slots (SLOT_MEMORY_CAP) reuses them within the sample, so a later launch may
+        # meet an output of its own kernel's from this sample, never the other kernel's.
         for j in range(min(batch, q)):
             s.load(j, value_set(label, j))
         device.flush_l2()
@@ -393,9 +421,8 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         batch = plan.batch or batch_size(min(single.values()), target_us)
         if batch > 1:
             count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
-            for label, _ in kernels:
-                slots[label].scrub()
-                slots[label] = _Slots(session, value_sets[0], count)
+            scrub_slots(slots)
+            slots.update(slot_sets(session, value_sets[0], labels, count, plan.shared_slots))
             arg_cache.clear()
         sample_us = batch * max(single.values())
         n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
@@ -407,8 +434,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
             for label, launcher in (order if i % 2 == 0 else list(reversed(order))):
                 taken[label].append(sample(label, launcher, batch, reverify=(i == n - 1)))
     finally:
-        for label in list(slots):
-            slots[label].scrub()
+        scrub_slots(slots)
         for vs in value_sets:
             session.release(vs)
 
