@@ -11,6 +11,9 @@
 #                                               #   vendor/torch references, batch round, fidelity), each time-limited
 #   PLAN=session7 VERIFY_IDS="a b" BENCH_STEPS="vendor:fp32 torch:fp32" DEADLINE=560 bash tools/gpu_session.sh
 #                                               # examples, then bench columns, each step cut to the deadline
+#   PLAN=timing DEADLINE=560 bash tools/gpu_session.sh  # the timing's GPU tests (shared slots, CUPTI, two
+#                                               #   workers, the side-stream cheat), then the A/A experiment
+#                                               #   (tools/measure/aa_bias.py) with the time left before DEADLINE
 #   PLAN=session6 VERIFY_IDS="a b" bash tools/gpu_session.sh  # the LLM run's three static-check refusals checked
 #                                               #   again (trip/recheck/, carried), then `skills verify` per id
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
@@ -166,6 +169,15 @@ case $PLAN in
                    save_bench
                  done; }
             b() { :; } ;;
+  timing) a() {   # does timing both kernels on one set of buffers remove the A/A bias (issue 16)?
+              local P="python3 -m pytest -m gpu -v -rA -p no:cacheprovider" left
+              run_step 0 pytest-timing-slots-gpu 90 $P "$repo/tests/harness/test_timing_slots.py"
+              run_step 0 pytest-cupti-gpu 120 $P "$repo/tests/harness/test_timing_cupti.py"
+              run_step 0 pytest-workers-gpu 150 $P "$repo/tests/harness/test_workers_per_gpu.py" "$repo/tests/run/test_prebuild.py"
+              left=$(( ${DEADLINE:-560} - SECONDS - 15 ))
+              [ "$left" -gt 60 ] && run_step 0 aa-bias "$((left + 10))" python3 "$repo/tools/measure/aa_bias.py" \
+                --out /tmp/results/aa --budget-s "$left"; }
+          b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
 if [ "$gpus" -gt 1 ]; then a & b & wait; else a; b; fi
