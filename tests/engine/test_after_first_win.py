@@ -3,7 +3,8 @@
 The LLM bench run (results/nvidia-h200/optimize/llm-run-2026-12-02, rounds-after-first-win.md) reached 34 % of the
 possible gain on kernels that could still gain 4x or more, and its occupancy skills failed most after a first win.
 The fixture is that run's H200 evidence of the BF16 matrix_mul after two wins (run_68 round 2, preset l, history
-left out): FFMA on bf16 inputs widened to FP32 in a kernel templated on its element type, at 1 % of its floor.
+left out): FFMA on bf16 inputs widened to FP32, at 1 % of its floor, in a kernel written over `typedef __nv_bfloat16 T;`
+whose static features (as stored) count no 16-bit pointer parameter.
 """
 
 from __future__ import annotations
@@ -25,11 +26,11 @@ def engine() -> Engine:
 
 @pytest.fixture(scope="module")
 def bf16_gemm() -> Evidence:
-    return Evidence.from_json((FIXTURES / "llm_matrix_mul_bf16_templated.evidence.json").read_text())
+    return Evidence.from_json((FIXTURES / "llm_matrix_mul_bf16_aliased.evidence.json").read_text())
 
 
-def test_a_templated_bf16_gemm_gets_tensor_cores_first(engine, bf16_gemm):
-    """`const T*` hides bf16 from the analyser (no 16-bit pointer parameter); the task's inputs are bf16, so the MMA
+def test_a_bf16_gemm_over_a_type_alias_gets_tensor_cores_first(engine, bf16_gemm):
+    """The stored static features see no 16-bit pointer (`const T*`); the task's inputs are bf16, so the MMA
     needs no precision decision. The run was offered a register cap at 44 % (accepted 1.14x) with tensor cores 3rd
     at the FP32 rule's prior; a BF16 GEMM at 1 % of its floor needs the tensor cores."""
     result = engine.evaluate(bf16_gemm)

@@ -938,3 +938,32 @@ def test_loops_bounded_by_loaded_values(tmp_path):
     assert bound("grid_stride") == (0, 0)          # a parameter bound
     assert bound("fixed_window") == (0, 0)         # a constant and a parameter bound; the loaded x[i] bounds none
     assert bound("reused_name") == (1, 1)          # the second loop's counter is a new j: not loaded
+
+
+TYPE_ALIASES = r'''
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+typedef __nv_bfloat16 T;
+using H = __half;
+typedef float F;
+typedef F G;
+__global__ void gemm_bf16(const T* __restrict__ A, const T* __restrict__ B, T* C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    C[i] = __float2bfloat16(__bfloat162float(A[i]) * __bfloat162float(B[i]));
+}
+__global__ void scale_half(const H* x, H* y) { y[threadIdx.x] = x[threadIdx.x]; }
+__global__ void scale_float(const G* x, F* y) { y[threadIdx.x] = 2.f * x[threadIdx.x]; }
+'''
+
+
+def test_parameter_types_read_through_file_aliases(tmp_path):
+    """A kernel written over a file-scope alias (`typedef __nv_bfloat16 T;`, the bench's one source per dtype) takes
+    16-bit inputs although its parameters say `const T*`: the LLM run's BF16 matrix_mul and conv_2d read 0 here, so the
+    source-based tensor-core rule missed them. The params block keeps the type as declared."""
+    source = tmp_path / "aliases.cu"
+    source.write_text(TYPE_ALIASES)
+    kernels = static_features(source)["kernels"]
+    assert kernels["gemm_bf16"]["global_access"]["half_pointer_inputs"] == 3
+    assert kernels["gemm_bf16"]["params"][0]["type"] == "const T* __restrict__"
+    assert kernels["scale_half"]["global_access"]["half_pointer_inputs"] == 2     # `using H = __half;`
+    assert kernels["scale_float"]["global_access"]["half_pointer_inputs"] == 0    # float, through two aliases

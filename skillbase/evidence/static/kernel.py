@@ -114,7 +114,7 @@ def _spelling(node) -> str:
 
 
 def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
-                    bound: dict[str, str] | None = None) -> dict[str, Any]:
+                    bound: dict[str, str] | None = None, typedefs: dict[str, str] | None = None) -> dict[str, Any]:
     """The features of kernel definition `node`; `functions` are the file's other functions by name
     (device helpers the kernel may call), `file_constants` the file-scope constants. `bound`: template
     parameters of the kernel that name a function in this instantiation (`template <fn_ptr F>` profiled as
@@ -140,7 +140,10 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
         if p.name:
             scope.types[p.name] = p.base
     template = template_value_params(node)
-    features = KernelFeatures(functions, scope, params, compile_time=set(template))
+    # the features read a parameter's type through the file's aliases (`typedef __nv_bfloat16 T;`: `const T*` is a
+    # 16-bit input); the params block keeps the type as declared
+    resolved = [dict(p, type=resolve_aliases(p["type"], typedefs or {})) for p in params]
+    features = KernelFeatures(functions, scope, resolved, compile_time=set(template))
     features.visit(node.child_by_field_name("body"), loop_depth=0,
                    seen={syntax.declarator_name(node.child_by_field_name("declarator"))})
     features.finish_pipeline()
@@ -1317,6 +1320,19 @@ class KernelFeatures:
         if node.type == "field_expression":
             return False
         return False
+
+
+def resolve_aliases(type_text: str | None, typedefs: dict[str, str], depth: int = 4) -> str | None:
+    """TYPE_TEXT with every alias of TYPEDEFS replaced by what it names, a few levels deep (`const T*` -> `const
+    __nv_bfloat16*`)."""
+    for _ in range(depth):
+        if not type_text or not typedefs:
+            return type_text
+        replaced = re.sub(r"\b\w+\b", lambda m: typedefs.get(m.group(0), m.group(0)), type_text)
+        if replaced == type_text:
+            break
+        type_text = replaced
+    return type_text
 
 
 def _either(a: bool | None, b: bool | None) -> bool | None:
