@@ -914,6 +914,13 @@ __global__ void reused_name(const int* __restrict__ rowptr, const float* __restr
     for (int j = 0; j < m; ++j) s += 1.f;
     y[row] = s;
 }
+__global__ void reused_counter(const int* __restrict__ rowptr, const float* __restrict__ val, float* y, int m) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = rowptr[row];
+    float s = 0.f;
+    for (j = 0; j < m; ++j) s += val[j];
+    y[row] = s;
+}
 '''
 
 
@@ -938,6 +945,7 @@ def test_loops_bounded_by_loaded_values(tmp_path):
     assert bound("grid_stride") == (0, 0)          # a parameter bound
     assert bound("fixed_window") == (0, 0)         # a constant and a parameter bound; the loaded x[i] bounds none
     assert bound("reused_name") == (1, 1)          # the second loop's counter is a new j: not loaded
+    assert bound("reused_counter") == (0, 0)       # j held a loaded value, but the loop restarts it at 0
 
 
 TYPE_ALIASES = r'''

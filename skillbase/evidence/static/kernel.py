@@ -510,8 +510,11 @@ class KernelFeatures:
         init = node.child_by_field_name("initializer") if node.type == "for_statement" else None
         found = None
         if init is not None:
-            values = [d.child_by_field_name("value") for d in init.children_by_field_name("declarator")
-                      if d.type == "init_declarator"] if init.type == "declaration" else [init]
+            if init.type == "declaration":
+                values = [d.child_by_field_name("value") for d in init.children_by_field_name("declarator")
+                          if d.type == "init_declarator"]
+            else:   # `j = start`: what is assigned, not the counter's former value
+                values = [init.child_by_field_name("right") if init.type == "assignment_expression" else init]
             for value in values:
                 found = _either(found, self._data_dependence(value))
         skip = {variable} if init is not None and variable else set()
