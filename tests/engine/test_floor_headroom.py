@@ -75,7 +75,7 @@ def test_near_its_floor_an_elementwise_kernel_gets_no_occupancy_round(engine, re
 
 
 FEW_WAVES = {"occupancy_gap": 20.1, "grid_size": 16384, "sm_count": 132, "waves": 15.5, "achieved_occupancy": 79.9,
-             "theoretical_occupancy": 100, "occupancy_achieved_speedup": 0.201}
+             "theoretical_occupancy": 100, "occupancy_achieved_speedup": 0.201, "src_thread_data_bound_loops": 1}
 
 
 def test_far_from_the_floor_the_occupancy_estimate_stands(engine):

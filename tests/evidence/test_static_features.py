@@ -121,7 +121,8 @@ def test_padded_smem_tile_and_constants(feats):
     assert kern["shared"]["column_access"] == 0                # padding: As[ty][k] / Bs[k][tx] do not conflict
     assert kern["launch_bounds"] == {"max_threads": 1024, "min_blocks": 1}
     assert kern["barriers"]["syncthreads"] == 2 and kern["barriers"]["in_loops"] == 2
-    assert kern["loops"] == {"count": 2, "max_depth": 2, "unroll_pragmas": 1, "constant_trip": 1}
+    assert kern["loops"] == {"count": 2, "max_depth": 2, "unroll_pragmas": 1, "constant_trip": 1,
+                             "data_bound": 0, "thread_data_bound": 0}
     assert kern["global_access"]["threadx_fastest"] is True
 
 
@@ -850,3 +851,127 @@ def test_a_functor_kernel_runs_its_operator():
     # not detected: the generic template and a functor without transcendental math
     assert found["apply"]["math"]["transcendental_calls"] == 0
     assert found["apply<Scale>"]["math"]["transcendental_calls"] == 0
+
+DATA_BOUND_LOOPS = r'''
+__global__ void csr_row_per_warp(const int* __restrict__ rowptr, const int* __restrict__ col,
+                                 const float* __restrict__ val, const float* __restrict__ x, float* y, int rows) {
+    int row = (blockIdx.x * blockDim.x + threadIdx.x) / 32;
+    int lane = threadIdx.x % 32;
+    if (row >= rows) return;
+    int start = rowptr[row];
+    int end = rowptr[row + 1];
+    float sum = 0.f;
+    for (int j = start + lane; j < end; j += 32) sum += val[j] * x[col[j]];
+    if (lane == 0) y[row] = sum;
+}
+__global__ void csr_row_per_thread(const int* rowptr, const float* val, float* y, int rows) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    if (row < rows) {
+        float sum = 0.f;
+        for (int j = rowptr[row]; j < rowptr[row + 1]; ++j) sum += val[j];
+        y[row] = sum;
+    }
+}
+__device__ float walk(const float* val, int first, int last) {
+    float s = 0.f;
+    for (int j = first; j < last; ++j) s += val[j];
+    return s;
+}
+__global__ void row_through_helper(const int* rowptr, const float* val, float* y) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    y[row] = walk(val, rowptr[row], rowptr[row + 1]);
+}
+__global__ void chase_list(const int* __restrict__ next, const int* __restrict__ head, int* out) {
+    int node = head[blockIdx.x * blockDim.x + threadIdx.x];
+    int hops = 0;
+    while (node >= 0) { node = next[node]; ++hops; }
+    out[blockIdx.x * blockDim.x + threadIdx.x] = hops;
+}
+__global__ void row_per_block(const int* __restrict__ rowptr, const float* __restrict__ val, float* y) {
+    float s = 0.f;
+    for (int j = rowptr[blockIdx.x] + threadIdx.x; j < rowptr[blockIdx.x + 1]; j += blockDim.x) s += val[j];
+    atomicAdd(&y[blockIdx.x], s);
+}
+__global__ void scalar_count(const int* __restrict__ count, const float* __restrict__ x, float* y) {
+    int n = *count;
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = 2.f * x[i];
+}
+__global__ void grid_stride(const float* __restrict__ x, float* y, int n) {
+    for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) y[i] = x[i];
+}
+__global__ void fixed_window(const float* __restrict__ x, float* y, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    float v = x[i];
+    float s = 0.f;
+    for (int k = 0; k < 8; ++k) s += v * k;
+    for (int k = 0; k < n; ++k) s += x[k];
+    y[i] = s;
+}
+__global__ void reused_name(const int* __restrict__ rowptr, const float* __restrict__ val, float* y, int m) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    float s = 0.f;
+    for (int j = rowptr[row]; j < rowptr[row + 1]; ++j) s += val[j];
+    for (int j = 0; j < m; ++j) s += 1.f;
+    y[row] = s;
+}
+__global__ void reused_counter(const int* __restrict__ rowptr, const float* __restrict__ val, float* y, int m) {
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    int j = rowptr[row];
+    float s = 0.f;
+    for (j = 0; j < m; ++j) s += val[j];
+    y[row] = s;
+}
+'''
+
+
+def test_loops_bounded_by_loaded_values(tmp_path):
+    """`loops.data_bound` counts loops whose trip count reads a loaded value, `thread_data_bound` those whose bound
+    is loaded at a thread's index: the static sign that warps of one block run different trip counts (a CSR row per
+    warp or per thread), which no counter shows over a few waves of equal blocks (occ.achieved_gap.few-waves)."""
+    source = tmp_path / "rows.cu"
+    source.write_text(DATA_BOUND_LOOPS)
+    kernels = static_features(source)["kernels"]
+
+    def bound(name):
+        loops = kernels[name]["loops"]
+        return loops["data_bound"], loops["thread_data_bound"]
+
+    assert bound("csr_row_per_warp") == (1, 1)     # extents held in locals, row from threadIdx / 32
+    assert bound("csr_row_per_thread") == (1, 1)   # extents read in the loop header itself
+    assert bound("row_through_helper") == (1, 1)   # extents passed into a __device__ helper
+    assert bound("chase_list") == (1, 1)           # a while loop whose variable is reloaded from memory
+    assert bound("row_per_block") == (1, 0)        # per-block extents: every warp of a block runs as long
+    assert bound("scalar_count") == (1, 0)         # one count for the whole grid
+    assert bound("grid_stride") == (0, 0)          # a parameter bound
+    assert bound("fixed_window") == (0, 0)         # a constant and a parameter bound; the loaded x[i] bounds none
+    assert bound("reused_name") == (1, 1)          # the second loop's counter is a new j: not loaded
+    assert bound("reused_counter") == (0, 0)       # j held a loaded value, but the loop restarts it at 0
+
+
+TYPE_ALIASES = r'''
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+typedef __nv_bfloat16 T;
+using H = __half;
+typedef float F;
+typedef F G;
+__global__ void gemm_bf16(const T* __restrict__ A, const T* __restrict__ B, T* C, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    C[i] = __float2bfloat16(__bfloat162float(A[i]) * __bfloat162float(B[i]));
+}
+__global__ void scale_half(const H* x, H* y) { y[threadIdx.x] = x[threadIdx.x]; }
+__global__ void scale_float(const G* x, F* y) { y[threadIdx.x] = 2.f * x[threadIdx.x]; }
+'''
+
+
+def test_parameter_types_read_through_file_aliases(tmp_path):
+    """A kernel written over a file-scope alias (`typedef __nv_bfloat16 T;`, the bench's one source per dtype) takes
+    16-bit inputs although its parameters say `const T*`: the LLM run's BF16 matrix_mul and conv_2d read 0 here, so the
+    source-based tensor-core rule missed them. The params block keeps the type as declared."""
+    source = tmp_path / "aliases.cu"
+    source.write_text(TYPE_ALIASES)
+    kernels = static_features(source)["kernels"]
+    assert kernels["gemm_bf16"]["global_access"]["half_pointer_inputs"] == 3
+    assert kernels["gemm_bf16"]["params"][0]["type"] == "const T* __restrict__"
+    assert kernels["scale_half"]["global_access"]["half_pointer_inputs"] == 2     # `using H = __half;`
+    assert kernels["scale_float"]["global_access"]["half_pointer_inputs"] == 0    # float, through two aliases

@@ -53,6 +53,7 @@ class _FileAnalysis:
         self.root = self.tree.root_node
         self.constants = Constants()
         self.functions: dict[str, Any] = {}      # __device__ / host helpers by name
+        self.typedefs: dict[str, str] = {}       # file-scope `typedef X T;` / `using T = X;`: T -> X
         self.kernels: list[tuple[str, Any]] = []
         self.launchers: list[tuple[str, Any]] = []
         self.folder = folder                     # the source's own folder: where nvcc looks first for "x.cuh"
@@ -74,11 +75,13 @@ class _FileAnalysis:
         launch_nodes = [n for n in syntax.walk(self.root) if _launch_site(n)]
         for name, node in self.kernels:
             key = name if name not in kernels else f"{name}@{syntax.line(node)}"
-            kernels[key] = kernel_features(node, self.constants, self.functions, self._functor_params(node))
+            kernels[key] = kernel_features(node, self.constants, self.functions, self._functor_params(node),
+                                           typedefs=self.typedefs)
             kernels[key]["host"] = self._host(name, launch_nodes)
             for instance, bound in self._function_arguments(name, node):
                 # what this instantiation runs: its function-pointer arguments' helpers, loops and all
-                kernels[instance] = kernel_features(node, self.constants, self.functions, bound)
+                kernels[instance] = kernel_features(node, self.constants, self.functions, bound,
+                                                    typedefs=self.typedefs)
                 kernels[instance]["host"] = kernels[key]["host"]
         launchers = {name: self._launcher(node) for name, node in self.launchers}
         return {
@@ -146,6 +149,9 @@ class _FileAnalysis:
                     folded = self.constants.eval_text(syntax.text(value).strip())
                     if folded is not None and not (header and syntax.text(name) in self.constants.values):
                         self.constants.values[syntax.text(name)] = folded
+            elif node.type in ("type_definition", "alias_declaration") and not syntax.inside(
+                    node, {"function_definition"}):
+                self._typedef(node, header)
             elif node.type == "declaration" and not syntax.inside(node, {"function_definition"}):
                 if not header:
                     self.constants.add_declaration(node)
@@ -165,6 +171,19 @@ class _FileAnalysis:
                     self.functions.setdefault(name, node)
                     if is_launcher(node):
                         self.launchers.append((name, node))
+
+    def _typedef(self, node, header: bool) -> None:
+        """`typedef __nv_bfloat16 T;` or `using T = __nv_bfloat16;` at file scope: a kernel's `const T*` is then a
+        bf16 pointer (the file's own alias wins over a header's)."""
+        target = node.child_by_field_name("type")
+        if target is None:
+            return
+        names = ([node.child_by_field_name("name")] if node.type == "alias_declaration"
+                 else node.children_by_field_name("declarator"))
+        for name in names:
+            if name is not None and name.type == "type_identifier":
+                if not (header and syntax.text(name) in self.typedefs):
+                    self.typedefs[syntax.text(name)] = syntax.text(target)
 
     def _collect_headers(self) -> None:
         """The helpers of the translation unit's own headers: a kernel often issues its mma.sync,

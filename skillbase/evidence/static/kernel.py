@@ -114,7 +114,7 @@ def _spelling(node) -> str:
 
 
 def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
-                    bound: dict[str, str] | None = None) -> dict[str, Any]:
+                    bound: dict[str, str] | None = None, typedefs: dict[str, str] | None = None) -> dict[str, Any]:
     """The features of kernel definition `node`; `functions` are the file's other functions by name
     (device helpers the kernel may call), `file_constants` the file-scope constants. `bound`: template
     parameters of the kernel that name a function in this instantiation (`template <fn_ptr F>` profiled as
@@ -140,7 +140,10 @@ def kernel_features(node, file_constants: Constants, functions: dict[str, Any],
         if p.name:
             scope.types[p.name] = p.base
     template = template_value_params(node)
-    features = KernelFeatures(functions, scope, params, compile_time=set(template))
+    # the features read a parameter's type through the file's aliases (`typedef __nv_bfloat16 T;`: `const T*` is a
+    # 16-bit input); the params block keeps the type as declared
+    resolved = [dict(p, type=resolve_aliases(p["type"], typedefs or {})) for p in params]
+    features = KernelFeatures(functions, scope, resolved, compile_time=set(template))
     features.visit(node.child_by_field_name("body"), loop_depth=0,
                    seen={syntax.declarator_name(node.child_by_field_name("declarator"))})
     features.finish_pipeline()
@@ -300,7 +303,12 @@ class KernelFeatures:
         self.atomics = {"global": 0, "shared": 0, "total": 0, "in_loops": 0}
         self.barriers = {"syncthreads": 0, "in_loops": 0, "syncwarp": 0, "grid_sync": 0, "fences": 0}
         self.warp = {"shuffles": 0, "votes": 0, "reduces": 0}
-        self.loops = {"count": 0, "max_depth": 0, "unroll_pragmas": 0, "constant_trip": 0}
+        # data_bound: loops whose trip count reads a value loaded from memory (CSR row extents, per-item counts);
+        # thread_data_bound: of those, the ones whose bound is loaded at an index that depends on the thread, so
+        # threads or warps of one block run different trip counts and finish apart
+        self.loops = {"count": 0, "max_depth": 0, "unroll_pragmas": 0, "constant_trip": 0,
+                      "data_bound": 0, "thread_data_bound": 0}
+        self._data_vars: dict[str, bool] = {}             # local -> holds a loaded value (True: at a thread's index)
         self.tensor = {"wmma": False, "mma_sync": False, "wgmma": False}
         self.async_copy = {"cp_async": False, "memcpy_async": False, "tma": False}
         # where copies and MMAs are issued: (what, loop depth) per call site, to tell a producer
@@ -441,6 +449,11 @@ class KernelFeatures:
                 self.loops["constant_trip"] += 1
                 self.scope.loop_vars_constant.add(variable)
         tree = self._tree_step(node, variable) if variable else None
+        trip = self._trip_dependence(node, variable)
+        if trip is not None:
+            self.loops["data_bound"] += 1
+            if trip:
+                self.loops["thread_data_bound"] += 1
         barriers, staged = self.barriers["syncthreads"], self._staged
         top = loop_depth == 0 and not in_callee
         if top:
@@ -486,6 +499,62 @@ class KernelFeatures:
                 self._top_loop_loads.append(loaded)
                 self._top_loop_reread.append(reread)
             self._top_loads = None
+
+    def _trip_dependence(self, node, variable: str | None) -> bool | None:
+        """Does loop NODE's trip count read a value loaded from memory? None when its header reads none; else
+        whether some such load's index depends on the thread (`for (j = rowptr[row]; j < rowptr[row + 1]; ++j)`
+        with `row` from threadIdx: True; a bound loaded at `blockIdx.x` or a scalar `*n`: False). The counter a
+        `for` declares is read in its condition as the initialiser set it, so the initialiser speaks for it."""
+        if node.type == "for_range_loop":
+            return None
+        init = node.child_by_field_name("initializer") if node.type == "for_statement" else None
+        found = None
+        if init is not None:
+            if init.type == "declaration":
+                values = [d.child_by_field_name("value") for d in init.children_by_field_name("declarator")
+                          if d.type == "init_declarator"]
+            else:   # `j = start`: what is assigned, not the counter's former value
+                values = [init.child_by_field_name("right") if init.type == "assignment_expression" else init]
+            for value in values:
+                found = _either(found, self._data_dependence(value))
+        skip = {variable} if init is not None and variable else set()
+        return _either(found, self._data_dependence(node.child_by_field_name("condition"), skip))
+
+    def _data_dependence(self, node, skip: set[str] | frozenset[str] = frozenset()) -> bool | None:
+        """Whether expression NODE reads a value loaded from global or shared memory (directly, or through a local
+        that holds one): None when it reads none, else whether a load's index depends on the thread."""
+        found = None
+        for current in syntax.walk(node) if node is not None else ():
+            if current.type == "identifier" and syntax.text(current) in self._data_vars:
+                if syntax.text(current) not in skip:
+                    found = _either(found, self._data_vars[syntax.text(current)])
+            elif current.type == "subscript_expression":
+                found = _either(found, self._load_dependence(current))
+            elif current.type == "pointer_expression" and syntax.text(current.child_by_field_name("operator")) == "*":
+                alias = self._pointer_alias(unwrap(current.child_by_field_name("argument")))
+                if alias is not None:
+                    found = _either(found, alias[1].thread)
+        return found
+
+    def _load_dependence(self, node) -> bool | None:
+        """For subscript NODE: None unless it loads from a kernel pointer or a shared array; else whether its index
+        depends on the thread. Local (register) arrays hold no loaded bound of their own."""
+        chain = [subscript_index(node)]
+        base = unwrap(node.child_by_field_name("argument"))
+        while base is not None and base.type == "subscript_expression":
+            chain.insert(0, subscript_index(base))
+            base = unwrap(base.child_by_field_name("argument"))
+        name = syntax.text(base) if base is not None and base.type == "identifier" else None
+        if name in self.scope.shared:
+            return any(self.scope.info(index).thread for index in chain)
+        if name in self.local:
+            return None
+        param, offset, _ = self._resolve_base(unwrap(node.child_by_field_name("argument")) if len(chain) == 1
+                                              else base)
+        if param is None:
+            return None
+        return index_sum(offset, self.scope.info(chain[-1])).thread or any(
+            self.scope.info(index).thread for index in chain[:-1])
 
     def _tree_step(self, node, variable: str) -> bool | None:
         """A reduction-tree loop: the counter halves (`s >>= 1`, `s /= 2`) or doubles (`s *= 2`,
@@ -593,10 +662,14 @@ class KernelFeatures:
                                     "bytes": elements * element if elements is not None and element else None,
                                     "dynamic_index": False}
                 continue
+            self._data_vars.pop(name, None)
             if declarator.type == "init_declarator":
                 value = declarator.child_by_field_name("value")
                 if value is None or value.type in ("argument_list", "initializer_list"):
                     continue
+                loaded = self._data_dependence(value)
+                if loaded is not None:
+                    self._data_vars[name] = loaded
                 if not in_callee:
                     self.defs.setdefault(name, value)
                 stripped = unwrap(value)
@@ -641,6 +714,9 @@ class KernelFeatures:
                 # `cg::thread_block_tile<32> t = cg::tiled_partition<32>(b);` parses as a comparison and an
                 # assignment (the template type is ambiguous to the grammar): the call names the group
                 self._groups[name] = right_text
+            loaded = self._data_dependence(node.child_by_field_name("right"))
+            if loaded is not None:
+                self._data_vars[name] = _either(self._data_vars.get(name), loaded)
             if op == "=":
                 self.scope.assign(name, self.scope.info(node.child_by_field_name("right")), first=False)
             elif op in ("+=", "-=") and name in self.scope.vars:
@@ -996,6 +1072,7 @@ class KernelFeatures:
         aliases: dict[str, tuple[str, IndexInfo]] = {}
         shared = {k: v for k, v in self.scope.shared.items()}
         values: dict[str, IndexInfo] = {}
+        data_vars: dict[str, bool] = {}
         for param, arg in zip(parameters(callee), args or [], strict=False):
             if not param.name:
                 continue
@@ -1011,13 +1088,17 @@ class KernelFeatures:
                     aliases[param.name] = alias
             else:
                 values[param.name] = self.scope.info(arg)
-        saved = (self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared)
-        self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared = (
-            set(), aliases, values, shared)
+                loaded = self._data_dependence(arg)
+                if loaded is not None:
+                    data_vars[param.name] = loaded   # a row extent passed in is still a loaded bound
+        saved = (self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared, self._data_vars)
+        self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared, self._data_vars = (
+            set(), aliases, values, shared, data_vars)
         try:
             self.visit(callee.child_by_field_name("body"), loop_depth, seen | {name}, in_callee=True)
         finally:
-            self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared = saved
+            (self.scope.pointer_params, self.scope.aliases, self.scope.vars, self.scope.shared,
+             self._data_vars) = saved
 
     def _shared_argument(self, node) -> dict[str, Any] | None:
         """The shared array an argument points into (`s`, `&s[i][0]`, `s + off`), or None."""
@@ -1242,6 +1323,24 @@ class KernelFeatures:
         if node.type == "field_expression":
             return False
         return False
+
+
+def resolve_aliases(type_text: str | None, typedefs: dict[str, str], depth: int = 4) -> str | None:
+    """TYPE_TEXT with every alias of TYPEDEFS replaced by what it names, a few levels deep (`const T*` -> `const
+    __nv_bfloat16*`)."""
+    for _ in range(depth):
+        if not type_text or not typedefs:
+            return type_text
+        replaced = re.sub(r"\b\w+\b", lambda m: typedefs.get(m.group(0), m.group(0)), type_text)
+        if replaced == type_text:
+            break
+        type_text = replaced
+    return type_text
+
+
+def _either(a: bool | None, b: bool | None) -> bool | None:
+    """Combine two data dependences (None: no load; True: at a thread's index)."""
+    return a if b is None else (b if a is None else a or b)
 
 
 def parent_is_address_of(node) -> bool:
