@@ -31,7 +31,7 @@ from skillbase.errors import InputError, SkillbaseError
 from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.batch import BatchOutcome, MemberOutcome
-from skillbase.run.evidence import with_history
+from skillbase.run.evidence import STATIC_REFRESH, with_history, with_todays_static
 from skillbase.run.loop import record_evidence, replayed_state, run_ended
 from skillbase.run.pending import pending_in
 from skillbase.run.session import recorded_standing, resume_run, unchanged_task
@@ -152,10 +152,13 @@ def _reopen(store: RunStore, run: RunRow, more: int, below_floor: float | None) 
            + (f", below {100.0 * below_floor:.0f} % (--below-floor {below_floor:g})" if below_floor is not None
               else "; asked for by name"))
     reused = _current_evidence(store, run, state)
-    digest = None
+    digest = refreshed = None
     if reused is not None:
         evidence = with_history(Evidence.from_json(store.artifacts.get_text(reused[1])), state.memory(),
                                 store.skill_outcome_stats(exclude_run=run.id))
+        # measured then, the kernel's source read today (as `redecide` reads a stored round)
+        evidence = with_todays_static(evidence, kernel, state.best_source)
+        refreshed = evidence.producer.get(STATIC_REFRESH)
         digest = store.artifacts.put_text(evidence.to_json())
     gpu_run = bool(run.manifest.get("gpu_run", True))
     here = not gpu_run or env.gpu_name() is not None or (settings.agent == "external" and reused is not None)
@@ -166,7 +169,7 @@ def _reopen(store: RunStore, run: RunRow, more: int, below_floor: float | None) 
     manifest = {**run.manifest, "settings": {**(run.manifest.get("settings") or {}), "rounds": total}}
     record = {"more": more, "from": first, "to": total, "round": first, "why": why, "pct_of_floor": pct,
               "below_floor": below_floor, "ended": reason, "evidence_from": reused[0] if reused else None,
-              "skillbase_version": __version__}
+              "static_refresh": refreshed, "skillbase_version": __version__}
     with store.transaction() as tx:
         # every write to a run adds an event: one since we read it is another process's
         if store.last_event_id(run.id) != seen or store.get_run(run.id).status != RunStatus.FINISHED:
