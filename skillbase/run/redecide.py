@@ -5,7 +5,10 @@ skills may change (a rule fixed from what the last round measured). The round's 
 function of its stored evidence (the `rN/evidence` step), the run's history (the tabu list, what was
 tried: `loop.replayed_state`) and the rules, so it can be made again here, without a GPU, ncu or nvcc:
 the same Decide the run's session wires (`session.make_decide`), the same `loop.decision_of` and
-`choose` on the run's tabu list, the same prompt builder.
+`choose` on the run's tabu list, the same prompt builder. The stored evidence's static source features
+are recomputed from the round's kernel by today's analyser (`run.evidence.with_todays_static`: a fix to the
+analysis reaches stored rounds; measurements and ptxas as stored); when the decision changes, that document
+becomes the round's evidence in the same transaction (a new evidence row, the `rN/evidence` step).
 
 Only a paused run whose round has a decision and no attempt judged yet (its first prompt waits; no
 candidate was read) is re-decided; anything else is reported with a one-line reason and left alone,
