@@ -95,11 +95,11 @@ def with_todays_static(evidence: Evidence, task_path: Path, source: str) -> Evid
     except InputError as error:
         return _marked(evidence, evidence.static, {**by, "failed": error.message},
                        f"{KEPT} (today's analyser cannot read the round's kernel: {error.message})")
-    if evidence.static is not None and _without_path(today) == _without_path(evidence.static):
-        return evidence
     fresh = replace(evidence, static=today, ptxas=dict(evidence.ptxas) if evidence.ptxas is not None else None,
                     notes=[n for n in evidence.notes if not n.startswith(NO_SOURCE_KERNEL)])
     align_names(fresh)     # the focus kernel's alias key, as the loop adds it (and its note, if the source lacks it)
+    if evidence.static is not None and _without_path(today) == _without_path(evidence.static):
+        return evidence
     changed = _changes(evidence.static, fresh.static, evidence.focus_kernel)
     recorded = (evidence.producer.get(STATIC_REFRESH) or {}).get("recorded_by") or evidence.producer.get("tool")
     shown = "; ".join(changed[:SHOWN_CHANGES]) + (f"; {len(changed) - SHOWN_CHANGES} more"

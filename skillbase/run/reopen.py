@@ -13,10 +13,11 @@ why; `explain` shows it). Where the run already holds evidence of its current be
 accepted nothing, so that round's evidence describes the kernel the next round starts from), the first new
 round's evidence step is recorded in the same transaction from that document, with the run's memory of
 today as its history and the static features of its kernel recomputed by today's analyser
-(`run.evidence.with_todays_static`, as `redecide` reads a stored round): the decision then needs no GPU. Then the run goes on: on its own GPU (or a
-compile-only run, anywhere) through `resume_run`; away from its GPU, an `--agent external` run whose next
-evidence is recorded goes on to its next prompt (`pending` lists it) and anything else stays reopened,
-`interrupted`, for `resume` on a GPU machine (its new kernel must be profiled first, or judged).
+(`run.evidence.with_todays_static`, as `redecide` reads a stored round): the decision then needs no GPU.
+Then the run goes on: on its own GPU (or a compile-only run, anywhere) through `resume_run`; away from its
+GPU, an `--agent external` run whose next evidence is recorded goes on to its next prompt (`pending` lists
+it) and anything else stays reopened, `interrupted`, for `resume` on a GPU machine (its new kernel must be
+profiled first, or judged).
 
 `--below-floor F` (with --all) picks the runs whose best kernel runs below F of its roofline floor, the
 run's standing as its prompts and --stop-at-floor read it (`session.recorded_standing`); a run with no
