@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+import skillbase.evidence.build as build_module
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 REPORT = FIXTURES / "profiles" / "naive_gemm" / "report.ncu-rep.xz"
 
@@ -37,6 +39,21 @@ extern "C" void launch(const float* A, const float* B, float* C, int M, int N, i
 BROKEN = TILED.replace("float acc = 0.0f;", "float acc = 0.0f")          # a compile error
 CHEAT = TILED.replace("    dim3 block(TILE, TILE);",                      # allocation inside the launcher
                       "    float* scratch; cudaMalloc(&scratch, 4);\n    dim3 block(TILE, TILE);")
+
+
+def analysed_before_h74(patch: pytest.MonkeyPatch, counted: int | None = None) -> None:
+    """The loop's static analysis (`build_evidence`) as it was before H74's fix (issue 16): every pointer
+    parameter of a kernel counted as a read-only input, outputs too (or `counted` of them). What the runs of
+    the LLM bench run recorded; the naive-GEMM fixture has 2 read-only inputs (A, B) and 3 pointers."""
+    real = build_module.static_features
+
+    def before_the_fix(*args, **kwargs):
+        features = real(*args, **kwargs)
+        for kernel in features["kernels"].values():
+            every = sum(1 for param in kernel["params"] if param["pointer"])
+            kernel["global_access"]["pointer_inputs"] = every if counted is None else counted
+        return features
+    patch.setattr(build_module, "static_features", before_the_fix)
 
 
 def fenced(code: str) -> str:

@@ -94,8 +94,9 @@ def optimize(extra_rules, kernel, rounds, repairs, agent, model, preset, time_bu
                    "(default: one per core, at most 16; 0: build each when it is judged).")
 @click.option("--more-rounds", type=click.IntRange(1, MAX_ROUNDS), default=None,
               help="Reopen RUN_REF (with --all: every run that spent its rounds) for N more rounds and go on as the "
-                   "loop would have with a larger --rounds: an external run pauses at its next prompt. Only a run "
-                   "that ended for `rounds`; any other end is left as it is.")
+                   "loop would have with a larger --rounds: an external run pauses at its next prompt (its last "
+                   "profile reused, the kernel's static features recomputed by today's analyser). Only a run that "
+                   "ended for `rounds`; any other end is left as it is.")
 @click.option("--below-floor", type=click.FloatRange(min=0, min_open=True), default=None,
               help="With --all --more-rounds: only runs whose best kernel runs below this share of its roofline "
                    "floor (default 0.5). Runs with no known floor (no work model, compile-only) are not picked: "

@@ -23,12 +23,15 @@ def redecide(runs, all_runs, batch, dry_run, as_json, store_path):
     """Decide the waiting round of paused runs (or the last round of runs that ended no-candidate) again with
     the engine's current rules and skills.
 
-    The round's stored evidence and the run's history are ranked again, without a GPU. Where the
-    choice changes, the old decision is kept (`explain` shows it superseded), the new prompt replaces
-    the old one (kept beside it, renamed) and a candidate already written for the old prompt is moved
-    to <candidates>/superseded/. Only a run waiting at a round's first prompt, nothing judged yet (or
-    one that ended no-candidate, below). A round left no candidate because the kernel is near its
-    roofline floor (the run's --stop-at-floor) ends the run, as the loop would.
+    The round's stored evidence and the run's history are ranked again, without a GPU: the profile,
+    timing and ptxas as the round recorded them, the static features of the round's kernel recomputed
+    by today's analyser (the stored ones when it cannot read the kernel; each run's line says which
+    changed). Where the choice changes, the old decision is kept (`explain` shows it superseded), the
+    evidence decided on becomes the round's, the new prompt replaces the old one (kept beside it,
+    renamed) and a candidate already written for the old prompt is moved to <candidates>/superseded/.
+    Only a run waiting at a round's first prompt, nothing judged yet (or one that ended no-candidate,
+    below). A round left no candidate because the kernel is near its roofline floor (the run's
+    --stop-at-floor) ends the run, as the loop would.
 
     A run that ended no-candidate (its rules of the day proposed nothing outside the tabu list) is
     re-asked at that last round: when today's rules propose a skill, the run is reopened there (its

@@ -23,6 +23,8 @@ from skillbase.harness.build import BuildError, build
 if TYPE_CHECKING:
     from skillbase.task.spec import TaskSpec
 
+NO_SOURCE_KERNEL = "the source has no kernel"   # how `align_names`' note about the static features begins
+
 
 def load_evidence_json(path: str | Path) -> Evidence:
     """An evidence document written by `skillbase evidence` (or any producer of the schema)."""
@@ -143,7 +145,7 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
         result.producer["source_path"] = str(source) if source else None
 
     if source is not None:
-        result.static = static_features(source, instances=_instances(result))
+        result.static = static_features(source, instances=profiled_instances(result))
         if ptxas_text is None:
             # an sm_90a kernel (wgmma, setmaxnreg) does not assemble for sm_90: build it as the task does
             needed, spec_note = _spec_arch(source)
@@ -156,7 +158,7 @@ def build_evidence(report: str | Path | None = None, evidence: Evidence | str | 
 
     if not result.kernels and result.static:
         result.select_kernel(kernel)   # no profile: the source's kernels decide
-    _align_names(result)
+    align_names(result)
     return result
 
 
@@ -167,11 +169,11 @@ def attach_source(evidence: Evidence, source: str | Path, preset: str | None = N
     its work model at PRESET when the caller knows the size the profile was taken at (`checked_preset`)."""
     attach_task(evidence, source, preset)
     try:
-        evidence.static = static_features(source, instances=_instances(evidence))
+        evidence.static = static_features(source, instances=profiled_instances(evidence))
     except InputError as error:      # advice still comes, from the profile alone
         evidence.notes.append(f"no static features: {error.message}")
         return evidence
-    _align_names(evidence)
+    align_names(evidence)
     return evidence
 
 
@@ -234,12 +236,12 @@ def attach_work(evidence: Evidence, spec: TaskSpec, preset: str | None) -> Evide
     return evidence
 
 
-def _instances(evidence: Evidence) -> list[str]:
+def profiled_instances(evidence: Evidence) -> list[str]:
     """The profiled kernels' demangled names that carry template arguments (what static_features binds)."""
     return [k.demangled for k in evidence.kernels if k.demangled and "<" in k.demangled]
 
 
-def _align_names(evidence: Evidence) -> None:
+def align_names(evidence: Evidence) -> None:
     """Make `static.kernels[focus]` and `ptxas[focus]` resolve for the focus kernel's name.
 
     ncu, ptxas and the source name a kernel differently; they are matched by mangled name when
@@ -258,7 +260,7 @@ def _align_names(evidence: Evidence) -> None:
         if base in evidence.static["kernels"]:
             evidence.static["kernels"][focus_name] = evidence.static["kernels"][base]
         else:
-            evidence.notes.append(f"the source has no kernel `{base}` (the profiled one; it defines "
+            evidence.notes.append(f"{NO_SOURCE_KERNEL} `{base}` (the profiled one; it defines "
                                   f"{', '.join(evidence.static['kernels'])}): its static features are not used")
     if evidence.ptxas and focus_name not in evidence.ptxas:
         match = None

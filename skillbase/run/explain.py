@@ -3,7 +3,9 @@
 `explain_run()` builds a plain data structure (also the `--json` output); `render_text()` turns it
 into the human report. Nothing here profiles, builds or runs anything. A decision's `past` is what
 the store's other runs said about each skill when the round's evidence was collected
-(`evidence.history["past"]`); it is shown beside a candidate only when there is something to show.
+(`evidence.history["past"]`); it is shown beside a candidate only when there is something to show. A
+decision's `static` says when the static source features it read were not those the round recorded
+(`redecide` and `resume --more-rounds` recompute them from the round's kernel: `with_todays_static`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from skillbase.documents import versioned
 from skillbase.errors import InputError
+from skillbase.run.evidence import static_refresh_line
 from skillbase.run.pending import run_folder
 from skillbase.run.store import RunRow, RunStore, column_json, column_number
 from skillbase.run.types import Status
@@ -38,6 +41,8 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
         decision = decisions[-1] if decisions else None
         trace = _load_json(store, decision["trace"]) if decision else None
         evidence = store.evidence_rows(run.id, row["idx"])
+        document = _load_json(store, evidence[-1]["document"]) if evidence else None   # the one decided on
+        producer = document.get("producer") if isinstance(document, dict) else None
         entry = {
             "round": row["idx"],
             "status": row["status"],
@@ -53,7 +58,8 @@ def explain_run(store: RunStore, ref: str | int, round_idx: int | None = None, f
                 "rules_not_fired": _not_fired(trace) if fails_only else None,
                 "thresholds": trace.get("thresholds") if isinstance(trace, dict) else None,
                 "facts": trace.get("facts") if isinstance(trace, dict) else None,
-                "past": _past(store, evidence[-1]["document"]) if evidence else {},
+                "past": _past(document),
+                "static": static_refresh_line(producer) if isinstance(producer, dict) else None,
                 "superseded": [_superseded(d, superseded[d["id"]], run_folder(store, run.id))
                                for d in decisions if d["id"] in superseded],
             },
@@ -129,10 +135,9 @@ def _when(ts: float | None) -> str | None:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ts)) if isinstance(ts, (int, float)) else None
 
 
-def _past(store: RunStore, evidence_digest: str) -> dict:
-    """{skill: {tried, accepted, failed, mean_accepted_speedup}} from the round's evidence ({} in
+def _past(document: Any) -> dict:
+    """{skill: {tried, accepted, failed, mean_accepted_speedup}} from the round's evidence `document` ({} in
     stores written before it was recorded)."""
-    document = _load_json(store, evidence_digest)
     history = document.get("history") if isinstance(document, dict) else None
     return (history or {}).get("past") or {}
 
@@ -187,6 +192,8 @@ def render_text(report: dict) -> str:
         decision = entry["decision"]
         if decision:
             lines.append(f"  decision: {decision['skill'] or 'none'} — {decision['reason']}")
+            if decision.get("static"):
+                lines.append(f"  static features: {decision['static']}")
             for old in decision.get("superseded") or []:
                 rules = old["rules"]
                 lines.append(f"  superseded: {old['skill'] or 'none'} (decided {old['decided']}), re-decided "

@@ -5,7 +5,10 @@ skills may change (a rule fixed from what the last round measured). The round's 
 function of its stored evidence (the `rN/evidence` step), the run's history (the tabu list, what was
 tried: `loop.replayed_state`) and the rules, so it can be made again here, without a GPU, ncu or nvcc:
 the same Decide the run's session wires (`session.make_decide`), the same `loop.decision_of` and
-`choose` on the run's tabu list, the same prompt builder.
+`choose` on the run's tabu list, the same prompt builder. The stored evidence's static source features
+are recomputed from the round's kernel by today's analyser (`run.evidence.with_todays_static`: a fix to the
+analysis reaches stored rounds; measurements and ptxas as stored); when the decision changes, that document
+becomes the round's evidence in the same transaction (a new evidence row, the `rN/evidence` step).
 
 Only a paused run whose round has a decision and no attempt judged yet (its first prompt waits; no
 candidate was read) is re-decided; anything else is reported with a one-line reason and left alone,
@@ -59,6 +62,7 @@ from skillbase.engine import Engine
 from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.evidence import Evidence
 from skillbase.harness import env
+from skillbase.run.evidence import STATIC_REFRESH, static_refresh_line, with_todays_static
 from skillbase.run.loop import attempt_key, decision_of, replayed_state, run_ended
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
 from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, recorded_standing, unchanged_task
@@ -92,23 +96,26 @@ class RunRedecision:
     candidate_moved: str | None = None   # where a candidate answering the old prompt went
     rules: dict[str, Any] = field(default_factory=dict)   # the engine and corpus that decided
     reopened: str | None = None          # a run that ended no-candidate, reopened (or, dry, to be): how it goes on
+    static: str | None = None            # the static features decided on, when not the round's own (with_todays_static)
 
     def to_json(self) -> dict[str, Any]:
         return {"run": self.run, "action": self.action, "reason": self.reason, "round": self.round,
                 "old_skill": self.old_skill, "new_skill": self.new_skill, "old_params": self.old_params,
                 "new_params": self.new_params, "prompt": self.prompt, "superseded_prompt": self.superseded_prompt,
-                "candidate_moved": self.candidate_moved, "rules": self.rules, "reopened": self.reopened}
+                "candidate_moved": self.candidate_moved, "rules": self.rules, "reopened": self.reopened,
+                "static": self.static}
 
     def lines(self) -> list[str]:
         if self.action == REFUSED:
             return [f"{self.run}: left alone: {self.reason}"]
         head = f"{self.run} round {self.round}: "
+        static = [f"  static features: {self.static}"] if self.static else []
         if self.action == UNCHANGED:
             return [head + "unchanged (" + (_named(self.new_skill, self.new_params) if self.new_skill
-                                            else "no candidate") + ")"]
+                                            else "no candidate") + ")"] + static
         shown = [head + f"{_named(self.old_skill, self.old_params)} -> {_named(self.new_skill, self.new_params)}"
                  + (" (dry run: nothing written)" if self.action == WOULD_CHANGE else ""),
-                 f"  why: {self.reason}"]
+                 f"  why: {self.reason}", *static]
         if self.reopened:
             shown.append(f"  {'would reopen' if self.action == WOULD_CHANGE else 'reopened'}: {self.reopened}")
         if self.action == CHANGED and self.reopened:
@@ -245,11 +252,13 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     standing = recorded_standing(run, kernel, spec)
     decide = make_decide(settings.agent, engine, corpus, mechanical_applier(corpus, settings), engine_on=True,
                          standing=standing, stop_at_floor=settings.stop_at_floor)
-    evidence = Evidence.from_json(store.artifacts.get_text(evidence_step["document"]))
+    stored = Evidence.from_json(store.artifacts.get_text(evidence_step["document"]))
+    # the round's measurements with today's reading of its kernel's source (what `resume --more-rounds` records)
+    evidence = with_todays_static(stored, kernel, state.best_source)
     new, trace_text = decision_of(*decide(evidence, state), state.tabu, started)
     rules = deciders.record(engine)
     found = dict(run=run.name, round=idx, old_skill=old["skill"], old_params=old["params"], new_skill=new["skill"],
-                 new_params=new["params"], rules=rules)
+                 new_params=new["params"], rules=rules, static=static_refresh_line(evidence.producer))
     if old["skill"] is None and old.get("stop") and not reopening:
         # an earlier redecide ended this round and was interrupted before the run was marked finished
         if not dry_run:
@@ -296,7 +305,7 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
               "reason": new["reason"], "rules": rules, "key": key, "prompt": str(path),
               "superseded_prompt": str(superseded), "candidate_aside": str(aside) if aside else None,
               "kind": prompt.role if prompt else None, "template": prompt.template.name if prompt else None,
-              "stop": new["stop"], "reopened": reopening,
+              "stop": new["stop"], "reopened": reopening, "static": evidence.producer.get(STATIC_REFRESH),
               # which staged file is this decision's prompt (not one of a redecide killed before its commit)
               "prompt_sha256": hashlib.sha256(staged_text).hexdigest() if staged_text is not None else None}
     status = RunStatus.PAUSED if prompt is not None else RunStatus.INTERRUPTED
@@ -329,6 +338,11 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
                                  "nothing was written")
             tx.supersede_decision(run.id, idx, old_id, f"r{idx}/decision", new, store.artifacts.put_text(trace_text),
                                   record, stop_reason)
+            if evidence is not stored:
+                # the document decided on is the round's evidence from now on (its last row, as the loop's is)
+                document = store.artifacts.put_text(evidence.to_json())
+                tx.add_evidence(run.id, idx, started, document, None)
+                tx.finish_step(run.id, f"r{idx}/evidence", {**evidence_step, "document": document})
             if reopening:
                 tx.reopen_round(run.id, idx, status, stop_reason, {
                     "why": f"redecided: no candidate under rules {_rules_of(store, run, old_id)} -> {new['skill']} "

@@ -12,10 +12,12 @@ and a batch member by `resume --all`), and a `rounds-added` event (when, from ho
 why; `explain` shows it). Where the run already holds evidence of its current best kernel (its last round
 accepted nothing, so that round's evidence describes the kernel the next round starts from), the first new
 round's evidence step is recorded in the same transaction from that document, with the run's memory of
-today as its history: the decision then needs no GPU. Then the run goes on: on its own GPU (or a
-compile-only run, anywhere) through `resume_run`; away from its GPU, an `--agent external` run whose next
-evidence is recorded goes on to its next prompt (`pending` lists it) and anything else stays reopened,
-`interrupted`, for `resume` on a GPU machine (its new kernel must be profiled first, or judged).
+today as its history and the static features of its kernel recomputed by today's analyser
+(`run.evidence.with_todays_static`, as `redecide` reads a stored round): the decision then needs no GPU.
+Then the run goes on: on its own GPU (or a compile-only run, anywhere) through `resume_run`; away from its
+GPU, an `--agent external` run whose next evidence is recorded goes on to its next prompt (`pending` lists
+it) and anything else stays reopened, `interrupted`, for `resume` on a GPU machine (its new kernel must be
+profiled first, or judged).
 
 `--below-floor F` (with --all) picks the runs whose best kernel runs below F of its roofline floor, the
 run's standing as its prompts and --stop-at-floor read it (`session.recorded_standing`); a run with no
@@ -31,7 +33,7 @@ from skillbase.errors import InputError, SkillbaseError
 from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.batch import BatchOutcome, MemberOutcome
-from skillbase.run.evidence import with_history
+from skillbase.run.evidence import STATIC_REFRESH, with_history, with_todays_static
 from skillbase.run.loop import record_evidence, replayed_state, run_ended
 from skillbase.run.pending import pending_in
 from skillbase.run.session import recorded_standing, resume_run, unchanged_task
@@ -152,10 +154,13 @@ def _reopen(store: RunStore, run: RunRow, more: int, below_floor: float | None) 
            + (f", below {100.0 * below_floor:.0f} % (--below-floor {below_floor:g})" if below_floor is not None
               else "; asked for by name"))
     reused = _current_evidence(store, run, state)
-    digest = None
+    digest = refreshed = None
     if reused is not None:
         evidence = with_history(Evidence.from_json(store.artifacts.get_text(reused[1])), state.memory(),
                                 store.skill_outcome_stats(exclude_run=run.id))
+        # measured then, the kernel's source read today (as `redecide` reads a stored round)
+        evidence = with_todays_static(evidence, kernel, state.best_source)
+        refreshed = evidence.producer.get(STATIC_REFRESH)
         digest = store.artifacts.put_text(evidence.to_json())
     gpu_run = bool(run.manifest.get("gpu_run", True))
     here = not gpu_run or env.gpu_name() is not None or (settings.agent == "external" and reused is not None)
@@ -166,7 +171,7 @@ def _reopen(store: RunStore, run: RunRow, more: int, below_floor: float | None) 
     manifest = {**run.manifest, "settings": {**(run.manifest.get("settings") or {}), "rounds": total}}
     record = {"more": more, "from": first, "to": total, "round": first, "why": why, "pct_of_floor": pct,
               "below_floor": below_floor, "ended": reason, "evidence_from": reused[0] if reused else None,
-              "skillbase_version": __version__}
+              "static_refresh": refreshed, "skillbase_version": __version__}
     with store.transaction() as tx:
         # every write to a run adds an event: one since we read it is another process's
         if store.last_event_id(run.id) != seen or store.get_run(run.id).status != RunStatus.FINISHED:

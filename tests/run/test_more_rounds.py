@@ -22,9 +22,10 @@ import jsonschema
 import pytest
 from cli_kit import run_main
 from click.testing import CliRunner
-from loop_kit import REPORT, TILED
+from loop_kit import REPORT, TILED, analysed_before_h74
 
 import skillbase.run.reopen as reopen_module
+from skillbase import __version__
 from skillbase.agents.appliers import ExternalApplier
 from skillbase.cli import cli
 from skillbase.corpus.load import load_corpus
@@ -35,6 +36,7 @@ from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run, render_text
 from skillbase.run.loop import Loop, run_ended
 from skillbase.run.pending import list_pending, run_folder
+from skillbase.run.redecide import redecide
 from skillbase.run.reopen import reopen
 from skillbase.run.session import (
     make_decide,
@@ -287,6 +289,52 @@ def test_a_run_whose_last_round_accepted_waits_for_its_gpu_reopened(task, tmp_pa
     assert run.stop_reason.endswith("`skillbase resume run_1` goes on on a GPU machine")
     assert list_pending(store_path) == []
     assert render_text(explain_run(store, name)).splitlines()[-1].endswith("round 1 profiles its kernel anew")
+
+
+RESTRICT = ("const float* A, const float* B", "const float* __restrict__ A, const float* __restrict__ B")
+
+
+def test_a_reopened_round_reads_its_kernel_with_todays_static_analysis(task, tmp_path, monkeypatch):
+    """run_69 of the LLM bench run (issue 16): its inputs all const __restrict__, its rounds recorded when the
+    analyser counted the output as a read-only input too (before H74's fix), so its stored evidence made
+    mem.readonly_path.not-restrict fire; reopened, its next round is decided on today's reading of its kernel."""
+    task.write_text(task.read_text().replace(*RESTRICT))
+    share = random.Random().uniform(0.1, 0.45)
+    with monkeypatch.context() as patch:
+        analysed_before_h74(patch)
+        ended_run = h200_run(task, tmp_path / "ended", share, rounds=2)
+    store = RunStore.open(tmp_path / "ended")
+    run = store.get_run(ended_run)
+    stored = json.loads(store.artifacts.get_text(store.step_result(run.id, "r1/evidence")["document"]))
+    assert stored["static"]["kernels"]["sgemm_naive"]["global_access"]["pointer_inputs"] == 3
+    # the reference: the same run under today's analyser with --rounds 3 from the start, its round 2 waiting
+    h200_run(task, tmp_path / "longer", share, rounds=3, waits_at=2)
+    [expected] = list_pending(tmp_path / "longer")
+    assert expected.skill != "mem.readonly_path"
+
+    [member] = reopen(tmp_path / "ended", runs=[ended_run], more_rounds=1).members
+    assert (member.action, member.status) == ("reopened", "paused"), member.reason
+    [waiting] = list_pending(tmp_path / "ended")
+    assert (waiting.key, waiting.skill) == ("r2/v0/a0", expected.skill)
+    assert waiting.prompt_path.read_text() == expected.prompt_path.read_text()
+    decided = store.step_result(run.id, "r2/decision")
+    assert "mem.readonly_path" not in [c["skill"] for c in decided["candidates"]]
+    # round 2's evidence: round 1's measurements and ptxas, today's static features, and a note saying so
+    reused = json.loads(store.artifacts.get_text(store.step_result(run.id, "r2/evidence")["document"]))
+    assert reused["static"]["kernels"]["sgemm_naive"]["global_access"]["pointer_inputs"] == 2
+    assert all(reused[k] == stored[k] for k in ("kernels", "ptxas", "roofline", "device", "timing"))
+    change = "global_access.pointer_inputs 3 -> 2"
+    assert reused["producer"]["static_refresh"]["changed"] == [change]
+    assert sum(note.startswith("static features recomputed from the round's kernel") for note in reused["notes"]) == 1
+    [record] = store.rounds_added(run.id)
+    assert record["static_refresh"] == reused["producer"]["static_refresh"]
+    text = render_text(valid(explain_run(store, run.name), "explain")).splitlines()
+    round_2 = text.index("round 2: started")
+    assert text[round_2 + 2] == f"  static features: recomputed by skillbase {__version__}: {change}"
+    assert not any(line.startswith("  static features") for line in text[:round_2])
+    # redecide reads the same evidence: the same decision
+    [again] = redecide(tmp_path / "ended", runs=[ended_run], dry_run=True).runs
+    assert (again.action, again.new_skill) == ("unchanged", expected.skill)
 
 
 # -- a kill, and bad input ------------------------------------------------------------------------------

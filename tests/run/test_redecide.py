@@ -21,9 +21,11 @@ from pathlib import Path
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from loop_kit import BROKEN, REPORT, TILED
+from loop_kit import BROKEN, REPORT, TILED, analysed_before_h74
 
+import skillbase.run.evidence as run_evidence
 import skillbase.run.redecide as redecide_module
+from skillbase import __version__
 from skillbase.cli import cli
 from skillbase.documents import schema_path
 from skillbase.engine import Engine
@@ -594,3 +596,92 @@ def test_a_reopening_that_loses_the_race_writes_nothing(task, tmp_path, rules, m
     store = RunStore.open(store_path)
     assert store.get_run(name).status == "finished" and [d["chosen_skill"] for d in store.decisions(1, 1)] == [None]
     assert (folder / "waiting.json").read_bytes() == waiting_before and not list(folder.glob("*.redecided"))
+
+
+# -- a round decided on today's static features of its kernel (issue 16, H81) ---------------------------
+
+STALE_INPUTS = ("src_pointer_inputs >= 3", "The kernel has {src_pointer_inputs} read-only pointer inputs.")
+
+
+def stored_inputs(store: RunStore, run: str, key: str = "r0/evidence") -> int:
+    step = store.step_result(store.get_run(run).id, key)
+    evidence = json.loads(store.artifacts.get_text(step["document"]))
+    return evidence["static"]["kernels"]["sgemm_naive"]["global_access"]["pointer_inputs"]
+
+
+def test_a_round_stored_with_a_stale_static_feature_is_redecided_on_todays(task, tmp_path, rules, monkeypatch):
+    store_path = tmp_path / "store"
+    folder = rules("mem.vectorize", STALE_INPUTS)     # fires on the stale count, not on today's (2)
+    counted = random.Random().randint(3, 9)
+    with monkeypatch.context() as patch:
+        analysed_before_h74(patch, counted)
+        first = paused(task, store_path, folder)
+    assert first["skill"] == "mem.vectorize"
+    store = RunStore.open(store_path)
+    assert stored_inputs(store, first["run"]) == counted
+    # the reference: the same run started under today's analyser
+    fresh = paused(task, tmp_path / "fresh", folder)
+    assert fresh["skill"] != "mem.vectorize"
+
+    before = snapshot(store_path)
+    [dry] = redecide(store_path, runs=[first["run"]], dry_run=True).runs
+    assert snapshot(store_path) == before    # nothing written
+    assert (dry.action, dry.old_skill, dry.new_skill) == ("would-change", "mem.vectorize", fresh["skill"])
+    assert dry.static == f"recomputed by skillbase {__version__}: global_access.pointer_inputs {counted} -> 2"
+    assert f"  static features: {dry.static}" in redecide(store_path, dry_run=True).lines()
+
+    [done] = valid(redecide(store_path, runs=[first["run"]]).to_json())["runs"]
+    assert (done["action"], done["new_skill"], done["static"]) == ("changed", fresh["skill"], dry.static)
+    [waiting] = list_pending(store_path)
+    assert waiting.prompt_path.read_text() == Path(fresh["prompt"]).read_text()   # byte for byte
+    # the document decided on is the round's evidence now: the round's measurements, today's features, a note
+    run = store.get_run(first["run"])
+    assert stored_inputs(store, run.name) == 2
+    old_row, new_row = store.evidence_rows(run.id, 0)
+    old, new = (json.loads(store.artifacts.get_text(row["document"])) for row in (old_row, new_row))
+    assert store.step_result(run.id, "r0/evidence")["document"] == new_row["document"]
+    assert new["kernels"] == old["kernels"] and new["ptxas"] == old["ptxas"] and new["roofline"] == old["roofline"]
+    refresh = new["producer"]["static_refresh"]
+    assert (refresh["by"], refresh["changed"]) == (f"skillbase {__version__}",
+                                                   [f"global_access.pointer_inputs {counted} -> 2"])
+    assert [n for n in new["notes"] if n.startswith("static features")] == [
+        f"static features recomputed from the round's kernel by skillbase {__version__} (git {refresh['git']}), "
+        f"not those {old['producer']['tool']} recorded: global_access.pointer_inputs {counted} -> 2; the ncu "
+        "metrics, timing and ptxas are the round's own"]
+    [mark] = store.superseded_decisions(run.id).values()
+    assert mark["static"] == refresh
+    text = render_text(valid(explain_run(store, run.name), "explain"))
+    assert f"  static features: {dry.static}" in text.splitlines()
+
+    # once more: today's features are the stored ones, the same decision, nothing written
+    again = snapshot(store_path)
+    [entry] = redecide(store_path, runs=[run.name]).runs
+    assert (entry.action, entry.static) == ("unchanged", dry.static)
+    assert snapshot(store_path) == again
+
+
+def test_an_analyser_that_cannot_read_the_kernel_leaves_the_stored_features_and_the_batch_goes_on(
+        task, tmp_path, rules, monkeypatch):
+    store_path = tmp_path / "store"
+    folder = rules("mem.vectorize", STALE_INPUTS)
+    with monkeypatch.context() as patch:
+        analysed_before_h74(patch, 3)
+        runs = [paused(task, store_path, folder)["run"] for _ in range(2)]
+    real, calls = run_evidence.static_features, []
+
+    def fails_once(*args, **kwargs):    # today's analyser fails on the first run's kernel only
+        calls.append(args)
+        if len(calls) == 1:
+            raise InputError("k.cu:3: cannot parse the CUDA source near here (no __global__ kernel found)")
+        return real(*args, **kwargs)
+    monkeypatch.setattr(run_evidence, "static_features", fails_once)
+
+    before = snapshot(store_path)
+    outcome = redecide(store_path, dry_run=True)
+    assert snapshot(store_path) == before
+    first, second = outcome.runs
+    assert (first.run, first.action, first.new_skill) == (runs[0], "unchanged", "mem.vectorize")   # stored: 3
+    assert first.static == ("the round's own (today's analyser cannot read its kernel: k.cu:3: cannot parse the "
+                            "CUDA source near here (no __global__ kernel found))")
+    assert (second.run, second.action, second.old_skill) == (runs[1], "would-change", "mem.vectorize")
+    assert second.static == f"recomputed by skillbase {__version__}: global_access.pointer_inputs 3 -> 2"
