@@ -289,8 +289,8 @@ class StandInTimer:
 
 
 class SlowedVectorAdd(VectorAdd):
-    def __init__(self, session, log, timer: StandInTimer):
-        super().__init__("kernel", session, log, us=60.0)
+    def __init__(self, session, log, timer: StandInTimer, us: float = 60.0):
+        super().__init__("kernel", session, log, us=us)
         self.timer = timer
 
     def __call__(self, arguments):
@@ -352,6 +352,50 @@ def test_in_a_fixed_pair_worker_cupti_stays_on_through_its_blocks():
 def test_past_its_deadline_a_worker_starts_no_block_and_says_so():
     out, _ = stand_in_blocks(StandInTimer(extra_us=1.8), tool.block_plan(3), deadline_s=-1.0)
     assert out["blocks"] == [] and out["stopped"] == "deadline: 8 of 8 blocks not run"
+
+
+class StandInSession(TimingSession):
+    """What `measure` uses of a worker's Session, on the host stand-in: the device's facts, the candidate, close."""
+
+    def __init__(self, timer: StandInTimer, us: float):
+        device = TimingDevice()
+        device.index, device.uuid, device.info = 0, None, lambda: {"name": "stand-in"}
+        super().__init__(device)
+        self.log: list = []
+        self.candidate = SlowedVectorAdd(self, self.log, timer, us=us)
+        self.closed = None
+
+    def close(self, teardown: bool = True) -> None:
+        self.closed = teardown
+
+
+def test_measure_sizes_the_batch_before_cupti_starts_and_times_every_block_on_one_set_of_slots(monkeypatch):
+    import contextlib
+
+    timer = StandInTimer(extra_us=0.5)
+    made = {}
+
+    def session(job, progress):
+        made["session"] = StandInSession(timer, us=5.0)
+        return made["session"]
+
+    monkeypatch.setattr("skillbase.harness.session.Session", session)
+    monkeypatch.setattr("skillbase.harness.gpu_lock.gpu_lock", lambda *a, **k: contextlib.nullcontext())
+    monkeypatch.setattr("skillbase.harness.cupti.build_timer", lambda: Path("/cache/libskillbase_cupti.so"))
+    monkeypatch.setattr("skillbase.harness.cupti.CuptiTimer", lambda library: timer)
+    job = {"size": "tiny", "sizes": {"n": N}, "blocks": tool.block_plan(2), "samples": 6, "warmup": 1,
+           "batch": None, "fixed": False, "deadline_s": 600.0}
+    out = tool.measure(job, lambda message: None)
+    # 5 us launches: batched to 20 us as the harness batches with CUPTI (4 launches), from events before CUPTI.
+    assert out["batch"] == 4 and out["stopped"] is None and out["device"] == {"name": "stand-in"}
+    assert [b["mode"] for b in out["blocks"]] == tool.block_plan(2)
+    on = [b for b in out["blocks"] if b["mode"] == "on"]
+    assert all(b["events"]["median_us"] == pytest.approx(5.5) and b["cupti"]["median_us"] == pytest.approx(5.5)
+               for b in on)
+    session = made["session"]
+    timed = session.log[3:]            # after the three single launches that sized the batch
+    assert len({launch.pointers for launch in timed}) == 4, "four slots, the same for every block"
+    assert session.closed is True and all(launch.output_poisoned for launch in session.log)
 
 
 # -- on the GPU -------------------------------------------------------------------------------------------
