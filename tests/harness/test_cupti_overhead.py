@@ -300,7 +300,8 @@ class SlowedVectorAdd(VectorAdd):
             self.timer.lengths_us.append(self.us + self.timer.extra_us)
 
 
-def stand_in_blocks(timer: StandInTimer, plan: list[str], fixed: bool = False, deadline_s: float = 600.0):
+def stand_in_blocks(timer: StandInTimer, plan: list[str], fixed: bool = False, deadline_s: float = 600.0,
+                    saved: Path | None = None):
     device = TimingDevice()
     session = TimingSession(device)
     log = []
@@ -310,8 +311,10 @@ def stand_in_blocks(timer: StandInTimer, plan: list[str], fixed: bool = False, d
     slots = slot_sets(session, value_sets[0], tool.MODES, 2, shared=True)
     sampler = Sampler(session, "tiny", resolved, value_sets, slots)
     out = {"blocks": [], "stopped": None, "restart_failed": None, "cupti_unavailable": None}
-    job = {"blocks": plan, "samples": 8, "warmup": 1, "deadline_s": deadline_s, "fixed": fixed}
-    tool._blocks(job, sampler, launcher, 1, lambda: timer, out, time.monotonic(), lambda message: None)
+    job = {"blocks": plan, "samples": 8, "warmup": 1, "deadline_s": deadline_s, "fixed": fixed,
+           "result_path": str(saved) if saved else None}
+    tool._blocks(job, sampler, launcher, 1, lambda: timer, out, time.monotonic(), lambda message: None,
+                 save=lambda: tool._save(job, {"status": "partial", **out}))
     return out, log
 
 
@@ -349,9 +352,21 @@ def test_in_a_fixed_pair_worker_cupti_stays_on_through_its_blocks():
     assert timer.starts == 1 and len(out["blocks"]) == 3 and not timer.started
 
 
-def test_past_its_deadline_a_worker_starts_no_block_and_says_so():
-    out, _ = stand_in_blocks(StandInTimer(extra_us=1.8), tool.block_plan(3), deadline_s=-1.0)
-    assert out["blocks"] == [] and out["stopped"] == "deadline: 8 of 8 blocks not run"
+def test_past_its_deadline_a_worker_runs_only_what_a_verdict_needs_and_keeps_it(tmp_path):
+    saved = tmp_path / "result.json"
+    out, _ = stand_in_blocks(StandInTimer(extra_us=1.8), tool.block_plan(3), deadline_s=-1.0, saved=saved)
+    assert [b["mode"] for b in out["blocks"]] == ["before", "before", "on", "off", "on"]
+    assert out["stopped"] == "deadline: 3 of 8 blocks not run"
+    # Saved after every block: a worker killed at its timeout still hands its blocks back.
+    kept = json.loads(saved.read_text())
+    assert kept["status"] == "partial" and len(kept["blocks"]) == 5 and tool._read({"result_path": str(saved)}) == kept
+    assert tool._read({"result_path": str(tmp_path / "none.json")}) == {"blocks": []}
+
+
+def test_a_worker_past_its_timeout_is_killed_and_said():
+    began = time.monotonic()
+    result = tool.run_worker({"blocks": ["before"]}, timeout_s=0.2)
+    assert result["status"] == "timeout" and result["blocks"] == [] and time.monotonic() - began < 30
 
 
 class StandInSession(TimingSession):

@@ -68,6 +68,8 @@ MIN_WORKER_S = 25.0     # a worker's start (CuPy, the task, three input sets, th
 NCU_S = 30.0            # one ncu run: its start, the build (cached), the inputs, 5 profiled calls
 GRACE_S = 10.0          # past its deadline a worker finishes its block (well under a second) and tears down
 MIN_EFFECT_PCT = 0.5    # an effect below this is "no change": the question is the 3 % (the test allows 1 %)
+MIN_BLOCKS = 5          # before, before, on, off, on: what a verdict needs, run past the deadline (each block takes
+                        # well under a second on these kernels; the parent's timeout still bounds the worker)
 
 
 class UsageError(Exception):
@@ -318,7 +320,8 @@ def measure(job: dict, progress: Callable[[str], None]) -> dict:
                     sampler.slots_changed()
                 out["batch"] = batch
                 make_timer = (lambda: CuptiTimer(library)) if library is not None else None
-                _blocks(job, sampler, session.candidate, batch, make_timer, out, began, progress)
+                _blocks(job, sampler, session.candidate, batch, make_timer, out, began, progress,
+                        save=lambda: _save(job, {"status": "partial", **out}))
             finally:
                 scrub_slots(slots)
                 for vs in value_sets:
@@ -330,9 +333,19 @@ def measure(job: dict, progress: Callable[[str], None]) -> dict:
     return out
 
 
-def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, began: float, progress) -> None:
-    """The job's blocks, in order, into out['blocks']; stops at the deadline or where CUPTI fails, saying so.
-    `make_timer`: a new (unstarted) CuptiTimer, or None without one (the helper did not build)."""
+def _save(job: dict, result: dict) -> None:
+    """The worker's result so far, replaced whole: a worker killed at its timeout still hands back its blocks."""
+    if job.get("result_path"):
+        partial = Path(job["result_path"] + ".partial")
+        partial.write_text(json.dumps(result))
+        os.replace(partial, job["result_path"])
+
+
+def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, began: float, progress,
+            save: Callable[[], None] = lambda: None) -> None:
+    """The job's blocks, in order, into out['blocks'] (saved after each); stops at the deadline (after the
+    first MIN_BLOCKS) or where CUPTI fails, saying so. `make_timer`: a new (unstarted) CuptiTimer, or None
+    without one (the helper did not build)."""
     from skillbase.harness.cupti import CuptiError, CuptiUnavailable
 
     deadline = began + float(job["deadline_s"])
@@ -340,7 +353,7 @@ def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, beg
     plan, per_block = job["blocks"], job["warmup"] + job["samples"]
     try:
         for index, mode in enumerate(plan):
-            if time.monotonic() > deadline:
+            if index >= MIN_BLOCKS and time.monotonic() > deadline:
                 out["stopped"] = f"deadline: {len(plan) - index} of {len(plan)} blocks not run"
                 return
             if mode == "on" and (timer is None or not timer.started):
@@ -378,6 +391,7 @@ def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, beg
                 "events": _stats_row(events), "cupti": _stats_row(cupti),
                 "events_us": [round(v, 4) for v in events], "cupti_us": [round(v, 4) for v in cupti],
                 "reverify_failures": list(sampler.failures[mode])})
+            save()
     finally:
         if timer is not None:
             timer.stop()        # a no-op when stopped
@@ -393,7 +407,7 @@ def worker_main(job_path: Path) -> int:
         result = {"status": "ok", **measure(job, progress)}
     except Exception as error:   # noqa: BLE001 - one line for the parent's record
         result = {"status": "error", "reason": f"{type(error).__name__}: {error}", "blocks": []}
-    Path(job["result_path"]).write_text(json.dumps(result))
+    _save(job, result)
     sys.stderr.flush()
     os._exit(0)   # as the harness's worker: no interpreter teardown touching the CUDA context
 
@@ -414,14 +428,22 @@ def run_worker(job: dict, timeout_s: float) -> dict:
             proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             kill_group(proc)
-            return {"status": "timeout", "reason": f"worker killed after {timeout_s:.0f} s", "blocks": []}
+            return {**_read(job), "status": "timeout", "reason": f"worker killed after {timeout_s:.0f} s"}
         except BaseException:
             kill_group(proc)      # Ctrl-C: never leave a kernel running on the GPU
             raise
-        result_path = Path(job["result_path"])
-        if not result_path.is_file():
-            return {"status": "crashed", "reason": f"worker exited {proc.returncode} without a result", "blocks": []}
-        return json.loads(result_path.read_text())
+        found = _read(job)
+        if found.get("status") in (None, "partial"):
+            return {**found, "status": "crashed", "reason": f"worker exited {proc.returncode} without a result"}
+        return found
+
+
+def _read(job: dict) -> dict:
+    """What the worker saved (its blocks so far), or no blocks."""
+    try:
+        return json.loads(Path(job["result_path"]).read_text())
+    except (OSError, ValueError):
+        return {"blocks": []}
 
 
 def worker_job(kernel: Kernel, library: Path, hooks: dict, args: argparse.Namespace, blocks: list[str],
