@@ -406,7 +406,8 @@ def worker_main(job_path: Path) -> int:
     try:
         result = {"status": "ok", **measure(job, progress)}
     except Exception as error:   # noqa: BLE001 - one line for the parent's record
-        result = {"status": "error", "reason": f"{type(error).__name__}: {error}", "blocks": []}
+        # The blocks measured before the error stay in the record.
+        result = {**_read(job), "status": "error", "reason": f"{type(error).__name__}: {error}"}
     _save(job, result)
     sys.stderr.flush()
     os._exit(0)   # as the harness's worker: no interpreter teardown touching the CUDA context
