@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -319,6 +320,96 @@ def cupti_sample_time(timer, calls: int) -> tuple[float, list[str]]:
     return total_ns / 1e3, late
 
 
+class Sampler:
+    """Timed samples of launchers on given buffer slots, one at a time: what `time_size` does for each sample
+    (slots loaded and poisoned, the L2 flushed, the launch stream held, one CUPTI window per call, the events
+    and the wall clock, the last output re-verified on request). An entry point of its own so that an
+    experiment can time samples with and without CUPTI on one set of buffers in one process
+    (tools/measure/cupti_overhead.py): `timer` (a started CuptiTimer, or None for events only) may change
+    between samples. Per label: its own queueing estimate (the stream hold) and value-set rotation."""
+
+    def __init__(self, session, size: str, resolved, value_sets: list, slots: dict[str, _Slots], timer=None):
+        self.session, self.size, self.resolved, self.value_sets = session, size, resolved, value_sets
+        self.slots = slots          # label -> its slots; the caller may replace them (then `slots_changed`)
+        self.timer = timer
+        self.start, self.end = session.device.event(), session.device.event()
+        self._arguments: dict[tuple[str, int], list] = {}
+        self.launches: dict[str, int] = defaultdict(int)
+        self.samples_done: dict[str, int] = defaultdict(int)
+        self.queued_per_launch: dict[str, list[float]] = defaultdict(list)
+        self.failures: dict[str, list[str]] = defaultdict(list)
+
+    def slots_changed(self) -> None:
+        self._arguments.clear()
+
+    def arguments(self, label, launcher, j):
+        key = (label, j)
+        if key not in self._arguments:
+            self._arguments[key] = launcher.arguments(self.slots[label].pointers(j), self.resolved.scalars)
+        return self._arguments[key]
+
+    def value_set(self, label, j):
+        # Slot j holds set (sample + j) mod 3: one address sees different values from sample to
+        # sample whatever the batch size, so a cache keyed on the pointer returns stale results.
+        return self.value_sets[(self.samples_done[label] + j) % VALUE_SETS]
+
+    def sample(self, label, launcher, batch, reverify: bool = False) -> TimedSample:
+        session, device, timer = self.session, self.session.device, self.timer
+        start, end = self.start, self.end
+        s = self.slots[label]
+        q = len(s.buffers)
+        # Every slot this sample uses gets its inputs reloaded and its outputs and scratch poisoned, whichever
+        # kernel ran last: on shared slots a launch never finds the other kernel's outputs (or inputs it wrote).
+        # A batch longer than the slots (SLOT_MEMORY_CAP) reuses them within the sample, so a later launch may
+        # meet an output of its own kernel's from this sample, never the other kernel's.
+        for j in range(min(batch, q)):
+            s.load(j, self.value_set(label, j))
+        device.flush_l2()
+        device.sync()
+        if timer is not None:
+            timer.discard()     # the device is idle: what came before (copies, the flush) is forgotten
+        hold = hold_us(batch, queue_estimate_us(self.queued_per_launch[label]))
+        if timer is not None:
+            timer.open()        # window 0: the hold, whose end is when the launch stream frees
+        device.spin(hold / 1e3)     # the stream waits here while the launches below are queued
+        if timer is not None:
+            timer.close()
+        t0 = time.perf_counter()
+        start.record(device.null)
+        for j in range(batch):
+            if timer is not None:
+                timer.open()    # one window per call: a call's time is its first start to its last end
+            launcher(self.arguments(label, launcher, j % q))
+            if timer is not None:
+                timer.close()
+        end.record(device.null)
+        queued_us = (time.perf_counter() - t0) * 1e6
+        if self.samples_done[label]:     # the first call of a kernel loads its module: not a queueing time
+            self.queued_per_launch[label].append(queued_us / batch)
+        device.sync()   # device-wide: everything the launcher started, on any stream, is done
+        # The wall clock covers what is left of the hold too; take it off (never below the events).
+        event_us = device.elapsed_ms(start, end) * 1e3
+        out = TimedSample(event_us, max(event_us, (time.perf_counter() - t0) * 1e6 - hold))
+        if timer is not None:
+            out.cupti_us, out.unordered = cupti_sample_time(timer, batch)
+        self.launches[label] += batch
+        self.samples_done[label] += 1
+        if not reverify:
+            return out
+        # Re-verify what the last launch of the last sample produced (its slot kept the same inputs).
+        # Only then: the check uploads the host reference, which for outputs of hundreds of MB costs
+        # far more than the kernel, and VERIFY.md asks for the last timed output.
+        last = (batch - 1) % q
+        vs = self.value_sets[(self.samples_done[label] - 1 + last) % VALUE_SETS]
+        failures = self.failures[label]
+        for a in vs.outputs:
+            bad = session.compare(a, s.buffers[last][a.name], vs, poison=None).bad
+            if bad and len(failures) < 3:
+                failures.append(f"timed call {self.launches[label]} at {self.size}: {bad} of "
+                                f"{s.buffers[last][a.name].size} elements of {a.name} wrong")
+        return out
+
+
 def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) -> SizeTiming:
     device = session.device
     spec = session.spec
@@ -336,79 +427,10 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         session.assert_set_up(launcher, resolved.scalars)
     working_set = max(1, resolved.data_bytes)
 
-    start, end = device.event(), device.event()
     labels = [label for label, _ in kernels]
     slots = slot_sets(session, value_sets[0], labels, 2, plan.shared_slots)
-    arg_cache: dict[tuple[str, int], list] = {}
-
-    def arguments(label, launcher, j):
-        key = (label, j)
-        if key not in arg_cache:
-            arg_cache[key] = launcher.arguments(slots[label].pointers(j), resolved.scalars)
-        return arg_cache[key]
-
-    launches = {label: 0 for label, _ in kernels}
-    samples_done = {label: 0 for label, _ in kernels}
-    queued_per_launch: dict[str, list[float]] = {label: [] for label, _ in kernels}
-    failures: dict[str, list[str]] = {label: [] for label, _ in kernels}
-
-    def value_set(label, j):
-        # Slot j holds set (sample + j) mod 3: one address sees different values from sample to
-        # sample whatever the batch size, so a cache keyed on the pointer returns stale results.
-        return value_sets[(samples_done[label] + j) % VALUE_SETS]
-
-    def sample(label, launcher, batch, reverify: bool = False) -> TimedSample:
-        s = slots[label]
-        q = len(s.buffers)
-        # Every slot this sample uses gets its inputs reloaded and its outputs and scratch poisoned, whichever
-        # kernel ran last: on shared slots a launch never finds the other kernel's outputs (or inputs it wrote).
-        # A batch longer than the slots (SLOT_MEMORY_CAP) reuses them within the sample, so a later launch may
-        # meet an output of its own kernel's from this sample, never the other kernel's.
-        for j in range(min(batch, q)):
-            s.load(j, value_set(label, j))
-        device.flush_l2()
-        device.sync()
-        if timer is not None:
-            timer.discard()     # the device is idle: what came before (copies, the flush) is forgotten
-        hold = hold_us(batch, queue_estimate_us(queued_per_launch[label]))
-        if timer is not None:
-            timer.open()        # window 0: the hold, whose end is when the launch stream frees
-        device.spin(hold / 1e3)     # the stream waits here while the launches below are queued
-        if timer is not None:
-            timer.close()
-        t0 = time.perf_counter()
-        start.record(device.null)
-        for j in range(batch):
-            if timer is not None:
-                timer.open()    # one window per call: a call's time is its first start to its last end
-            launcher(arguments(label, launcher, j % q))
-            if timer is not None:
-                timer.close()
-        end.record(device.null)
-        queued_us = (time.perf_counter() - t0) * 1e6
-        if samples_done[label]:     # the first call of a kernel loads its module: not a queueing time
-            queued_per_launch[label].append(queued_us / batch)
-        device.sync()   # device-wide: everything the launcher started, on any stream, is done
-        # The wall clock covers what is left of the hold too; take it off (never below the events).
-        event_us = device.elapsed_ms(start, end) * 1e3
-        out = TimedSample(event_us, max(event_us, (time.perf_counter() - t0) * 1e6 - hold))
-        if timer is not None:
-            out.cupti_us, out.unordered = cupti_sample_time(timer, batch)
-        launches[label] += batch
-        samples_done[label] += 1
-        if not reverify:
-            return out
-        # Re-verify what the last launch of the last sample produced (its slot kept the same inputs).
-        # Only then: the check uploads the host reference, which for outputs of hundreds of MB costs
-        # far more than the kernel, and VERIFY.md asks for the last timed output.
-        last = (batch - 1) % q
-        vs = value_sets[(samples_done[label] - 1 + last) % VALUE_SETS]
-        for a in vs.outputs:
-            bad = session.compare(a, s.buffers[last][a.name], vs, poison=None).bad
-            if bad and len(failures[label]) < 3:
-                failures[label].append(f"timed call {launches[label]} at {size}: {bad} of "
-                                       f"{s.buffers[last][a.name].size} elements of {a.name} wrong")
-        return out
+    sampler = Sampler(session, size, resolved, value_sets, slots, timer)
+    sample = sampler.sample
 
     try:
         # Warm-up, single launches: module load, clocks, and a first estimate of the launch time.
@@ -423,7 +445,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
             count = max(2, min(batch, SLOT_MEMORY_CAP // working_set))
             scrub_slots(slots)
             slots.update(slot_sets(session, value_sets[0], labels, count, plan.shared_slots))
-            arg_cache.clear()
+            sampler.slots_changed()
         sample_us = batch * max(single.values())
         n = sample_count(sample_us, plan.target_s, plan.min_samples, plan.max_samples)
         session.progress(f"timing at {size}: {n} samples x {batch} launch(es) per kernel, interleaved ({clock})")
@@ -447,7 +469,7 @@ def _time_size(session, size, sizes, kernels, plan: TimePlan, timer, note: str) 
         walls = [x.wall_us / batch for x in taken[label]]
         timed = [x.cupti_us / batch for x in taken[label]] if timer is not None else events
         kt = KernelTiming(label=label, stats=stats(timed), wall_stats=stats(walls), batch=batch, cold_l2=cold,
-                          floor_us=floor, reverify_failures=failures[label],
+                          floor_us=floor, reverify_failures=sampler.failures[label],
                           event_stats=stats(events) if timer is not None else None)
         kt.achieved_bytes_per_s, kt.achieved_flops_per_s = achieved_rates(kt.stats.median_us, resolved.flops,
                                                                           resolved.bytes)
