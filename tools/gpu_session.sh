@@ -13,7 +13,8 @@
 #                                               # examples, then bench columns, each step cut to the deadline
 #   PLAN=timing DEADLINE=560 bash tools/gpu_session.sh  # the timing's GPU tests (shared slots, CUPTI, two
 #                                               #   workers, the side-stream cheat), then the A/A experiment
-#                                               #   (tools/measure/aa_bias.py) with the time left before DEADLINE
+#                                               #   (tools/measure/aa_bias.py) and CUPTI on/off in one process
+#                                               #   (tools/measure/cupti_overhead.py) with the time left
 #   PLAN=session6 VERIFY_IDS="a b" bash tools/gpu_session.sh  # the LLM run's three static-check refusals checked
 #                                               #   again (trip/recheck/, carried), then `skills verify` per id
 # On a one-GPU machine the two chains run one after the other. Each step has a time limit and writes
@@ -174,9 +175,14 @@ case $PLAN in
               run_step 0 pytest-timing-slots-gpu 90 $P "$repo/tests/harness/test_timing_slots.py"
               run_step 0 pytest-cupti-gpu 120 $P "$repo/tests/harness/test_timing_cupti.py"
               run_step 0 pytest-workers-gpu 150 $P "$repo/tests/harness/test_workers_per_gpu.py" "$repo/tests/run/test_prebuild.py"
+              # the two experiments share what is left: the A/A first (it decides the shared-slots default)
               left=$(( ${DEADLINE:-560} - SECONDS - 15 ))
-              [ "$left" -gt 60 ] && run_step 0 aa-bias "$((left + 10))" python3 "$repo/tools/measure/aa_bias.py" \
-                --out /tmp/results/aa --budget-s "$left"; }
+              local aa=$(( left * 55 / 100 ))
+              [ "$aa" -gt 60 ] && run_step 0 aa-bias "$((aa + 10))" python3 "$repo/tools/measure/aa_bias.py" \
+                --out /tmp/results/aa --budget-s "$aa"
+              left=$(( ${DEADLINE:-560} - SECONDS - 15 ))
+              [ "$left" -gt 60 ] && run_step 0 cupti-overhead "$((left + 10))" python3 \
+                "$repo/tools/measure/cupti_overhead.py" --out /tmp/results/co --budget-s "$left"; }
           b() { :; } ;;
   *) echo "unknown PLAN=$PLAN"; exit 2 ;;
 esac
