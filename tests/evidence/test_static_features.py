@@ -534,6 +534,11 @@ def test_passes_structs_half_inputs_and_histogram_atomics():
     g = _kernel(aos, "step")["global_access"]
     assert g["struct_field_accesses"] >= 2 and g["half_pointer_inputs"] == 1
     assert g["data_indexed_atomics"] == 1                              # bins[c / 4]; not bins[0]
+    # a struct named by a typedef is still a struct (mini-nbody's `typedef struct { ... } Body;`)
+    typedef_aos = aos.replace("struct Body { float x, y, z, vx, vy, vz; };",
+                              "typedef struct { float x, y, z, vx, vy, vz; } Body;")
+    assert typedef_aos != aos
+    assert _kernel(typedef_aos, "step")["global_access"]["struct_field_accesses"] >= 2
     # not detected: built-in vectors are not structs, float pointers are not 16-bit
     g = _kernel("__global__ void v(float4* p) { p[threadIdx.x].x = 1.0f; }", "v")["global_access"]
     assert g["struct_field_accesses"] == 0 and g["half_pointer_inputs"] == 0

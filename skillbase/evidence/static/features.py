@@ -176,7 +176,9 @@ class _FileAnalysis:
         """`typedef __nv_bfloat16 T;` or `using T = __nv_bfloat16;` at file scope: a kernel's `const T*` is then a
         bf16 pointer (the file's own alias wins over a header's)."""
         target = node.child_by_field_name("type")
-        if target is None:
+        # `typedef struct { float x, y; } Body;` names a struct, not another type: resolving Body to the struct's
+        # text would make `p[i].x` look like a field of the built-in `float` it contains
+        if target is None or target.child_by_field_name("body") is not None:
             return
         names = ([node.child_by_field_name("name")] if node.type == "alias_declaration"
                  else node.children_by_field_name("declarator"))
