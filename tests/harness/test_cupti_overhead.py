@@ -156,6 +156,23 @@ def test_a_run_stops_cleanly_at_the_budget_and_writes_what_it_measured(tmp_path)
     assert "ncu gpu__time_duration: 59.900 us" in text and "CUPTI-free events vs ncu -0.92 %" in text
 
 
+def test_a_kernels_blocks_are_written_before_ncu_runs(tmp_path):
+    """ncu runs in a worker of its own that the budget does not bound: a run killed meanwhile (the session
+    script's step limit) keeps the kernel's blocks."""
+    args = tool.parse_args(["--out", str(tmp_path), "--kernels", "vector_add:small"])
+    on_disk = []
+
+    def ncu(kernel):
+        path = tmp_path / tool.JSON_NAME
+        written = json.loads(path.read_text()) if path.exists() else {"kernels": []}
+        on_disk.append([(row["kernel"], len(tool.kernel_blocks(row))) for row in written["kernels"]])
+        raise KeyboardInterrupt   # as a kill would end it: nothing after this line runs
+
+    with pytest.raises(KeyboardInterrupt):
+        tool.run(args, measure_one=lambda kernel, *rest: _row(kernel), ncu_one=ncu)
+    assert on_disk == [[("vector_add:small", 6)]]
+
+
 def test_once_cupti_does_not_restart_the_later_kernels_go_straight_to_process_pairs(tmp_path):
     args = tool.parse_args(["--out", str(tmp_path), "--kernels", "vector_add:small,copy:s24", "--no-ncu"])
     told = []

@@ -605,6 +605,11 @@ def run(args: argparse.Namespace, budget: Budget | None = None, gpu: str | None 
         except Exception as error:   # noqa: BLE001 - recorded; the next kernel may still measure
             row = {"kernel": kernel.name, "method": "-", "runs": [], "note": f"{type(error).__name__}: {error}"}
         restart_broken = restart_broken or row["method"] == "process pairs"
+        record["kernels"].append(row)
+        record["wall_s"] = round(budget.elapsed_s(), 2)
+        # Written before ncu: a run killed while ncu runs (its own worker, which the budget does not bound)
+        # keeps this kernel's blocks.
+        write(record, args.out)
         if args.ncu and row["runs"]:
             if budget.ncu_fits(len(args.kernel_list) - done - 1):
                 try:
@@ -613,9 +618,8 @@ def run(args: argparse.Namespace, budget: Budget | None = None, gpu: str | None 
                     row["ncu_error"] = f"{type(error).__name__}: {error}"
             else:
                 row["ncu_error"] = f"not run: {budget.left_s():.0f} s left, ncu takes about {NCU_S:.0f} s"
-        record["kernels"].append(row)
-        record["wall_s"] = round(budget.elapsed_s(), 2)
-        write(record, args.out)
+            record["wall_s"] = round(budget.elapsed_s(), 2)
+            write(record, args.out)
     else:
         record["complete"] = True
     record["wall_s"] = round(budget.elapsed_s(), 2)
