@@ -172,7 +172,7 @@ case $PLAN in
             b() { :; } ;;
   timing) a() {   # does timing both kernels on one set of buffers remove the A/A bias (issue 16)?
               local P="python3 -m pytest -m gpu -v -rA -p no:cacheprovider" left
-              run_step 0 pytest-timing-slots-gpu 90 $P "$repo/tests/harness/test_timing_slots.py"
+              run_step 0 pytest-timing-slots-gpu 150 $P "$repo/tests/harness/test_timing_slots.py"
               run_step 0 pytest-cupti-gpu 120 $P "$repo/tests/harness/test_timing_cupti.py"
               run_step 0 pytest-workers-gpu 150 $P "$repo/tests/harness/test_workers_per_gpu.py" "$repo/tests/run/test_prebuild.py"
               # the two experiments share what is left: the A/A first (it decides the shared-slots default)
