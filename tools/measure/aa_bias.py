@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
-import os
 import shutil
 import statistics
 import sys
@@ -277,12 +276,12 @@ def markdown(record: dict) -> str:
 
 def write(record: dict, out: Path) -> None:
     """The record as JSON and Markdown, each replaced whole (a killed run keeps its last complete pair)."""
+    from skillbase.files import write_text_atomically
+
     record["summary"] = summarise(record["runs"])
     out.mkdir(parents=True, exist_ok=True)
     for name, text in ((JSON_NAME, json.dumps(record, indent=1) + "\n"), (MD_NAME, markdown(record))):
-        partial = out / (name + ".partial")
-        partial.write_text(text)
-        os.replace(partial, out / name)
+        write_text_atomically(out / name, text)
 
 
 # -- main --------------------------------------------------------------------------------------------

@@ -335,10 +335,10 @@ def measure(job: dict, progress: Callable[[str], None]) -> dict:
 
 def _save(job: dict, result: dict) -> None:
     """The worker's result so far, replaced whole: a worker killed at its timeout still hands back its blocks."""
+    from skillbase.files import write_text_atomically
+
     if job.get("result_path"):
-        partial = Path(job["result_path"] + ".partial")
-        partial.write_text(json.dumps(result))
-        os.replace(partial, job["result_path"])
+        write_text_atomically(job["result_path"], json.dumps(result))
 
 
 def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, began: float, progress,
@@ -575,13 +575,13 @@ def markdown(record: dict) -> str:
 
 def write(record: dict, out: Path) -> None:
     """The record as JSON and Markdown, each replaced whole (a killed run keeps its last complete pair)."""
+    from skillbase.files import write_text_atomically
+
     for row in record["kernels"]:
         row["summary"] = summarise(row)
     out.mkdir(parents=True, exist_ok=True)
     for name, text in ((JSON_NAME, json.dumps(record, indent=1) + "\n"), (MD_NAME, markdown(record))):
-        partial = out / (name + ".partial")
-        partial.write_text(text)
-        os.replace(partial, out / name)
+        write_text_atomically(out / name, text)
 
 
 def run(args: argparse.Namespace, budget: Budget | None = None, gpu: str | None = None,
