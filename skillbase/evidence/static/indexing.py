@@ -227,6 +227,17 @@ def subscript_index(node):
     return named[0] if named else None
 
 
+def subscript_chain(node) -> tuple[list, Any, str | None]:
+    """For a subscript `a[i][j]`: its index expressions, outermost array's first ([i, j]), the innermost argument
+    with parentheses and casts removed (a), and that argument's name when it is a plain identifier."""
+    chain = [subscript_index(node)]
+    base = unwrap(node.child_by_field_name("argument"))
+    while base is not None and base.type == "subscript_expression":
+        chain.insert(0, subscript_index(base))
+        base = unwrap(base.child_by_field_name("argument"))
+    return chain, base, syntax.text(base) if base is not None and base.type == "identifier" else None
+
+
 def unwrap(node):
     """Remove parentheses and casts around an expression."""
     while node is not None and node.type in ("parenthesized_expression", "cast_expression"):

@@ -50,6 +50,7 @@ from skillbase.evidence.static.indexing import (
     Scope,
     constant_stride,
     index_sum,
+    subscript_chain,
     subscript_index,
     unwrap,
     vector_cast,
@@ -539,12 +540,7 @@ class KernelFeatures:
     def _load_dependence(self, node) -> bool | None:
         """For subscript NODE: None unless it loads from a kernel pointer or a shared array; else whether its index
         depends on the thread. Local (register) arrays hold no loaded bound of their own."""
-        chain = [subscript_index(node)]
-        base = unwrap(node.child_by_field_name("argument"))
-        while base is not None and base.type == "subscript_expression":
-            chain.insert(0, subscript_index(base))
-            base = unwrap(base.child_by_field_name("argument"))
-        name = syntax.text(base) if base is not None and base.type == "identifier" else None
+        chain, base, name = subscript_chain(node)
         if name in self.scope.shared:
             return any(self.scope.info(index).thread for index in chain)
         if name in self.local:
@@ -759,14 +755,9 @@ class KernelFeatures:
         if node.id in self.done:
             return
         base_node = node.child_by_field_name("argument")
-        stripped = unwrap(base_node)
-        index_node = subscript_index(node)
         # nested subscripts s[a][b]: the array is the innermost argument
-        chain = [index_node]
-        while stripped is not None and stripped.type == "subscript_expression":
-            chain.insert(0, subscript_index(stripped))
-            stripped = unwrap(stripped.child_by_field_name("argument"))
-        name = syntax.text(stripped) if stripped is not None and stripped.type == "identifier" else None
+        chain, stripped, name = subscript_chain(node)
+        index_node = chain[-1]
         if name in self.scope.shared:
             self._shared_access(self.scope.shared[name], chain)
             self._shared_pattern(name, chain, is_store, is_load, address=parent_is_address_of(node))
