@@ -1,0 +1,123 @@
+"""The allocating-launcher probe against a device shared with other processes (CPU, a scripted device).
+
+On the H200 (session 18) three honest LLM candidates and KernelBench first kernels were failed as
+"launcher allocates device memory" while a PyTorch bench and a second worker shared the GPU: the
+driver's free memory is the device's, so a neighbour's new CUDA context looked like the launcher's.
+These tests drive `verify._probes` with a scripted session whose free memory a neighbour may change
+at a chosen call, and check that only a launcher that keeps memory on every call fails."""
+
+from __future__ import annotations
+
+import random
+
+from skillbase.harness import verify
+from skillbase.harness.result import CheckResult
+
+MIB = 2**20
+
+
+class _Pool:
+    def __init__(self):
+        self.bytes = 0
+
+    def total_bytes(self) -> int:
+        return self.bytes
+
+
+class _Cp:
+    def __init__(self, pool):
+        self._pool = pool
+
+    def get_default_memory_pool(self):
+        return self._pool
+
+
+class _Outcome:
+    def release(self):
+        pass
+
+
+class _Device:
+    index, uuid = 0, "GPU-test"
+
+    def __init__(self, free: int):
+        self.free = free
+
+    def mem_free(self) -> int:
+        return self.free
+
+
+class ScriptedSession:
+    """probe_call number k (1-based, every probe call counted) takes `per_call` bytes for the launcher
+    and `neighbour[k]` bytes for another process; our own pool grows by `pool_growth` per call."""
+
+    def __init__(self, per_call: int, neighbour: dict[int, int], pool_growth: int = 0):
+        self.pool = _Pool()
+        self.cp = _Cp(self.pool)
+        self.device = _Device(free=80 * 2**30)
+        self.per_call, self.neighbour, self.pool_growth = per_call, neighbour, pool_growth
+        self.candidate = object()
+        self.calls = 0
+        self.released = False
+
+    def call(self, *args, **kwargs):
+        return _Outcome()
+
+    def probe_call(self, launcher, case, spin_ms, timer):
+        self.calls += 1
+        self.device.free -= self.per_call + self.neighbour.get(self.calls, 0) + self.pool_growth
+        self.pool.bytes += self.pool_growth
+        return {"final_ok": True, "reason": "", "return_ms": 0.1, "spin_running": True, "written_early": 0}
+
+    def progress(self, text):
+        pass
+
+    def release(self, case):
+        self.released = True
+
+
+def _run(session) -> CheckResult:
+    result = CheckResult()
+    ok = verify._probes(session, case=object(), plan=verify.VerifyPlan(sizes=[]), result=result, timer=None)
+    assert ok == (result.status != "incorrect")
+    assert session.released
+    return result
+
+
+def _probe(result: CheckResult):
+    return next(p for p in result.probes if p.name == "allocating-launcher")
+
+
+def test_a_neighbours_context_during_the_probes_does_not_fail_an_honest_launcher():
+    # A second worker's CUDA context (about 500 MiB) appears during one of the first window's calls.
+    at = random.randint(2, 4)
+    result = _run(ScriptedSession(per_call=0, neighbour={at: random.randint(300, 700) * MIB}))
+    probe = _probe(result)
+    assert result.status != "incorrect", result.reason
+    assert probe.ok and not probe.conclusive
+    assert "another process" in probe.detail
+
+
+def test_a_launcher_that_keeps_memory_on_every_call_fails_even_beside_a_neighbour():
+    # Calls 1-4: the warm-up probe and the first window; 5-7 and 8-10: the confirming windows. A
+    # neighbour's drop in any one window changes that window's rate; the two others still agree.
+    per_call = random.randint(4, 64) * MIB
+    for at in (3, 6, 9):
+        result = _run(ScriptedSession(per_call=per_call, neighbour={at: random.randint(300, 700) * MIB}))
+        assert result.status == "incorrect", (at, result.reason)
+        assert "launcher allocates device memory" in result.reason
+        assert not _probe(result).ok
+
+
+def test_a_launcher_that_keeps_memory_on_every_call_fails_on_a_quiet_device():
+    per_call = random.randint(4, 64) * MIB
+    result = _run(ScriptedSession(per_call=per_call, neighbour={}))
+    assert result.status == "incorrect"
+    assert "launcher allocates device memory" in result.reason
+    assert not _probe(result).ok
+
+
+def test_our_own_pool_growth_is_not_the_launchers():
+    result = _run(ScriptedSession(per_call=0, neighbour={}, pool_growth=random.randint(8, 64) * MIB))
+    assert result.status != "incorrect", result.reason
+    assert _probe(result).ok and _probe(result).conclusive
