@@ -4,6 +4,10 @@
 #                                             #   profiled, the engine's first prompts), pack the store
 #   STEP=resume bash tools/llm_bench_trip.sh  # unpack trip/answers.tar.gz, judge every candidate present,
 #                                             #   start members not started yet, pack the store
+#   STEP=resume FROM=results/nvidia-h200/optimize/llm-run-2026-12-02 bash tools/llm_bench_trip.sh
+#                                             # the same, the answers archive first made here from that folder's
+#                                             #   committed store.tar.gz and answers-waiting.tar.gz (carrying a
+#                                             #   20 MB archive beside the checkout passes the device tool's 64 MiB)
 # The coders answer here between trips (docs/external-mode.md, "The trip to a GPU machine"):
 #   skillbase store unpack store-N.tar.gz --store trip/store --force; skillbase pending --store trip/store
 #   ... candidates ...; skillbase store pack trip/answers.tar.gz --store trip/store --without-reports --force
@@ -12,7 +16,7 @@
 # `off:OP,...` (engine-off, the ablation) or `on:all`; with STEP=resume they start after the judging
 # (new batches only: `bench optimize` refuses operators an earlier batch with the same settings still has
 # in progress, so rerunning a trip with the same BATCHES stops there, and only `resume --all` advances them);
-# DTYPE (fp32 or bf16) for the batches started; WORKERS (1): worker processes per GPU (--workers-per-gpu:
+# DTYPE (fp32 or bf16) for the batches started; ANSWERS (trip/answers.tar.gz), STORE (/tmp/store); WORKERS (1): worker processes per GPU (--workers-per-gpu:
 # jobs overlap their loading, inputs, references and compiling; timing and profiling stay one at a time).
 # What comes back in $OUT: store.tar.gz (the whole
 # store; split into store.tar.gz.part-aa, -ab ... when over 15 MiB, the device tool's per-file limit),
@@ -20,9 +24,10 @@
 set -uo pipefail
 STEP=${STEP:?STEP=start or STEP=resume}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} PRESET=${PRESET:-l} DTYPE=${DTYPE:-fp32} BATCHES=${BATCHES:-}
-WORKERS=${WORKERS:-1}
+WORKERS=${WORKERS:-1} FROM=${FROM:-}
+ANSWERS=$(realpath -m "${ANSWERS:-trip/answers.tar.gz}")
 source tools/trip_lib.sh   # repo, OUT, the install, device.txt, left, step, pack_store_back
-store=/tmp/store
+store=${STORE:-/tmp/store}
 start_batches() {   # each batch of $BATCHES started in the store (its baselines timed and profiled)
   local batch arm ops extra
   IFS=';' read -ra batches <<< "$BATCHES"
@@ -38,7 +43,15 @@ case $STEP in
     : "${BATCHES:?BATCHES=on:all or e.g. on:relu,softmax;off:relu,softmax}"
     start_batches ;;
   resume)
-    step unpack skillbase store unpack "$repo/trip/answers.tar.gz" --store "$store" --force   # a warm machine keeps the last
+    if [ -n "$FROM" ]; then
+      from=$(realpath -m "$FROM") prep=$(mktemp -d)
+      step "answers from $FROM" skillbase store unpack "$from/store.tar.gz" --store "$prep/store" || exit 2
+      if [ -f "$from/answers-waiting.tar.gz" ]; then tar -xzf "$from/answers-waiting.tar.gz" -C "$prep/store" || exit 2; fi
+      mkdir -p "$(dirname "$ANSWERS")"
+      step "pack answers" skillbase store pack "$ANSWERS" --store "$prep/store" --without-reports --force || exit 2
+      rm -rf "$prep"
+    fi
+    step unpack skillbase store unpack "$ANSWERS" --store "$store" --force   # a warm machine keeps the last
     step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
       --json
     [ -n "$BATCHES" ] && start_batches ;;   # new batches after the judging, in the same store
