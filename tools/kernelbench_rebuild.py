@@ -17,12 +17,23 @@ number report.json gives its problem (the order is predicted before the batch is
 the store after); each kernel file pairs with its meta file, names a run of the batch, and defines the launcher
 of that run's task with the task's exact parameters (the check `skillbase` makes of a task's own kernel). An
 existing store is never replaced without --force.
+
+    python tools/kernelbench_rebuild.py --save-state OUT.tar.gz --store trip/kbstore [--force]
+    python tools/kernelbench_rebuild.py KERNELBENCH --store NEW --state OUT.tar.gz [--force]
+
+The store's own state (its database, artifacts, candidates, best kernels) travels between machines in a state
+archive that leaves out every file quoting a problem (docs/kernelbench.md, "Keeping the store between machines"):
+--save-state writes it; --state rebuilds the store as above, then lays the saved state over it, checks each
+left-out file against the digest the archive records, and says which ones are missing (the coders' prompts,
+which `skillbase resume` writes again).
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import hashlib
+import io
 import itertools
 import json
 import re
@@ -210,27 +221,161 @@ def rebuild(kernelbench: Path, store: Path, report_path: Path = REPORT, kernels_
             "candidates": str(waiting[0].candidate_path.parent)}
 
 
+# Files that quote a problem by what they are: the imported task's adapter and specs (their descriptions quote its
+# docstring), the copies a run keeps of them beside best.cu, and the prompts (they show the problem's source).
+QUOTING = ("kb_task.py", "problem.json", "model.task.yaml", "torch.task.yaml", "best.task.yaml")
+ADAPTER_MARK = "# ---- skillbase adapter:"   # kb_task.py: the problem's own source is everything above it
+MIN_LINE = 8                                  # shorter lines ("return x") say nothing of a problem
+STATE = "kbstate.json"                        # the archive's record of what it left out
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def problem_lines(store: Path) -> set[str]:
+    """Every line (stripped, MIN_LINE characters or more) of the problems the store's tasks hold."""
+    lines = set()
+    for source in store.glob("kb_tasks/*/kb_task.py"):
+        own = source.read_text(errors="replace").split(ADAPTER_MARK)[0]
+        lines |= {line.strip() for line in own.splitlines() if len(line.strip()) >= MIN_LINE}
+    return lines
+
+
+def quotes(data: bytes, lines: set[str]) -> str | None:
+    text = data.decode(errors="replace")
+    return next((line for line in lines if line in text), None)
+
+
+def save_state(out: Path, store: Path, force: bool = False) -> dict:
+    """Write the store's state into `out` (a store pack, skillbase.run.pack) without a file that quotes a problem;
+    the archive's kbstate.json lists every file of the store with its digest, and why each left-out one is."""
+    from skillbase.run.pack import pack_store
+
+    out = Path(out)
+    if out.exists() and not force:
+        raise InputError(f"{out} exists", hint="pass --force to replace it, or name another file")
+    if not out.name.endswith(".tar.gz"):
+        raise InputError(f"{out.name}: the state archive is a .tar.gz", hint="name it e.g. kbstate.tar.gz")
+    lines = problem_lines(store)
+    if not lines:
+        raise InputError(f"{store}: no imported KernelBench task (kb_tasks/*/kb_task.py)",
+                         hint="--store the run's store")
+    files, kept = {}, 0
+    with tempfile.TemporaryDirectory(prefix="kbstate-") as scratch:
+        full = Path(scratch) / "full.tar.gz"
+        pack_store(full, store)
+        with tarfile.open(full) as tar, tarfile.open(Path(scratch) / "state.tar.gz", "w:gz") as state:
+            root = None
+            for member in tar.getmembers():
+                root, _, name = member.name.partition("/")
+                data = tar.extractfile(member).read() if member.isfile() else None
+                why = None
+                if data is not None and name not in ("pack.json", "runs.sqlite3"):
+                    line = quotes(data, lines)
+                    why = ("quotes its problem by kind" if Path(name).name in QUOTING or name.endswith(".prompt.md")
+                           else "quotes a line of its problem" if line else None)
+                    files[name] = {"sha256": _digest(data), **({"left_out": why} if why else {})}
+                elif name == "runs.sqlite3" and (line := quotes(data, lines)):
+                    raise InputError(f"{store}: the database quotes a problem ({line!r}): no state archive is safe",
+                                     hint="find which table holds problem text before saving")
+                if why is None:
+                    state.addfile(member, io.BytesIO(data) if data is not None else None)
+                    kept += data is not None
+            record = json.dumps({"format": 1, "files": files}, indent=1, sort_keys=True).encode()
+            info = tarfile.TarInfo(f"{root}/{STATE}")
+            info.size = len(record)
+            state.addfile(info, io.BytesIO(record))
+        out.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(Path(scratch) / "state.tar.gz", out)
+    left = sorted(n for n, f in files.items() if "left_out" in f)
+    return {"archive": str(out), "bytes": out.stat().st_size, "kept": kept, "left_out": left}
+
+
+def restore_state(archive: Path, store: Path) -> dict:
+    """Lay a state archive over a store the rebuild has just made: the saved database and files replace the fresh
+    ones, files the saved store did not hold go (a judged run's consumed first kernel must not be judged again),
+    each run's best.task.yaml and kb_task.py are copied again from its task. Returns which left-out files are missing
+    or come back changed."""
+    from skillbase.harness.scratch import copy_spec
+    from skillbase.run.pack import unpack_store
+    from skillbase.run.store import RunStore
+
+    with tarfile.open(archive) as tar:
+        member = next((m for m in tar.getmembers() if m.name.endswith(f"/{STATE}")), None)
+        if member is None:
+            raise InputError(f"{archive}: holds no {STATE}", hint="make it with --save-state")
+        files = json.loads(tar.extractfile(member).read())["files"]
+    unpack_store(archive, store, force=True)
+    (store / STATE).unlink()
+    db = RunStore.open(store, say_moved=False)
+    try:
+        for run in db.list_runs():
+            folder = store / "runs" / run.name
+            spec = Path(run.task_path).with_name(Path(run.task_path).stem + ".task.yaml")
+            if f"runs/{run.name}/best.task.yaml" in files and spec.is_file():
+                copy_spec(spec, folder / "best.task.yaml")
+    finally:
+        db.close()
+    extra = [p for p in store.rglob("*") if p.is_file() and p.relative_to(store).as_posix() not in files
+             and p.name not in ("runs.sqlite3", "runs.sqlite3-wal", "runs.sqlite3-shm")]
+    for path in extra:
+        path.unlink()
+    missing, differs = [], []
+    for name, saved in sorted(files.items()):
+        path = store / name
+        if not path.is_file():
+            missing.append(name)
+        elif "left_out" in saved and _digest(path.read_bytes()) != saved["sha256"]:
+            differs.append(name)   # regenerated otherwise (the saved files' paths follow the store: not compared)
+    return {"missing": missing, "differs": differs, "removed": sorted(p.relative_to(store).as_posix() for p in extra)}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("kernelbench", type=Path, help="KernelBench checkout or exported folder (KernelBench/levelN)")
+    parser.add_argument("kernelbench", type=Path, nargs="?",
+                        help="KernelBench checkout or exported folder (KernelBench/levelN)")
     parser.add_argument("--store", type=Path, required=True, help="the store folder to make (e.g. trip/kbstore)")
     parser.add_argument("--report", type=Path, default=REPORT, help="the run's kernelbench report --json")
     parser.add_argument("--kernels", type=Path, default=KERNELS, help="the coders' first kernels (tar.gz)")
     parser.add_argument("--import-reports", type=Path, nargs="*", default=IMPORT_REPORTS,
                         help="committed import reports whose sizes the import must reproduce")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds one problem may take to probe")
-    parser.add_argument("--force", action="store_true", help="replace an existing store")
+    parser.add_argument("--force", action="store_true", help="replace an existing store (or state archive)")
+    parser.add_argument("--save-state", type=Path, metavar="OUT", help="write --store's state archive (.tar.gz)")
+    parser.add_argument("--state", type=Path, metavar="ARCHIVE", help="lay a saved state over the rebuilt store")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     try:
+        if args.save_state:
+            saved = save_state(args.save_state, args.store.resolve(), args.force)
+            print(f"{saved['archive']}: {saved['kept']} files of {args.store}, {saved['bytes']} bytes; "
+                  f"{len(saved['left_out'])} left out (they quote a problem)")
+            return 0
+        if args.kernelbench is None:
+            raise InputError("no KERNELBENCH folder", hint="name the checkout to rebuild from, or --save-state OUT")
+        if args.state and not args.state.is_file():
+            raise InputError(f"{args.state}: no such file", hint="the archive --save-state wrote")
         made = rebuild(args.kernelbench, args.store.resolve(), args.report, args.kernels, tuple(args.import_reports),
                        args.force, args.timeout)
-    except (InputError, OSError, tarfile.TarError) as error:
+        if args.state:
+            laid = restore_state(args.state, args.store.resolve())
+    except (InputError, OSError, tarfile.TarError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     print(f"{args.store}: batch_1, {made['runs']} runs waiting for their first kernel; {len(made['present'])} with "
           f"a candidate in {made['candidates']}, {made['runs'] - len(made['present'])} without "
           f"({time.perf_counter() - started:.0f} s)")
+    if args.state:
+        prompts = [n for n in laid["missing"] if n.endswith(".prompt.md")]
+        other = [n for n in laid["missing"] if n not in prompts]
+        print(f"{args.store}: the state of {args.state} laid over it; {len(laid['removed'])} file(s) the saved store "
+              f"did not hold removed; {len(prompts)} prompt(s) not regenerated (`skillbase resume` writes a run's "
+              f"prompt again; pending, resume --all and kernelbench report work without them)")
+        for name in other:
+            print(f"  missing: {name}")
+        for name in laid["differs"]:
+            print(f"  differs from the saved store: {name}")
     return 0
 
 

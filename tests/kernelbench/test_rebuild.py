@@ -203,3 +203,47 @@ def test_the_tool_refuses_a_missing_archive_with_one_line(tmp_path):
                            str(tmp_path / "none.tar.gz")], capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 2 and done.stderr.startswith("error: ") and done.stderr.count("\n") == 1, done.stderr
     assert f"{tmp_path / 'none.tar.gz'}: no such file" in done.stderr and not (tmp_path / "s").exists()
+
+
+def _problem_lines() -> set[str]:
+    """Every line of the store's problems (but the docstrings' quotes), however short."""
+    return {line.strip() for _, problem, _ in RUNS for line in (FIXTURES / problem).read_text().splitlines()
+            if line.strip() not in ("", '"""')}
+
+
+def _json(command: str, store: Path) -> str:
+    done = subprocess.run([sys.executable, "-m", "skillbase", *command.split(), "--store", str(store), "--json"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr
+    return done.stdout.replace(str(store), "STORE")
+
+
+def test_a_saved_state_quotes_no_problem_and_restores_the_same_report_and_pending(tmp_path):
+    store = tmp_path / "store"
+    assert run_tool(tmp_path, store).returncode == 0
+    # a file the store gained after the rebuild (a newer kernel) travels; one quoting its problem does not
+    extra = store / "batches" / "batch_1" / "candidates" / "run_2.cu"
+    extra.write_text(f"// {random.random()}\n" + (KERNELS / "relu.cu").read_text())
+    quoting = store / "runs" / "run_2" / "notes.md"
+    quoting.write_text(random.choice(sorted(t for t in _problem_lines() if len(t) >= rebuild.MIN_LINE)) + "\n")
+    state = tmp_path / "state.tar.gz"
+    saved = rebuild.save_state(state, store)
+    assert "runs/run_2/notes.md" in saved["left_out"] and saved["bytes"] == state.stat().st_size
+    lines = _problem_lines()
+    with tarfile.open(state) as tar:
+        texts = {m.name: tar.extractfile(m).read().decode(errors="replace") for m in tar.getmembers() if m.isfile()}
+    assert "skillbase-store/runs.sqlite3" in texts and "skillbase-store/batches/batch_1/candidates/run_2.cu" in texts
+    assert not any(Path(n).name in ("kb_task.py", "model.task.yaml") or n.endswith(".prompt.md") for n in texts)
+    assert [(n, line) for n, text in texts.items() for line in lines if line in text] == []
+    with pytest.raises(InputError, match="exists"):
+        rebuild.save_state(state, store)
+
+    restored = tmp_path / "restored"
+    done = run_tool(tmp_path, restored, RUNS, None, "--state", str(state))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "missing: runs/run_2/notes.md" in done.stdout and "differs" not in done.stdout
+    assert _json("kernelbench report", restored) == _json("kernelbench report", store)
+    assert _json("pending", restored) == _json("pending", store)
+    assert extra.read_bytes() == (restored / extra.relative_to(store)).read_bytes()
+    again = run_tool(tmp_path, restored, RUNS, None, "--state", str(state))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1 and "never replaces a store" in again.stderr
