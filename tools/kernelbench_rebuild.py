@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import hashlib
 import io
 import itertools
 import json
@@ -46,6 +45,7 @@ import time
 from pathlib import Path
 
 from skillbase.errors import InputError
+from skillbase.run.artifacts import digest_bytes
 
 HERE = Path(__file__).resolve().parents[1] / "results" / "nvidia-h200" / "kernelbench"
 REPORT = HERE / "report.json"
@@ -229,10 +229,6 @@ MIN_LINE = 8                                  # shorter lines ("return x") say n
 STATE = "kbstate.json"                        # the archive's record of what it left out
 
 
-def _digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
 def problem_lines(store: Path) -> set[str]:
     """Every line (stripped, MIN_LINE characters or more) of the problems the store's tasks hold."""
     lines = set()
@@ -275,7 +271,7 @@ def save_state(out: Path, store: Path, force: bool = False) -> dict:
                     line = quotes(data, lines)
                     why = ("quotes its problem by kind" if Path(name).name in QUOTING or name.endswith(".prompt.md")
                            else "quotes a line of its problem" if line else None)
-                    files[name] = {"sha256": _digest(data), **({"left_out": why} if why else {})}
+                    files[name] = {"sha256": digest_bytes(data), **({"left_out": why} if why else {})}
                 elif name == "runs.sqlite3" and (line := quotes(data, lines)):
                     raise InputError(f"{store}: the database quotes a problem ({line!r}): no state archive is safe",
                                      hint="find which table holds problem text before saving")
@@ -326,7 +322,7 @@ def restore_state(archive: Path, store: Path) -> dict:
         path = store / name
         if not path.is_file():
             missing.append(name)
-        elif "left_out" in saved and _digest(path.read_bytes()) != saved["sha256"]:
+        elif "left_out" in saved and digest_bytes(path.read_bytes()) != saved["sha256"]:
             differs.append(name)   # regenerated otherwise (the saved files' paths follow the store: not compared)
     return {"missing": missing, "differs": differs, "removed": sorted(p.relative_to(store).as_posix() for p in extra)}
 

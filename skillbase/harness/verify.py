@@ -401,8 +401,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
     # time a probe runs (activity buffers, our side stream's first copy) is in place before the
     # free-memory snapshot, so it cannot pass for memory the launcher kept.
     session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
-    pool = session.cp.get_default_memory_pool()
-    free_before, pool_before = session.device.mem_free(), pool.total_bytes()
+    memory_gone = _memory_mark(session)
     inconclusive = 0
     calls = 0
     streams: set[int] = set()
@@ -439,9 +438,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
         streams.update(obs.get("other_streams", ()))
         if not (obs.get("cupti") or obs["spin_running"]):
             inconclusive += 1
-    # Device memory that vanished, minus what our own CuPy pool grew by (probe snapshots).
-    leaked = (free_before - session.device.mem_free()) - (pool.total_bytes() - pool_before)
-    memory = _allocation_verdict(session, case, plan, leaked, calls)
+    memory = _allocation_verdict(session, case, plan, memory_gone(), calls)
     session.release(case)
     how = "CUPTI records" if timer is not None else "output snapshots"
     detail = f"{plan.probe_calls - inconclusive} of {plan.probe_calls} probes conclusive ({how})"
@@ -500,15 +497,22 @@ def _allocation_verdict(session, case, plan: VerifyPlan, leaked: int, calls: int
 def _memory_window(session, case, plan: VerifyPlan) -> tuple[int, int] | _AllocationVerdict:
     """(bytes of device memory that vanished, calls) over one more window of probe calls, less our own
     pool's growth; a verdict instead when a call's output is wrong."""
-    pool = session.cp.get_default_memory_pool()
-    free_before, pool_before = session.device.mem_free(), pool.total_bytes()
+    memory_gone = _memory_mark(session)
     calls = max(plan.probe_calls, 1)
     for _ in range(calls):
         obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=None)
         if not obs["final_ok"]:
             return _AllocationVerdict(Probe("allocating-launcher", False, "output wrong on a confirming call"),
                                       f"launch-stream probe: output wrong after the call ({obs['reason']})")
-    return (free_before - session.device.mem_free()) - (pool.total_bytes() - pool_before), calls
+    return memory_gone(), calls
+
+
+def _memory_mark(session):
+    """A function giving the bytes of device memory gone since this mark, less what our own CuPy pool grew
+    by meanwhile (the probes' snapshots)."""
+    pool = session.cp.get_default_memory_pool()
+    free_before, pool_before = session.device.mem_free(), pool.total_bytes()
+    return lambda: (free_before - session.device.mem_free()) - (pool.total_bytes() - pool_before)
 
 
 def audit_device_state(session, result: CheckResult) -> bool:
