@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import random
 
+import pytest
+
 from skillbase.harness import verify
 from skillbase.harness.result import CheckResult
 
@@ -121,3 +123,91 @@ def test_our_own_pool_growth_is_not_the_launchers():
     result = _run(ScriptedSession(per_call=0, neighbour={}, pool_growth=random.randint(8, 64) * MIB))
     assert result.status != "incorrect", result.reason
     assert _probe(result).ok and _probe(result).conclusive
+
+
+# -------------------------------------------------------------------------------------------- GPU
+# The same question on the real device: honest kernels judged while other processes start CUDA
+# contexts and take and give back device memory (as a second worker or a PyTorch bench does), and a
+# launcher that keeps 64 MiB per call judged beside the same neighbours.
+
+NEIGHBOUR = r"""
+import random, sys, time
+import cupy as cp
+rng = random.Random(int(sys.argv[1]))
+held = []
+for _ in range(rng.randint(1, 4)):                  # a context, then a few uploads of random sizes
+    held.append(cp.cuda.runtime.malloc(rng.randint(64, 2048) << 20))
+    time.sleep(rng.uniform(0.0, 0.3))
+time.sleep(rng.uniform(0.1, 1.0))
+"""
+
+
+class Neighbours:
+    """Processes that come and go on GPU 0 for as long as the block runs, one after another, two at a
+    time; each starts its context, takes random amounts of memory and exits."""
+
+    def __init__(self, seed: int):
+        self.seed, self.started, self._stop = seed, 0, None
+
+    def __enter__(self):
+        import os
+        import subprocess
+        import sys
+        import threading
+
+        self._stop = threading.Event()
+
+        def churn(lane: int):
+            rng = random.Random(self.seed * 2 + lane)
+            while not self._stop.is_set():
+                subprocess.run([sys.executable, "-c", NEIGHBOUR, str(rng.randrange(2**31))], check=True,
+                               env={**os.environ, "CUDA_VISIBLE_DEVICES": "0"})
+                self.started += 1
+
+        self._threads = [threading.Thread(target=churn, args=(lane,), daemon=True) for lane in range(2)]
+        for t in self._threads:
+            t.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+
+def _judge(candidate):
+    from pathlib import Path
+
+    from skillbase.harness.runtime import Options, evaluate
+
+    task = Path(__file__).resolve().parents[2] / "examples" / "vector_add" / "vector_add.cu"
+    return evaluate(task, candidate=candidate, options=Options(static=False, time=False, timeout_s=300.0))
+
+
+@pytest.mark.gpu
+def test_honest_kernels_beside_neighbours_that_take_memory_pass():
+    from pathlib import Path
+
+    seed = random.randrange(2**31)
+    honest = Path(__file__).resolve().parents[2] / "examples" / "vector_add" / "vector_add.cu"
+    with Neighbours(seed) as neighbours:
+        verdicts = [_judge(honest) for _ in range(6)]
+    assert neighbours.started >= 6, f"seed {seed}: only {neighbours.started} neighbour processes ran"
+    for result in verdicts:
+        assert result.status == "ok", f"seed {seed}: {result.reason}"
+        assert _probe(result).ok, f"seed {seed}: {_probe(result).detail}"
+    print(f"seed {seed}: {neighbours.started} neighbour processes; allocating-launcher probe: "
+          + "; ".join(_probe(r).detail for r in verdicts))
+
+
+@pytest.mark.gpu
+def test_a_leaking_launcher_beside_neighbours_still_fails():
+    from pathlib import Path
+
+    seed = random.randrange(2**31)
+    leak = Path(__file__).resolve().parents[1] / "cheats" / "vector_add" / "leak_alloc.cu"
+    with Neighbours(seed):
+        verdicts = [_judge(leak) for _ in range(3)]
+    for result in verdicts:
+        assert result.status == "incorrect", f"seed {seed}: {result.status}: {result.reason}"
+        assert "launcher allocates device memory" in result.reason, f"seed {seed}: {result.reason}"
