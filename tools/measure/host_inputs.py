@@ -1,4 +1,4 @@
-"""Where a case's host-side input time goes, step by step, at a task's real size (CPU only, no GPU needed).
+"""Where a case's host-side input time goes, step by step, at a task's real size (the CPU; GPU steps given a GPU).
 
 A worker's `inputs` phase per drawn case (harness/session.py `prepare`) is: `make_inputs` (a KernelBench task's
 hook: the problem's get_inputs through torch, on the GPU when there is one, here on the CPU; a native task's
@@ -7,10 +7,12 @@ part (`np.ascontiguousarray`, then CuPy's `asarray`, which stages the whole arra
 here by one copy into a fresh array; the pinned allocation and the H2D copy need the GPU and are not measured).
 
     python tools/measure/host_inputs.py /tmp/kb19/model.task.yaml --steps hook,scaled,upload,dense
+    python tools/measure/host_inputs.py TASK --steps first-touch,hook,scaled,upload,gpu-upload,dense   # on the GPU
 
 prints one line per step: seconds, bytes, and whether the result is a new array (a host copy). `dense` draws
 the hook's arrays again through generators.dense (uniform, normal and, for an i32 copy, randint) to time our
-own generator at the same size. `--warm-gib` first touches that much memory, so that the steps are not timed
+own generator at the same size. `gpu-upload` (CuPy and a GPU) times the upload two ways; `first-touch`
+writes 6 GiB of fresh memory twice. `--warm-gib` first touches that much memory, so that the steps are not timed
 on the VM's first touch of fresh pages.
 """
 
@@ -60,6 +62,35 @@ def dense_spec(task: Path, init: dict, dtype: str | None, where: Path):
     return load_task(path, check_launcher=False)
 
 
+def _cuda() -> bool:
+    torch = sys.modules.get("torch")
+    return bool(torch is not None and torch.cuda.is_available())
+
+
+def gpu_uploads(host: dict) -> None:
+    """The upload itself, two ways (needs CuPy and a GPU): `cp.asarray` as `Session._upload` does (a pinned
+    buffer of the whole array, the host copy into it, then the DMA), twice (the second reuses the pinned
+    pool), and `cp.empty` + `.set` (a pageable cudaMemcpy, no staging copy of ours)."""
+    try:
+        import cupy as cp
+    except ImportError:
+        print("gpu-upload: skipped, no CuPy here")
+        return
+    for name, array in host.items():
+        flat = np.ascontiguousarray(array).reshape(-1)
+        for label in ("cp.asarray", "cp.asarray again"):
+            device, seconds = timed(lambda a: (d := cp.asarray(a), cp.cuda.Device().synchronize(), d)[2], flat)
+            show(f"{label} {name}", seconds, flat.nbytes)
+            del device
+        for label in ("empty + set", "empty + set again"):
+            device, seconds = timed(lambda a: (d := cp.empty(a.shape, a.dtype), d.set(a),
+                                               cp.cuda.Device().synchronize(), d)[3], flat)
+            show(f"{label} {name}", seconds, flat.nbytes)
+            del device
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.get_default_pinned_memory_pool().free_all_blocks()
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("task", type=Path)
@@ -79,8 +110,11 @@ def main() -> int:
     sizes = spec.sizes_for(options.size)
     host = None
     if "hook" in steps:
-        host, seconds = timed(spec.make_inputs, sizes, options.seed)
-        show("make_inputs (hook, torch on CPU)", seconds, sum(a.nbytes for a in host.values()))
+        for label in ("", ", again"):     # the first GPU draw includes CUDA's start
+            host = None
+            host, seconds = timed(spec.make_inputs, sizes, options.seed)
+            where = "GPU draw + copy to host" if _cuda() else "torch on the CPU"
+            show(f"make_inputs (hook: {where}{label})", seconds, sum(a.nbytes for a in host.values()))
     if host is None:
         host = dense_spec(options.task, {"dist": "uniform", "low": 0, "high": 1}, None,
                           Path(tempfile.mkdtemp())).make_inputs(sizes, options.seed)
@@ -100,8 +134,14 @@ def main() -> int:
             staged, seconds = timed(lambda a: np.copyto(np.empty_like(a), a), flat)
             show(f"staging copy {name} (CuPy's)", seconds, array.nbytes, "emulated: into a fresh array")
             del flat, staged
+    if "gpu-upload" in steps:
+        gpu_uploads(host)
     host = None
     gc.collect()
+    if "first-touch" in steps:
+        for label in ("fresh", "again"):
+            _, seconds = timed(lambda n: np.ones(n, dtype=np.uint8), 6 << 30)
+            show(f"first touch: 6 GiB written, {label}", seconds, 6 << 30)
     if "dense" in steps:
         where = Path(tempfile.mkdtemp())
         for init, dtype in (({"dist": "uniform", "low": 0, "high": 1}, None), ({"dist": "normal"}, None),
