@@ -1,9 +1,9 @@
 """Input generators: dense distributions, structured sparse matrices, and user hooks.
 
 Every generator draws from the one `numpy.random.Generator` that `make_inputs` creates from the
-seed, so a (spec, sizes, seed) triple always gives the same bytes and another seed gives other
-values. Structured generators (csr, csc, coo, ell) fill several arguments at once because their
-parts (row pointers, indices, values) are only valid together.
+seed (a large dense draw from chunk generators seeded by it), so a (spec, sizes, seed) triple always
+gives the same bytes and another seed gives other values. Structured generators (csr, csc, coo,
+ell) fill several arguments at once because their parts (row pointers, indices, values) are only valid together.
 """
 
 from __future__ import annotations
@@ -49,8 +49,10 @@ def _threads() -> int:
     return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
 
 
-def in_chunks(numel: int, fill, chunk: int = CHUNK) -> None:
-    """fill(start, stop) over [0, numel) in `chunk`-element pieces, on threads when there are several."""
+def in_chunks(numel: int, fill, chunk: int | None = None) -> None:
+    """fill(start, stop) over [0, numel) in `chunk`-element (default CHUNK) pieces, on threads when there
+    are several."""
+    chunk = chunk or CHUNK
     bounds = [(start, min(start + chunk, numel)) for start in range(0, numel, chunk)]
     if len(bounds) <= 1 or _threads() == 1:
         for start, stop in bounds:
