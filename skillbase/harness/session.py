@@ -256,15 +256,24 @@ class Session:
 
     def _scaled(self, name: str, array: np.ndarray) -> np.ndarray:
         from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32, float32_to_bf16_bits
+        from skillbase.task.generators import in_chunks
 
         a = self.spec.arg(name)
         init = a.init or {}
         if not DTYPES[a.dtype].is_float or init.get("dist", "uniform") not in ("uniform", "normal") \
                 or init.get("rescale") is False:
             return array   # indices, structured data, hooks, a declared domain: their values carry meaning
-        if a.dtype == "bf16":
-            return float32_to_bf16_bits(bf16_bits_to_float32(array) * SCALE_VARIANT).reshape(array.shape)
-        return (array * SCALE_VARIANT).astype(array.dtype)
+        # One pass into one new array (the original stays the spec case's), chunk by chunk on the cores:
+        # a KernelBench input is GiBs.
+        flat, out = np.ascontiguousarray(array).reshape(-1), np.empty(array.size, dtype=array.dtype)
+
+        def scale(start: int, stop: int) -> None:
+            if a.dtype == "bf16":
+                out[start:stop] = float32_to_bf16_bits(bf16_bits_to_float32(flat[start:stop]) * SCALE_VARIANT)
+            else:
+                np.multiply(flat[start:stop], array.dtype.type(SCALE_VARIANT), out=out[start:stop])
+        in_chunks(array.size, scale)
+        return out.reshape(array.shape)
 
     def reference_outputs(self, case: Case) -> References:
         references = References(self)

@@ -1,18 +1,21 @@
 """Input generators: dense distributions, structured sparse matrices, and user hooks.
 
 Every generator draws from the one `numpy.random.Generator` that `make_inputs` creates from the
-seed, so a (spec, sizes, seed) triple always gives the same bytes and another seed gives other
-values. Structured generators (csr, csc, coo, ell) fill several arguments at once because their
-parts (row pointers, indices, values) are only valid together.
+seed (a large dense draw from chunk generators seeded by it), so a (spec, sizes, seed) triple always
+gives the same bytes and another seed gives other values. Structured generators (csr, csc, coo,
+ell) fill several arguments at once because their parts (row pointers, indices, values) are only valid together.
 """
 
 from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
 from skillbase.task.dtypes import DTYPES, to_storage
 
-__all__ = ["dense", "structured", "STRUCTURED_PARTS", "DEFAULT_FLOAT_INIT", "DEFAULT_INT_INIT", "nnz_for"]
+__all__ = ["dense", "in_chunks", "structured", "STRUCTURED_PARTS", "DEFAULT_FLOAT_INIT", "DEFAULT_INT_INIT", "nnz_for"]
 
 # An in/inout array without `init` gets these: symmetric floats exercise sign handling and
 # cancellation; small non-negative ints are safe as counts but NOT as indices (specify those).
@@ -33,27 +36,55 @@ def _float_work_dtype(name: str):
     return np.float64 if name == "f64" else np.float32
 
 
+# A dense draw of at least PARALLEL_MIN elements is cut into CHUNK-element chunks, each filled by its own
+# generator (SeedSequence.spawn, numpy's documented parallel scheme) on a thread pool sized to the cores:
+# numpy's fills and ufuncs release the GIL. The chunking depends on the element count only, never on the
+# core count, so a (spec, sizes, seed) gives the same bytes on every machine. Smaller draws take the seed's
+# generator directly, as before.
+PARALLEL_MIN = 1 << 22
+CHUNK = 1 << 22
+
+
+def _threads() -> int:
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1))
+
+
+def in_chunks(numel: int, fill, chunk: int | None = None) -> None:
+    """fill(start, stop) over [0, numel) in `chunk`-element (default CHUNK) pieces, on threads when there
+    are several."""
+    chunk = chunk or CHUNK
+    bounds = [(start, min(start + chunk, numel)) for start in range(0, numel, chunk)]
+    if len(bounds) <= 1 or _threads() == 1:
+        for start, stop in bounds:
+            fill(start, stop)
+        return
+    with ThreadPoolExecutor(max_workers=min(_threads(), len(bounds))) as pool:
+        for future in [pool.submit(fill, start, stop) for start, stop in bounds]:
+            future.result()      # the first failure raises here, as in the single-thread loop
+
+
+_DRAWN = ("uniform", "normal", "randint")     # the random dists drawn chunk by chunk
+
+
 def dense(init: dict, dtype_name: str, numel: int, rng: np.random.Generator) -> np.ndarray:
     """A flat array of `numel` elements in the host storage of `dtype_name`."""
     d = DTYPES[dtype_name]
     dist = init["dist"]
-    work = _float_work_dtype(dtype_name) if d.is_float else np.int64
-    if dist == "uniform":
-        low, high = float(init.get("low", -1.0)), float(init.get("high", 1.0))
-        if d.is_float:
-            values = rng.random(numel, dtype=work)
-            values *= work(high - low)   # in place: the same values as x * w + l, without temporaries
-            values += work(low)
+    if dist in _DRAWN:
+        bounds = _int_bounds(init, dtype_name) if not d.is_float and dist != "normal" else None
+        out = np.empty(numel, dtype=d.storage)
+        if numel < PARALLEL_MIN:
+            _draw(init, dtype_name, out, rng, bounds)
         else:
-            values = rng.integers(int(low), int(high), size=numel, endpoint=False)
-    elif dist == "normal":
-        mean, std = float(init.get("mean", 0.0)), float(init.get("std", 1.0))
-        values = rng.standard_normal(numel, dtype=work if d.is_float else np.float64) * std + mean
-        if not d.is_float:
-            values = np.rint(values)
-    elif dist == "randint":
-        values = rng.integers(int(init.get("low", 0)), int(init.get("high", 100)), size=numel)
-    elif dist == "ones":
+            # The chunks' seeds come from the seed's generator, which then goes on to the next argument.
+            children = np.random.SeedSequence([int(x) for x in rng.integers(0, 2**63, size=4)]).spawn(
+                -(-numel // CHUNK))
+            in_chunks(numel, lambda start, stop: _draw(
+                init, dtype_name, out[start:stop], np.random.Generator(np.random.PCG64(children[start // CHUNK])),
+                bounds))
+        return out
+    work = _float_work_dtype(dtype_name) if d.is_float else np.int64
+    if dist == "ones":
         values = np.ones(numel, dtype=work)
     elif dist == "zeros":
         values = np.zeros(numel, dtype=work)
@@ -74,6 +105,51 @@ def dense(init: dict, dtype_name: str, numel: int, rng: np.random.Generator) -> 
         raise ValueError(f"unknown dist {dist}")
     _check_range(values, dtype_name, dist)
     return to_storage(values, dtype_name)
+
+
+def _int_bounds(init: dict, dtype_name: str) -> tuple[int, int]:
+    """[low, high) of a uniform/randint integer draw, refused when the dtype cannot hold it: the declared
+    range bounds every value, so nothing is scanned afterwards."""
+    if init["dist"] == "uniform":
+        low, high = int(float(init.get("low", -1.0))), int(float(init.get("high", 1.0)))
+    else:
+        low, high = int(init.get("low", 0)), int(init.get("high", 100))
+    info = np.iinfo(DTYPES[dtype_name].storage)
+    if high > low and (low < info.min or high - 1 > info.max):
+        raise ValueError(f"{init['dist']} values span [{low}, {high - 1}], outside {dtype_name} "
+                         f"[{info.min}, {info.max}]")
+    return low, high
+
+
+def _draw(init: dict, dtype_name: str, out: np.ndarray, rng: np.random.Generator, bounds) -> None:
+    """Fill `out` (storage dtype) from `rng`: floats drawn in their work dtype, straight into `out` when
+    that is the storage (f32, f64), else through one chunk-sized temporary (bf16, f16); ints in int64,
+    cast into `out` (the declared bounds were checked; a normal draw is checked here, chunk by chunk)."""
+    d = DTYPES[dtype_name]
+    dist, numel = init["dist"], out.size
+    if d.is_float and dist in ("uniform", "normal"):
+        work = _float_work_dtype(dtype_name)
+        values = out if out.dtype == work else np.empty(numel, dtype=work)
+        if dist == "uniform":
+            low, high = float(init.get("low", -1.0)), float(init.get("high", 1.0))
+            rng.random(out=values, dtype=work)
+            values *= work(high - low)   # in place: the same values as x * w + l, without temporaries
+            values += work(low)
+        else:
+            rng.standard_normal(out=values, dtype=work)
+            values *= work(float(init.get("std", 1.0)))
+            values += work(float(init.get("mean", 0.0)))
+        if values is not out:
+            out[...] = to_storage(values, dtype_name)
+        return
+    if dist == "normal":              # integers from a rounded normal: unbounded, so checked
+        values = np.rint(rng.standard_normal(numel) * float(init.get("std", 1.0)) + float(init.get("mean", 0.0)))
+        _check_range(values, dtype_name, dist)
+    elif d.is_float:                  # randint into a float type
+        values = rng.integers(int(init.get("low", 0)), int(init.get("high", 100)), size=numel)
+    else:
+        values = rng.integers(*bounds, size=numel)
+    out[...] = to_storage(values, dtype_name)
 
 
 def _check_range(values: np.ndarray, dtype_name: str, what: str) -> None:

@@ -251,3 +251,138 @@ def test_bf16_round_to_nearest_even_both_ways():
     x = np.random.default_rng(0).standard_normal(10000).astype(np.float32)
     back = bf16_bits_to_float32(float32_to_bf16_bits(x))
     assert np.max(np.abs(back - x) / np.abs(x)) <= 2 ** -8
+
+
+# -- large dense draws: chunked, threaded, reproducible -----------------------------------------------------
+
+F32_CU = 'extern "C" void run(const float* x, float* out, int n) {}\n'
+ANY_CU = {"f32": F32_CU,
+          "bf16": '#include <cuda_bf16.h>\nextern "C" void run(const __nv_bfloat16* x, float* out, int n) {}\n',
+          "f16": '#include <cuda_fp16.h>\nextern "C" void run(const __half* x, float* out, int n) {}\n',
+          "i32": VEC_CU, "u8": 'extern "C" void run(const unsigned char* x, float* out, int n) {}\n'}
+
+
+def fresh_seed() -> int:
+    return int(np.random.SeedSequence().entropy % 2**32)
+
+
+@pytest.fixture
+def small_chunks(monkeypatch):
+    """The parallel path at a test's size: chunks of 1000 elements from 2000 on, drawn on 4 threads."""
+    from skillbase.task import generators
+
+    monkeypatch.setattr(generators, "PARALLEL_MIN", 2000)
+    monkeypatch.setattr(generators, "CHUNK", 1000)
+    monkeypatch.setattr(generators, "_threads", lambda: 4)
+    return generators
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16", "i32"])
+def test_a_chunked_draw_reproduces_differs_by_seed_and_ignores_the_core_count(tmp_path, small_chunks, monkeypatch,
+                                                                             dtype):
+    init = {"dist": "randint", "low": 0, "high": 1000} if dtype == "i32" else {"dist": "normal"}
+    spec = spec_with(tmp_path, vec_args(init, dtype), ANY_CU[dtype], presets={"default": {"n": 10_500}})
+    seed = fresh_seed()
+    one, again, other = (spec.make_inputs("default", s)["x"] for s in (seed, seed, seed + 1))
+    monkeypatch.setattr(small_chunks, "_threads", lambda: 1)
+    alone = spec.make_inputs("default", seed)["x"]
+    assert one.shape == (10_500,) and one.dtype == DTYPE_STORAGE[dtype], seed
+    assert np.array_equal(one, again) and np.array_equal(one, alone), f"seed {seed}: same seed, same bytes"
+    assert not np.array_equal(one, other), f"seed {seed}"
+    # Every chunk has a generator of its own: no chunk repeats another's values.
+    chunks = [one[i:i + 1000].tobytes() for i in range(0, 10_000, 1000)]
+    assert len(set(chunks)) == len(chunks), f"seed {seed}"
+
+
+def test_a_chunked_draw_feeds_the_next_argument_other_values(tmp_path, small_chunks):
+    args = [{"name": n, "dtype": "f32", "shape": ["n"], "role": "in", "init": {"dist": "uniform"}} for n in "xy"]
+    args += [{"name": "out", "dtype": "f32", "shape": ["n"], "role": "out"},
+             {"name": "n", "dtype": "i32", "value": "n"}]
+    source = 'extern "C" void run(const float* x, const float* y, float* out, int n) {}\n'
+    spec = spec_with(tmp_path, args, source, presets={"default": {"n": 5000}})
+    inputs = spec.make_inputs("default", fresh_seed())
+    assert not np.array_equal(inputs["x"], inputs["y"])
+
+
+def test_a_small_draw_is_the_seed_generators_own_stream(tmp_path):
+    spec = spec_with(tmp_path, vec_args({"dist": "uniform", "low": -2, "high": 6}, "f32"), F32_CU,
+                     presets={"default": {"n": 3000}})
+    seed = fresh_seed()
+    expected = np.random.Generator(np.random.PCG64(seed)).random(3000, dtype=np.float32)
+    expected *= np.float32(8)
+    expected += np.float32(-2)
+    assert np.array_equal(spec.make_inputs("default", seed)["x"], expected), seed
+
+
+# Statistics on fresh seeds at the real parallel path's size (several default chunks): 6 standard errors.
+BIG = 3 * (1 << 22) + 12_345
+
+
+def test_a_large_normal_draw_has_its_mean_and_std(tmp_path):
+    spec = spec_with(tmp_path, vec_args({"dist": "normal", "mean": 2, "std": 0.5}, "f32"), F32_CU,
+                     presets={"default": {"n": BIG}})
+    seed = fresh_seed()
+    x = spec.make_inputs("default", seed)["x"].astype(np.float64)
+    error = 0.5 / np.sqrt(BIG)
+    assert abs(x.mean() - 2) < 6 * error, seed
+    assert abs(x.std() - 0.5) < 6 * 0.5 / np.sqrt(2 * BIG), seed      # the std's standard error: std/sqrt(2n)
+    assert abs(np.mean(((x - 2) / 0.5) ** 3)) < 6 * np.sqrt(6 / BIG), f"seed {seed}: skewed"
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_a_large_uniform_draw_stays_in_its_bounds(tmp_path, dtype):
+    spec = spec_with(tmp_path, vec_args({"dist": "uniform", "low": -3, "high": 5}, dtype), ANY_CU[dtype],
+                     presets={"default": {"n": BIG}})
+    seed = fresh_seed()
+    x = spec.make_inputs("default", seed)["x"]
+    x = bf16_bits_to_float32(x) if dtype == "bf16" else x.astype(np.float32)
+    assert x.min() >= -3 and x.max() <= 5, seed     # bf16/f16 rounding may reach the upper bound, never beyond
+    assert abs(x.astype(np.float64).mean() - 1) < 6 * 8 / np.sqrt(12 * BIG) + 0.01, seed
+    assert x.min() < -2.99 and x.max() > 4.99, f"seed {seed}: the whole range is drawn"
+
+
+@pytest.mark.parametrize("dtype,low,high", [("i32", -50, 50), ("u8", 0, 256)])
+def test_large_integer_draws_hit_their_whole_range_and_no_more(tmp_path, dtype, low, high):
+    spec = spec_with(tmp_path, vec_args({"dist": "randint", "low": low, "high": high}, dtype), ANY_CU[dtype],
+                     presets={"default": {"n": BIG}})
+    seed = fresh_seed()
+    x = spec.make_inputs("default", seed)["x"]
+    assert x.dtype == DTYPE_STORAGE[dtype] and x.min() == low and x.max() == high - 1, seed
+    assert np.unique(x).size == high - low, seed
+
+
+def test_a_declared_int_range_the_dtype_cannot_hold_is_refused_before_drawing(tmp_path):
+    # Refused from the bounds, whatever the draw: even a size whose few values would happen to fit.
+    source = ANY_CU["u8"]
+    spec = spec_with(tmp_path, vec_args({"dist": "uniform", "low": -2, "high": 3}, "u8"), source,
+                     presets={"default": {"n": 1}})
+    with pytest.raises(InputError, match=r"span \[-2, 2\], outside u8"):
+        spec.make_inputs("default", 0)
+
+
+def test_a_rounded_normal_int_draw_is_still_checked(small_chunks):
+    # Specs refuse normal for ints; dense itself still scans such a draw, chunk by chunk (unbounded).
+    rng = np.random.Generator(np.random.PCG64(fresh_seed()))
+    with pytest.raises(ValueError, match="outside u8"):
+        small_chunks.dense({"dist": "normal", "mean": 0, "std": 1000}, "u8", 5000, rng)
+
+
+DTYPE_STORAGE = {"f32": np.float32, "bf16": np.uint16, "f16": np.float16, "i32": np.int32, "u8": np.uint8}
+
+
+@pytest.mark.parametrize("dtype", ["f32", "bf16", "f16"])
+def test_the_scaled_variant_is_x4_chunk_by_chunk_and_leaves_the_case_alone(tmp_path, small_chunks, dtype):
+    import types
+
+    from skillbase.harness.session import Session
+
+    spec = spec_with(tmp_path, vec_args({"dist": "normal"}, dtype), ANY_CU[dtype], presets={"default": {"n": 5500}})
+    x = spec.make_inputs("default", fresh_seed())["x"].reshape(55, 100)
+    before = x.copy()
+    scaled = Session._scaled(types.SimpleNamespace(spec=spec), "x", x)
+    assert np.array_equal(x, before), "the spec case's inputs are not touched"
+    assert scaled.shape == x.shape and scaled.dtype == x.dtype
+    if dtype == "bf16":
+        assert np.array_equal(bf16_bits_to_float32(scaled), bf16_bits_to_float32(x) * 4)
+    else:
+        assert np.array_equal(scaled, x * 4)
