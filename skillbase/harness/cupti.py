@@ -57,7 +57,8 @@ class _Record(ctypes.Structure):
 
 class _Window(ctypes.Structure):
     _fields_ = [("first_correlation", ctypes.c_uint32), ("last_correlation", ctypes.c_uint32),
-                ("calls", ctypes.c_uint32), ("foreign_calls", ctypes.c_uint32)]
+                ("calls", ctypes.c_uint32), ("foreign_calls", ctypes.c_uint32), ("allocations", ctypes.c_uint32),
+                ("frees", ctypes.c_uint32), ("allocation_name", ctypes.c_char * NAME_BYTES)]
 
 
 @dataclass(frozen=True)
@@ -82,12 +83,17 @@ class Record:
 
 @dataclass(frozen=True)
 class Window:
-    """The API calls one window saw: correlation IDs [first, last], how many, how many from other threads."""
+    """The API calls one window saw: correlation IDs [first, last], how many, how many from other threads,
+    how many allocated or freed memory (a runtime call and the driver calls it made: one) and the first
+    allocating function's name."""
 
     first_correlation: int
     last_correlation: int
     calls: int = 0
     foreign_calls: int = 0
+    allocations: int = 0
+    frees: int = 0
+    allocation_name: str = ""
 
     def owns(self, record: Record) -> bool:
         return self.first_correlation != 0 and self.first_correlation <= record.correlation_id <= self.last_correlation
@@ -253,7 +259,7 @@ class CuptiTimer:
         lib.skb_cupti_error.restype = ctypes.c_char_p
         lib.skb_cupti_error.argtypes = []
         for name in ("skb_cupti_start", "skb_cupti_close", "skb_cupti_discard", "skb_cupti_stop",
-                     "skb_cupti_record_size"):
+                     "skb_cupti_record_size", "skb_cupti_window_size"):
             getattr(lib, name).restype = ctypes.c_int
             getattr(lib, name).argtypes = []
         lib.skb_cupti_open.restype = ctypes.c_int
@@ -262,7 +268,8 @@ class CuptiTimer:
         lib.skb_cupti_collect.argtypes = [ctypes.POINTER(_Record), ctypes.c_int, ctypes.POINTER(ctypes.c_int),
                                           ctypes.POINTER(_Window), ctypes.POINTER(ctypes.c_int),
                                           ctypes.POINTER(ctypes.c_ulonglong)]
-        if lib.skb_cupti_record_size() != ctypes.sizeof(_Record):
+        if lib.skb_cupti_record_size() != ctypes.sizeof(_Record) or \
+                lib.skb_cupti_window_size() != ctypes.sizeof(_Window):
             raise CuptiUnavailable("the CUPTI timer's record layout differs from skillbase's (stale build?)")
         self._records = (_Record * RECORD_CAPACITY)()
         self._windows = (_Window * MAX_WINDOWS)()
@@ -300,8 +307,8 @@ class CuptiTimer:
             raise CuptiError(self._error())
         records = [Record(r.kind, r.stream_id, r.correlation_id, r.start_ns, r.end_ns,
                           r.name.decode("utf-8", "replace")) for r in self._records[:count.value]]
-        found = [Window(w.first_correlation, w.last_correlation, w.calls, w.foreign_calls)
-                 for w in self._windows[:windows.value]]
+        found = [Window(w.first_correlation, w.last_correlation, w.calls, w.foreign_calls, w.allocations, w.frees,
+                        w.allocation_name.decode("utf-8", "replace")) for w in self._windows[:windows.value]]
         return records, found, int(dropped.value)
 
     def stop(self) -> None:

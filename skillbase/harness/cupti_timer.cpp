@@ -9,6 +9,13 @@
 // in [first ID seen in w, last ID seen in w]. Calls from a thread other than the one that opened the
 // window are counted too (a launcher may not start threads).
 //
+// The same callback counts the window's memory allocation and free calls by the API function's name
+// (cudaMalloc*, cuMemAlloc*, cuMemCreate, pools, host and managed memory; the frees and releases
+// apart): the verdict on a launcher that allocates, which the device's free memory cannot give on a
+// GPU other processes share (a neighbour's free hides a leak). A runtime call and the driver calls it
+// makes count once: while a runtime allocation or free runs on a thread, its driver calls are not
+// counted again.
+//
 // C interface (every function returns 0 or a CUptiResult; skb_cupti_error() says which call failed):
 //   skb_cupti_start()                      subscribe, enable the callbacks and the activity kinds
 //   skb_cupti_open(&window) / _close()     one window (at most SKB_MAX_WINDOWS between two collects)
@@ -16,6 +23,7 @@
 //                                          flush CUPTI (the caller synchronised the device first),
 //                                          copy the records out, forget them and the windows
 //   skb_cupti_discard()                    flush and forget everything recorded so far
+//   skb_cupti_record_size() / _window_size()   the structs' sizes, for the caller's layout check
 //   skb_cupti_stop()                       disable everything and unsubscribe
 #include <cupti.h>
 
@@ -51,6 +59,9 @@ typedef struct {
     uint32_t last_correlation;
     uint32_t calls;               // runtime + driver API calls seen
     uint32_t foreign_calls;       // ... of them from another thread than the one that opened it
+    uint32_t allocations;         // memory allocation API calls (a runtime call and its driver calls: one)
+    uint32_t frees;               // memory free / release API calls, counted the same way
+    char allocation_name[SKB_NAME];   // the first allocation call's function name, "" when none
 } skb_window;
 
 }  // extern "C"
@@ -68,6 +79,11 @@ std::atomic<uint32_t> g_first[SKB_MAX_WINDOWS];
 std::atomic<uint32_t> g_last[SKB_MAX_WINDOWS];
 std::atomic<uint32_t> g_calls[SKB_MAX_WINDOWS];
 std::atomic<uint32_t> g_foreign[SKB_MAX_WINDOWS];
+std::atomic<uint32_t> g_allocs[SKB_MAX_WINDOWS];
+std::atomic<uint32_t> g_frees[SKB_MAX_WINDOWS];
+std::atomic<int> g_named[SKB_MAX_WINDOWS];   // 1 once a window's allocation_name is claimed
+char g_alloc_name[SKB_MAX_WINDOWS][SKB_NAME];
+thread_local int t_runtime_memory = 0;       // runtime allocations / frees running on this thread
 
 CUpti_SubscriberHandle g_subscriber = nullptr;
 bool g_started = false;
@@ -83,13 +99,78 @@ int fail(const char* call, CUptiResult result) {
     return (int)result;
 }
 
+// Base names (without the _v2 / _v3020 / _ptsz suffixes CUPTI's function names carry), from
+// cupti_driver_cbid.h and cupti_runtime_cbid.h. Registering host memory and reserving address
+// space are not allocations of device memory; arrays, pools and graph allocation nodes are.
+const char* const ALLOCATIONS[] = {
+    "cuMemAlloc", "cu64MemAlloc", "cuMemAllocPitch", "cu64MemAllocPitch", "cuMemAllocHost", "cuMemHostAlloc",
+    "cu64MemHostAlloc", "cuMemAllocManaged", "cuMemCreate", "cuMemAllocAsync", "cuMemAllocFromPoolAsync",
+    "cuMemPoolCreate", "cuArrayCreate", "cuArray3DCreate", "cuMipmappedArrayCreate", "cuGraphAddMemAllocNode",
+    "cudaMalloc", "cudaMallocPitch", "cudaMallocArray", "cudaMallocHost", "cudaHostAlloc", "cudaMalloc3D",
+    "cudaMalloc3DArray", "cudaMallocMipmappedArray", "cudaMallocManaged", "cudaMallocAsync",
+    "cudaMallocFromPoolAsync", "cudaMemPoolCreate", "cudaGraphAddMemAllocNode"};
+const char* const FREES[] = {
+    "cuMemFree", "cu64MemFree", "cuMemFreeHost", "cuMemRelease", "cuMemFreeAsync", "cuMemPoolDestroy",
+    "cuArrayDestroy", "cuMipmappedArrayDestroy", "cudaFree", "cudaFreeArray", "cudaFreeHost",
+    "cudaFreeMipmappedArray", "cudaFreeAsync", "cudaMemPoolDestroy"};
+
+enum Memory { OTHER = 0, ALLOCATION = 1, FREE = 2 };
+
+// The length of `name` without its version / per-thread-stream suffixes (_v2, _v3020, _ptsz).
+size_t base_length(const char* name) {
+    size_t n = strlen(name);
+    for (;;) {
+        size_t cut = n;
+        while (cut > 0 && name[cut - 1] >= '0' && name[cut - 1] <= '9') --cut;
+        if (cut < n && cut >= 2 && name[cut - 1] == 'v' && name[cut - 2] == '_') {
+            n = cut - 2;
+        } else if (n >= 5 && strncmp(name + n - 5, "_ptsz", 5) == 0) {
+            n -= 5;
+        } else {
+            return n;
+        }
+    }
+}
+
+Memory classify(const char* name) {
+    // Every name in the tables starts "cu" and holds "Mem", "lloc", "Free" or "Array": most API
+    // calls (launches, syncs, queries) leave here without a table lookup.
+    if (name == nullptr || name[0] != 'c' || name[1] != 'u') return OTHER;
+    if (!strstr(name, "Mem") && !strstr(name, "lloc") && !strstr(name, "Free") && !strstr(name, "Array"))
+        return OTHER;
+    size_t n = base_length(name);
+    for (const char* a : ALLOCATIONS)
+        if (strlen(a) == n && strncmp(a, name, n) == 0) return ALLOCATION;
+    for (const char* f : FREES)
+        if (strlen(f) == n && strncmp(f, name, n) == 0) return FREE;
+    return OTHER;
+}
+
 void CUPTIAPI on_api(void*, CUpti_CallbackDomain domain, CUpti_CallbackId, const void* data) {
     if (domain != CUPTI_CB_DOMAIN_RUNTIME_API && domain != CUPTI_CB_DOMAIN_DRIVER_API) return;
     const CUpti_CallbackData* info = static_cast<const CUpti_CallbackData*>(data);
+    Memory memory = classify(info->functionName);
+    if (domain == CUPTI_CB_DOMAIN_RUNTIME_API && memory != OTHER) {
+        // Tracked in and out of windows: a runtime call entered before a window opened still
+        // owns the driver calls it makes inside it.
+        if (info->callbackSite == CUPTI_API_EXIT) {
+            if (t_runtime_memory > 0) --t_runtime_memory;
+            return;
+        }
+        ++t_runtime_memory;
+    }
     if (info->callbackSite != CUPTI_API_ENTER) return;
     int w = g_current.load(std::memory_order_acquire);
     if (w < 0) return;
     g_calls[w].fetch_add(1);
+    bool counted = memory != OTHER && (domain == CUPTI_CB_DOMAIN_RUNTIME_API || t_runtime_memory == 0);
+    if (counted && memory == FREE) g_frees[w].fetch_add(1);
+    if (counted && memory == ALLOCATION) {
+        g_allocs[w].fetch_add(1);
+        int unclaimed = 0;
+        if (g_named[w].compare_exchange_strong(unclaimed, 1))
+            strncpy(g_alloc_name[w], info->functionName, SKB_NAME - 1);
+    }
     if (!pthread_equal(pthread_self(), g_window_thread)) g_foreign[w].fetch_add(1);
     // Calls that can issue no device work may carry no correlation ID (0): they bound nothing.
     uint32_t id = info->correlationId;
@@ -156,13 +237,21 @@ void CUPTIAPI buffer_completed(CUcontext, uint32_t, uint8_t* buffer, size_t, siz
     g_records.insert(g_records.end(), found.begin(), found.end());
 }
 
+void clear_window(int w) {
+    g_first[w] = 0;
+    g_last[w] = 0;
+    g_calls[w] = 0;
+    g_foreign[w] = 0;
+    g_allocs[w] = 0;
+    g_frees[w] = 0;
+    memset(g_alloc_name[w], 0, SKB_NAME);
+    g_named[w] = 0;
+}
+
 void reset_windows() {
     int count = std::min(g_window_count.load(), SKB_MAX_WINDOWS);
     for (int w = 0; w < count; ++w) {
-        g_first[w] = 0;
-        g_last[w] = 0;
-        g_calls[w] = 0;
-        g_foreign[w] = 0;
+        clear_window(w);
     }
     g_window_count = 0;
 }
@@ -174,6 +263,8 @@ extern "C" {
 const char* skb_cupti_error(void) { return g_error; }
 
 int skb_cupti_record_size(void) { return (int)sizeof(skb_record); }
+
+int skb_cupti_window_size(void) { return (int)sizeof(skb_window); }
 
 int skb_cupti_start(void) {
     if (g_started) return 0;
@@ -224,10 +315,7 @@ int skb_cupti_open(int* window) {
         snprintf(g_error, sizeof g_error, "skb_cupti_open: more than %d windows without a collect", SKB_MAX_WINDOWS);
         return -1;
     }
-    g_first[w] = 0;
-    g_last[w] = 0;
-    g_calls[w] = 0;
-    g_foreign[w] = 0;
+    clear_window(w);
     g_window_thread = pthread_self();
     g_window_count = w + 1;
     *window = w;
@@ -277,6 +365,10 @@ int skb_cupti_collect(skb_record* records, int capacity, int* count, skb_window*
         windows[i].last_correlation = g_last[i].load();
         windows[i].calls = g_calls[i].load();
         windows[i].foreign_calls = g_foreign[i].load();
+        windows[i].allocations = g_allocs[i].load();
+        windows[i].frees = g_frees[i].load();
+        memcpy(windows[i].allocation_name, g_alloc_name[i], SKB_NAME);
+        windows[i].allocation_name[SKB_NAME - 1] = 0;
     }
     reset_windows();
     *count = n;

@@ -579,20 +579,25 @@ class _ProbeWindows:
 
     def read(self) -> dict[str, Any]:
         """After a device sync: {'cupti': False} without a timer or with records that do not add up,
-        else what the call's records show."""
+        else what the call's records show. With the three windows, whatever the records: the call's
+        memory API calls ('allocations', 'frees', 'allocation_name'), counted by CUPTI's callbacks."""
         if self.timer is None:
             return {"cupti": False}
         from skillbase.harness.cupti import KERNEL_KINDS, KIND_MEMSET, attribute, other_streams, unordered
 
         records, windows, dropped = self.timer.collect()
-        if dropped or len(windows) != 3:
+        if len(windows) != 3:
             return {"cupti": False}
+        memory = {"allocations": windows[1].allocations, "frees": windows[1].frees,
+                  "allocation_name": windows[1].allocation_name}
+        if dropped:
+            return {"cupti": False, **memory}
         hold, call, after = attribute(records, windows)
         hold_k = [r for r in hold if r.kind in KERNEL_KINDS]
         after_m = [r for r in after if r.kind == KIND_MEMSET or r.kind in KERNEL_KINDS]   # however the driver ran it
         if len(hold_k) != 1 or len(after_m) != 1 or not call or not all(r.complete for r in call):
-            return {"cupti": False}
-        return {"cupti": True, "unordered": unordered(call, hold_k[0], after_m[0]),
+            return {"cupti": False, **memory}
+        return {"cupti": True, **memory, "unordered": unordered(call, hold_k[0], after_m[0]),
                 "other_streams": other_streams(call, hold_k[0].stream_id), "call_records": len(call),
                 "foreign_calls": windows[1].foreign_calls}
 

@@ -365,7 +365,9 @@ def launch_stream_probes(session, case, plan: VerifyPlan, result: CheckResult) -
     Held under the GPU's lock (harness.gpu_lock): the probes time the launcher's return and the hold
     kernel, which a neighbour's kernels would stretch. With CUPTI (harness.cupti), whether the call's
     work ran outside the launch stream is read from device timestamps and stream IDs, not inferred
-    from the wall clock. A positive is confirmed on another call before the candidate fails."""
+    from the wall clock, and whether the launcher allocates from CUPTI's count of its allocation API
+    calls, not from the device's free memory. A stream or sync positive is confirmed on another call
+    before the candidate fails."""
     from skillbase.harness.cupti import CuptiUnavailable, start_timer
     from skillbase.harness.gpu_lock import gpu_lock
 
@@ -401,14 +403,20 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
     # time a probe runs (activity buffers, our side stream's first copy) is in place before the
     # free-memory snapshot, so it cannot pass for memory the launcher kept.
     session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
+    # The call and the probe before the windows are also the warm-up of a torch launcher's caching
+    # allocator (beside torch_launcher's own warm-up at set-up): it cudaMallocs a size's blocks on
+    # its first call and reuses them after, so an honest torch implementation allocates nothing in
+    # the windows below, while a launcher that allocates on every call still does there.
     memory_gone = _memory_mark(session)
     inconclusive = 0
     calls = 0
     streams: set[int] = set()
+    api: list[dict | None] = []     # per probe call: CUPTI's count of its memory API calls, None without
     for trial in range(plan.probe_calls):
         session.progress(f"launch-stream probe {trial + 1}/{plan.probe_calls}")
         obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
         calls += 1
+        api.append(_memory_calls(obs))
         if not obs["final_ok"]:
             result.fail("incorrect",
                         f"launch-stream probe call {calls}: output wrong after the call ({obs['reason']})")
@@ -418,6 +426,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
             # Confirm on another call: one slow return or one odd sample is not yet a verdict.
             again = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
             calls += 1
+            api.append(_memory_calls(again))
             if not again["final_ok"]:
                 result.fail("incorrect",
                             f"launch-stream probe call {calls}: output wrong after the call ({again['reason']})")
@@ -438,7 +447,11 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
         streams.update(obs.get("other_streams", ()))
         if not (obs.get("cupti") or obs["spin_running"]):
             inconclusive += 1
-    memory = _allocation_verdict(session, case, plan, memory_gone(), calls)
+    if all(seen is not None for seen in api):
+        memory = _allocation_calls_verdict(api, memory_gone())
+    else:
+        memory = _allocation_verdict(session, case, plan, memory_gone(), calls,
+                                     "CUPTI unavailable" if timer is None else "CUPTI windows incomplete")
     session.release(case)
     how = "CUPTI records" if timer is not None else "output snapshots"
     detail = f"{plan.probe_calls - inconclusive} of {plan.probe_calls} probes conclusive ({how})"
@@ -463,19 +476,51 @@ def _leak_allowance(calls: int) -> int:
     return 2 * (calls + 1) * (1 << 20)
 
 
-def _allocation_verdict(session, case, plan: VerifyPlan, leaked: int, calls: int) -> _AllocationVerdict:
-    """Did the launcher keep device memory over `calls` probe calls that freed `leaked` bytes of it?
+def _memory_calls(obs: dict) -> dict | None:
+    """A probe call's memory API calls as CUPTI counted them inside the launcher, None without CUPTI windows."""
+    if "allocations" not in obs:
+        return None
+    return {"allocations": obs["allocations"], "frees": obs.get("frees", 0), "name": obs.get("allocation_name", "")}
+
+
+def _allocation_calls_verdict(api: list[dict], leaked: int) -> _AllocationVerdict:
+    """Did the launcher call an allocation function on any probe call, as CUPTI's API callbacks saw it?
+
+    Device memory is not read for this: the driver's free memory is the whole device's, so a
+    neighbour's free hides a launcher's leak (H200, session 19: tests/cheats/vector_add/leak_alloc.cu,
+    64 MiB kept per call, was judged ok beside processes taking and freeing memory) and a neighbour's
+    allocation looks like one. The figure stays in the detail as information."""
+    mib = 2 ** 20
+    memory = f"free device memory changed by {-leaked / mib:.1f} MiB meanwhile (the whole device's: not used)"
+    allocating = [seen for seen in api if seen["allocations"]]
+    frees = sum(seen["frees"] for seen in api)
+    if allocating:
+        name = next((seen["name"] for seen in allocating if seen["name"]), "an allocation function")
+        seen = f"{name} called inside the launcher on {len(allocating)} of {len(api)} probe calls"
+        return _AllocationVerdict(Probe("allocating-launcher", False, f"CUPTI API callbacks: {seen}; {memory}"),
+                                  f"launcher allocates device memory ({seen}); a launcher may not allocate")
+    return _AllocationVerdict(Probe("allocating-launcher", True,
+                                    f"CUPTI API callbacks: no allocation call inside the launcher on {len(api)} probe "
+                                    f"calls ({frees} free calls); {memory}"))
+
+
+def _allocation_verdict(session, case, plan: VerifyPlan, leaked: int, calls: int,
+                        why: str = "CUPTI unavailable") -> _AllocationVerdict:
+    """Without CUPTI's API callbacks (`why`): did the launcher keep device memory over `calls` probe calls
+    that freed `leaked` bytes of it?
 
     The driver's free memory is the whole device's: another process that creates its CUDA context or
     grows a cache meanwhile (a second worker on the GPU, PyTorch beside us) takes memory too, and
     such a drop once failed honest kernels of a batch sharing the H200. A launcher that allocates on
     every call loses memory again, at the same rate, over further windows of calls; a neighbour's
     one-off allocation does not repeat at that rate. So a drop is a verdict only when two windows
-    agree (a third window settles a disagreement)."""
+    agree (a third window settles a disagreement). A neighbour's free can still hide a leak: only
+    CUPTI's count of allocation calls is a clean signal on a shared GPU."""
     mib = 2 ** 20
+    how = f"free device memory ({why})"
     if leaked <= _leak_allowance(calls):
         return _AllocationVerdict(Probe("allocating-launcher", True,
-                                        f"free device memory changed by {-leaked / mib:.1f} MiB"))
+                                        f"{how}: changed by {-leaked / mib:.1f} MiB"))
     windows = [(leaked, calls)]
     for _ in range(2):
         window = _memory_window(session, case, plan)
@@ -487,11 +532,11 @@ def _allocation_verdict(session, case, plan: VerifyPlan, leaked: int, calls: int
             break
         if any(abs(rate - other / n) <= 2 * mib for other, n in windows[:-1]):
             seen = ", then ".join(f"{lost / mib:.0f} MiB over {n} calls" for lost, n in windows)
-            return _AllocationVerdict(Probe("allocating-launcher", False, f"device memory disappeared: {seen}"),
+            return _AllocationVerdict(Probe("allocating-launcher", False, f"{how}: device memory disappeared: {seen}"),
                                       f"launcher allocates device memory ({seen}); a launcher may not allocate")
     seen = ", then ".join(f"{lost / mib:.1f} MiB over {n} calls" for lost, n in windows)
-    return _AllocationVerdict(Probe("allocating-launcher", True, f"free device memory fell by {seen}: not at one "
-                                    "rate, so another process's allocation, not the launcher's", conclusive=False))
+    return _AllocationVerdict(Probe("allocating-launcher", True, f"{how}: fell by {seen}: not at one rate, so "
+                                    "another process's allocation, not the launcher's", conclusive=False))
 
 
 def _memory_window(session, case, plan: VerifyPlan) -> tuple[int, int] | _AllocationVerdict:

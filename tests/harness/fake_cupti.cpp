@@ -57,6 +57,18 @@ void fake_cupti_api(int domain, uint32_t correlation) {
     g_callback(nullptr, (CUpti_CallbackDomain)domain, 0, &data);
 }
 
+// One callback of an API call named `name` at `site` (CUPTI_API_ENTER 0, _EXIT 1): a runtime call and the
+// driver calls it makes nest as ENTER runtime, ENTER/EXIT driver, EXIT runtime.
+void fake_cupti_call(int domain, uint32_t correlation, const char* name, int site) {
+    if (!g_subscribed || !g_domains[domain]) return;
+    CUpti_CallbackData data;
+    memset(&data, 0, sizeof data);
+    data.functionName = name;
+    data.correlationId = correlation;
+    data.callbackSite = (CUpti_ApiCallbackSite)site;
+    g_callback(nullptr, (CUpti_CallbackDomain)domain, 0, &data);
+}
+
 void fake_cupti_record(int kind, uint32_t correlation, uint32_t stream, uint64_t start, uint64_t end,
                        const char* name) {
     std::lock_guard<std::mutex> guard(g_lock);

@@ -53,7 +53,11 @@ class ScriptedSession:
     """probe_call number k (1-based, every probe call counted) takes `per_call` bytes for the launcher
     and `neighbour[k]` bytes for another process; our own pool grows by `pool_growth` per call."""
 
-    def __init__(self, per_call: int, neighbour: dict[int, int], pool_growth: int = 0):
+    def __init__(self, per_call: int, neighbour: dict[int, int], pool_growth: int = 0,
+                 allocation_calls: dict[int, tuple[int, str]] | None = None):
+        # allocation_calls: with CUPTI windows, {probe call k: (allocation API calls seen, first name)};
+        # None: no CUPTI, the observations carry no counts.
+        self.allocation_calls = allocation_calls
         self.pool = _Pool()
         self.cp = _Cp(self.pool)
         self.device = _Device(free=80 * 2**30)
@@ -69,7 +73,11 @@ class ScriptedSession:
         self.calls += 1
         self.device.free -= self.per_call + self.neighbour.get(self.calls, 0) + self.pool_growth
         self.pool.bytes += self.pool_growth
-        return {"final_ok": True, "reason": "", "return_ms": 0.1, "spin_running": True, "written_early": 0}
+        obs = {"final_ok": True, "reason": "", "return_ms": 0.1, "spin_running": True, "written_early": 0}
+        if self.allocation_calls is not None and timer is not None:
+            count, name = self.allocation_calls.get(self.calls, (0, ""))
+            obs.update(cupti=False, allocations=count, frees=count, allocation_name=name)
+        return obs
 
     def progress(self, text):
         pass
@@ -78,9 +86,9 @@ class ScriptedSession:
         self.released = True
 
 
-def _run(session) -> CheckResult:
+def _run(session, timer=None) -> CheckResult:
     result = CheckResult()
-    ok = verify._probes(session, case=object(), plan=verify.VerifyPlan(sizes=[]), result=result, timer=None)
+    ok = verify._probes(session, case=object(), plan=verify.VerifyPlan(sizes=[]), result=result, timer=timer)
     assert ok == (result.status != "incorrect")
     assert session.released
     return result
@@ -123,6 +131,52 @@ def test_our_own_pool_growth_is_not_the_launchers():
     result = _run(ScriptedSession(per_call=0, neighbour={}, pool_growth=random.randint(8, 64) * MIB))
     assert result.status != "incorrect", result.reason
     assert _probe(result).ok and _probe(result).conclusive
+
+
+def test_without_cupti_the_probe_says_free_memory_decided():
+    result = _run(ScriptedSession(per_call=0, neighbour={}))
+    assert _probe(result).detail.startswith("free device memory (CUPTI unavailable)")
+
+
+# With CUPTI: the probe calls' windows count the allocation API calls made inside the launcher, and
+# free memory (the whole device's) is information only. Calls 1 and 2: the warm-up call is not a
+# probe call; call 1 is the probe before the windows are read, 2-4 are the plan's three.
+TIMER = object()
+
+
+def test_an_allocation_call_fails_the_launcher_even_while_free_memory_rises():
+    # leak_alloc.cu beside a neighbour that frees more than the launcher keeps (issue 16 on the H200).
+    per_call = random.randint(4, 64) * MIB
+    name = random.choice(["cuMemAlloc_v2", "cudaMalloc_v3020", "cuMemAllocAsync"])
+    at = random.sample([2, 3, 4], random.randint(1, 3))
+    session = ScriptedSession(per_call=per_call, neighbour={k: -4 * per_call for k in range(1, 11)},
+                              allocation_calls={k: (1, name) for k in at})
+    result = _run(session, timer=TIMER)
+    assert result.status == "incorrect", result.reason
+    assert result.reason == (f"launcher allocates device memory ({name} called inside the launcher on {len(at)} "
+                             f"of 3 probe calls); a launcher may not allocate")
+    assert not _probe(result).ok and _probe(result).detail.startswith("CUPTI API callbacks")
+    assert session.calls == 4, "no free-memory windows are run when CUPTI counted"
+
+
+def test_no_allocation_call_passes_while_a_neighbour_takes_gibs():
+    session = ScriptedSession(per_call=0, neighbour={k: random.randint(1, 8) * 2**30 for k in range(1, 11)},
+                              allocation_calls={1: (1, "cudaMalloc_v3020")})   # before the windows: not counted
+    result = _run(session, timer=TIMER)
+    probe = _probe(result)
+    assert result.status != "incorrect", result.reason
+    assert probe.ok and probe.conclusive
+    assert probe.detail.startswith("CUPTI API callbacks: no allocation call inside the launcher on 3 probe calls")
+    assert "free device memory changed by -" in probe.detail
+    assert session.calls == 4
+
+
+def test_a_timer_whose_windows_did_not_count_falls_back_to_free_memory():
+    # a timer, but the observations carry no counts (windows that did not add up)
+    per_call = random.randint(4, 64) * MIB
+    result = _run(ScriptedSession(per_call=per_call, neighbour={}), timer=TIMER)
+    assert result.status == "incorrect" and "launcher allocates device memory" in result.reason
+    assert "CUPTI windows incomplete" in _probe(result).detail
 
 
 # -------------------------------------------------------------------------------------------- GPU

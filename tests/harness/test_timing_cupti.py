@@ -11,6 +11,7 @@ docs/harness.md "Which figure"), and the side-stream cheat caught from the recor
 from __future__ import annotations
 
 import ctypes
+import random
 import re
 import subprocess
 import threading
@@ -290,6 +291,7 @@ def helper_on_fake_cupti(tmp_path_factory):
                                           ctypes.c_uint64, ctypes.c_char_p]
     control.fake_cupti_api.argtypes = [ctypes.c_int, ctypes.c_uint32]
     control.fake_cupti_drop.argtypes = [ctypes.c_ulonglong]
+    control.fake_cupti_call.argtypes = [ctypes.c_int, ctypes.c_uint32, ctypes.c_char_p, ctypes.c_int]
     return helper, control
 
 
@@ -362,6 +364,58 @@ def test_the_helper_times_each_call_from_the_records_its_api_calls_issued(helper
     fake.fake_cupti_fail_subscribe(39)
     with pytest.raises(CuptiUnavailable, match="cuptiSubscribe: CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED"):
         cupti.CuptiTimer(helper).start()
+
+
+ENTER, EXIT = 0, 1          # CUpti_ApiCallbackSite
+
+
+def _nested(fake, runtime: bytes | None, driver: list[bytes], correlation: int = 0) -> None:
+    """A runtime call (or none) and the driver calls it makes, as CUPTI's callbacks see them."""
+    if runtime:
+        fake.fake_cupti_call(RUNTIME, correlation, runtime, ENTER)
+    for name in driver:
+        fake.fake_cupti_call(DRIVER, correlation, name, ENTER)
+        fake.fake_cupti_call(DRIVER, correlation, name, EXIT)
+    if runtime:
+        fake.fake_cupti_call(RUNTIME, correlation, runtime, EXIT)
+
+
+@pytest.mark.nvcc
+def test_the_helper_counts_a_windows_allocation_and_free_calls(helper_on_fake_cupti):
+    helper, fake = helper_on_fake_cupti
+    fake.fake_cupti_fail_subscribe(0)        # another test left a profiler "attached"
+    timer = cupti.CuptiTimer(helper)
+    timer.start()
+    try:
+        timer.discard()
+        _nested(fake, b"cudaMalloc_v3020", [b"cuMemAlloc_v2"])     # outside every window: not counted
+        timer.open()                                                # an honest launcher: a launch, a query
+        _nested(fake, b"cudaLaunchKernel_v7000", [b"cuLaunchKernel"], correlation=7)
+        _nested(fake, b"cudaGetLastError_v3020", [])
+        _nested(fake, b"cudaMemGetInfo_v3020", [b"cuMemGetInfo_v2"])    # "Mem" but no allocation
+        timer.close()
+        timer.open()                # runtime allocations: one each, however many driver calls they make
+        leaks = random.randint(1, 5)
+        for _ in range(leaks):
+            _nested(fake, b"cudaMalloc_v3020", [b"cuCtxGetCurrent", b"cuMemAlloc_v2"])
+        _nested(fake, b"cudaFree_v3020", [b"cuMemFree_v2"])
+        _nested(fake, b"cudaMallocAsync_ptsz_v11020", [b"cuMemAllocAsync_ptsz"])
+        timer.close()
+        timer.open()                # the driver API directly, and one from another thread
+        _nested(fake, None, [b"cuMemCreate"])
+        thread = threading.Thread(target=_nested, args=(fake, None, [b"cuMemAlloc_v2", b"cuMemRelease"]))
+        thread.start()
+        thread.join()
+        timer.close()
+        records, windows, dropped = timer.collect()
+        assert [(w.allocations, w.frees, w.allocation_name) for w in windows] == \
+            [(0, 0, ""), (leaks + 1, 1, "cudaMalloc_v3020"), (2, 1, "cuMemCreate")]
+        assert windows[1].calls == 3 * leaks + 4       # every API entry still counts as a call
+        timer.open()
+        timer.close()
+        assert timer.collect()[1][0].allocation_name == "", "a window starts without a name"
+    finally:
+        timer.stop()
 
 
 # -- on the GPU ------------------------------------------------------------------------------------------
