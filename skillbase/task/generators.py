@@ -107,13 +107,17 @@ def dense(init: dict, dtype_name: str, numel: int, rng: np.random.Generator) -> 
     return to_storage(values, dtype_name)
 
 
+def _declared_range(init: dict) -> tuple[float, float] | tuple[int, int]:
+    """[low, high) of a uniform (floats) or randint (ints) draw, with the spec format's defaults."""
+    if init["dist"] == "uniform":
+        return float(init.get("low", -1.0)), float(init.get("high", 1.0))
+    return int(init.get("low", 0)), int(init.get("high", 100))
+
+
 def _int_bounds(init: dict, dtype_name: str) -> tuple[int, int]:
     """[low, high) of a uniform/randint integer draw, refused when the dtype cannot hold it: the declared
     range bounds every value, so nothing is scanned afterwards."""
-    if init["dist"] == "uniform":
-        low, high = int(float(init.get("low", -1.0))), int(float(init.get("high", 1.0)))
-    else:
-        low, high = int(init.get("low", 0)), int(init.get("high", 100))
+    low, high = (int(bound) for bound in _declared_range(init))
     info = np.iinfo(DTYPES[dtype_name].storage)
     if high > low and (low < info.min or high - 1 > info.max):
         raise ValueError(f"{init['dist']} values span [{low}, {high - 1}], outside {dtype_name} "
@@ -131,7 +135,7 @@ def _draw(init: dict, dtype_name: str, out: np.ndarray, rng: np.random.Generator
         work = _float_work_dtype(dtype_name)
         values = out if out.dtype == work else np.empty(numel, dtype=work)
         if dist == "uniform":
-            low, high = float(init.get("low", -1.0)), float(init.get("high", 1.0))
+            low, high = _declared_range(init)
             rng.random(out=values, dtype=work)
             values *= work(high - low)   # in place: the same values as x * w + l, without temporaries
             values += work(low)
@@ -146,7 +150,7 @@ def _draw(init: dict, dtype_name: str, out: np.ndarray, rng: np.random.Generator
         values = np.rint(rng.standard_normal(numel) * float(init.get("std", 1.0)) + float(init.get("mean", 0.0)))
         _check_range(values, dtype_name, dist)
     elif d.is_float:                  # randint into a float type
-        values = rng.integers(int(init.get("low", 0)), int(init.get("high", 100)), size=numel)
+        values = rng.integers(*_declared_range(init), size=numel)
     else:
         values = rng.integers(*bounds, size=numel)
     out[...] = to_storage(values, dtype_name)
