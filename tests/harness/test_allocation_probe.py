@@ -9,6 +9,7 @@ at a chosen call, and check that only a launcher that keeps memory on every call
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -16,6 +17,8 @@ from skillbase.harness import verify
 from skillbase.harness.result import CheckResult
 
 MIB = 2**20
+REPO = Path(__file__).resolve().parents[2]
+VECTOR_ADD = REPO / "examples" / "vector_add" / "vector_add.cu"
 
 
 class _Pool:
@@ -230,22 +233,16 @@ class Neighbours:
 
 
 def _judge(candidate):
-    from pathlib import Path
-
     from skillbase.harness.runtime import Options, evaluate
 
-    task = Path(__file__).resolve().parents[2] / "examples" / "vector_add" / "vector_add.cu"
-    return evaluate(task, candidate=candidate, options=Options(static=False, time=False, timeout_s=300.0))
+    return evaluate(VECTOR_ADD, candidate=candidate, options=Options(static=False, time=False, timeout_s=300.0))
 
 
 @pytest.mark.gpu
 def test_honest_kernels_beside_neighbours_that_take_memory_pass():
-    from pathlib import Path
-
     seed = random.randrange(2**31)
-    honest = Path(__file__).resolve().parents[2] / "examples" / "vector_add" / "vector_add.cu"
     with Neighbours(seed) as neighbours:
-        verdicts = [_judge(honest) for _ in range(6)]
+        verdicts = [_judge(VECTOR_ADD) for _ in range(6)]
     assert neighbours.started >= 6, f"seed {seed}: only {neighbours.started} neighbour processes ran"
     for result in verdicts:
         assert result.status == "ok", f"seed {seed}: {result.reason}"
@@ -256,10 +253,8 @@ def test_honest_kernels_beside_neighbours_that_take_memory_pass():
 
 @pytest.mark.gpu
 def test_a_leaking_launcher_beside_neighbours_still_fails():
-    from pathlib import Path
-
     seed = random.randrange(2**31)
-    leak = Path(__file__).resolve().parents[1] / "cheats" / "vector_add" / "leak_alloc.cu"
+    leak = REPO / "tests" / "cheats" / "vector_add" / "leak_alloc.cu"
     with Neighbours(seed):
         verdicts = [_judge(leak) for _ in range(3)]
     for result in verdicts:
