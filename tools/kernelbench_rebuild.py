@@ -227,6 +227,7 @@ QUOTING = ("kb_task.py", "problem.json", "model.task.yaml", "torch.task.yaml", "
 ADAPTER_MARK = "# ---- skillbase adapter:"   # kb_task.py: the problem's own source is everything above it
 MIN_LINE = 8                                  # shorter lines ("return x") say nothing of a problem
 STATE = "kbstate.json"                        # the archive's record of what it left out
+COMMENT_LEAD = re.compile(r"^(?:#+|//+|/\*+|\*+/?|\"\"\"|\'\'\')\s*")   # Python, C and docstring leads
 
 
 def problem_lines(store: Path) -> set[str]:
@@ -234,11 +235,27 @@ def problem_lines(store: Path) -> set[str]:
     lines = set()
     for source in store.glob("kb_tasks/*/kb_task.py"):
         own = source.read_text(errors="replace").split(ADAPTER_MARK)[0]
-        lines |= {line.strip() for line in own.splitlines() if len(line.strip()) >= MIN_LINE}
+        lines |= {line for line in map(bare_line, own.splitlines()) if len(line) >= MIN_LINE}
     return lines
 
 
+def bare_line(line: str) -> str:
+    """A line stripped of its indent and a comment's lead: the form two lines are compared in."""
+    return COMMENT_LEAD.sub("", line.strip())
+
+
 def quotes(data: bytes, lines: set[str]) -> str | None:
+    """The first line of `data` that is a line of a problem, compared whole (stripped, and behind a comment's lead
+    too: a copied line stays a quote in a comment); a problem's line inside a longer line of ours ("// M = 1024
+    here") is not a quote of the problem."""
+    for line in map(bare_line, data.decode(errors="replace").splitlines()):
+        if line in lines:
+            return line
+    return None
+
+
+def contains_line(data: bytes, lines: set[str]) -> str | None:
+    """The first problem line found anywhere in `data` (a database: its text has no lines of its own)."""
     text = data.decode(errors="replace")
     return next((line for line in lines if line in text), None)
 
@@ -272,7 +289,7 @@ def save_state(out: Path, store: Path, force: bool = False) -> dict:
                     why = ("quotes its problem by kind" if Path(name).name in QUOTING or name.endswith(".prompt.md")
                            else "quotes a line of its problem" if line else None)
                     files[name] = {"sha256": digest_bytes(data), **({"left_out": why} if why else {})}
-                elif name == "runs.sqlite3" and (line := quotes(data, lines)):
+                elif name == "runs.sqlite3" and (line := contains_line(data, lines)):
                     raise InputError(f"{store}: the database quotes a problem ({line!r}): no state archive is safe",
                                      hint="find which table holds problem text before saving")
                 if why is None:

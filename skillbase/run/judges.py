@@ -17,7 +17,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from skillbase.errors import EnvironmentProblem
+from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.harness.build import BuildError, build
 from skillbase.harness.result import CheckResult
 from skillbase.harness.runtime import Options, candidate_build, evaluate
@@ -29,7 +29,7 @@ from skillbase.task import TaskSpec, load_task, spec_path_for
 # CheckResult.status -> Verdict.status (the repairable ones: build-failed, incorrect, crashed).
 STATUS_OF_CHECK = {
     "build-failed": Status.BUILD_FAILED, "load-failed": Status.BUILD_FAILED, "rejected-static": Status.REJECTED_STATIC,
-    "incorrect": Status.INCORRECT, "spec-error": Status.INCORRECT, "crashed": Status.CRASHED,
+    "incorrect": Status.INCORRECT, "crashed": Status.CRASHED,
     "timeout": Status.CRASHED, "quarantined": Status.QUARANTINED,
 }
 
@@ -114,6 +114,12 @@ def verdict_of(result: CheckResult) -> Verdict:
     """The loop's reading of a harness result; a missing GPU or CuPy is an EnvironmentProblem, not a verdict."""
     if result.status == "environment":
         raise EnvironmentProblem(result.reason)
+    if result.status == "spec-error":
+        # The task, not the candidate: its reference (all zeros, constant, below the tolerance) or spec cannot
+        # tell a right kernel from a wrong one, whatever kernel is judged; a repair prompt would blame the kernel.
+        raise InputError(f"the task cannot judge a kernel: {result.reason}",
+                         hint="change the task's sizes or inputs so that its reference tells kernels apart "
+                              "(docs/harness.md, 'Spec sanity'), then `skillbase resume`")
     details, phases = result.log or "", dict(result.phases_s)    # where the time went, gpu_wait among it
     if result.status != "ok":
         timing = result.summary()

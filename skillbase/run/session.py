@@ -25,7 +25,7 @@ from skillbase.corpus.load import load_corpus
 from skillbase.corpus.model import Corpus
 from skillbase.documents import versioned
 from skillbase.engine import Engine
-from skillbase.errors import EnvironmentProblem, InputError
+from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.runtime import require_gpu
 from skillbase.harness.scratch import copy_spec
@@ -507,9 +507,16 @@ def _execute(store: RunStore, run_id: int, kernel: Path, settings: Settings, wir
         store.update_run(run_id, status=RunStatus.INTERRUPTED,
                          stop_reason="interrupted (Ctrl-C); `skillbase resume` continues")
         raise
-    except Exception:
-        # Re-raised to the caller (the CLI reports it); the store records that the run failed, so
-        # `runs` does not show it running forever.
-        store.update_run(run_id, status=RunStatus.FAILED, stop_reason="stopped by an error; `skillbase resume` retries")
+    except EnvironmentProblem as problem:
+        # The machine, not the run, failed (no GPU, the device's memory taken by others): nothing was judged, so
+        # the run is interrupted, and `resume` (also `resume --all`) goes on from its last finished step.
+        store.update_run(run_id, status=RunStatus.INTERRUPTED,
+                         stop_reason=f"interrupted: {problem.message}; `skillbase resume` continues")
+        raise
+    except Exception as error:
+        # Re-raised to the caller (the CLI reports it); the store records that the run failed, and why when the
+        # error is one of ours (a task that cannot judge any kernel, say), so `runs` and reports can say it.
+        why = f"stopped: {error.message}" if isinstance(error, SkillbaseError) else "stopped by an error"
+        store.update_run(run_id, status=RunStatus.FAILED, stop_reason=f"{why}; `skillbase resume` retries")
         raise
     return summarise(store, run_id)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -131,3 +132,41 @@ def test_a_candidate_copy_carries_the_files_its_spec_names(tmp_path, monkeypatch
     copy = scratch_copy(task, "// candidate\n")
     assert sorted(p.name for p in copy.parent.iterdir()) == ["gen.py", "k.cu", "k.task.yaml", "ref.cu", "ref.task.yaml"]
     assert copy.read_text() == "// candidate\n" and task.read_text() == "// k\n"
+
+
+def _error_class(name: str, module: str, base: type = Exception) -> type:
+    """An exception class named and placed as CuPy's or PyTorch's own (the worker recognises them by name)."""
+    return type(name, (base,), {"__module__": module})
+
+
+def test_the_harness_running_out_of_device_memory_is_the_machines_problem_not_a_verdict(monkeypatch):
+    from skillbase.harness import worker
+    from skillbase.harness.native import LaunchError
+
+    gib = 2**30
+    free, total, held = random.randint(0, 5) * gib, 140 * gib, random.randint(20, 100) * gib
+    monkeypatch.setattr(worker, "_device_memory", lambda: (free, total, held))
+    requested = random.randrange(10**9, 10**11)
+    for error in (_error_class("OutOfMemoryError", "cupy.cuda.memory")(f"Out of memory allocating {requested:,} bytes"),
+                  _error_class("OutOfMemoryError", "torch")("CUDA out of memory. Tried to allocate 12.00 GiB"),
+                  _error_class("CUDARuntimeError", "cupy_backends.cuda.api.runtime")(
+                      "cudaErrorMemoryAllocation: out of memory")):
+        payload, _ = worker._error_payload(error)
+        status, reason = diagnose(0, "", False, 1, payload["error"])
+        assert status == "environment", (type(error).__name__, reason)
+        assert reason.startswith("the device ran out of memory, the candidate was not judged")
+        assert f"{free / gib:.1f} GiB free of 140.0 GiB" in reason and f"held {held / gib:.1f} GiB" in reason
+        assert f"other processes {(total - free - held) / gib:.1f} GiB" in reason and "skillbase resume" in reason
+    # Any other CUDA error stays a crash of the candidate's.
+    payload, _ = worker._error_payload(_error_class("CUDARuntimeError", "cupy")("cudaErrorIllegalAddress: x"))
+    assert diagnose(0, "", False, 1, payload["error"])[0] == "crashed"
+
+    # A candidate's launch that ran out of memory: the machine's problem only on a nearly full device.
+    launch = LaunchError("candidate: launch(...) failed: cudaErrorMemoryAllocation: out of memory")
+    payload, _ = worker._error_payload(launch)
+    assert diagnose(0, "", False, 1, payload["error"])[0] == "environment"
+    monkeypatch.setattr(worker, "_device_memory", lambda: (100 * gib, total, held))   # room to spare: its own demand
+    payload, _ = worker._error_payload(launch)
+    assert diagnose(0, "", False, 1, payload["error"]) == ("crashed", f"CUDA error: {diagnose_cuda(launch.message)}")
+    payload, _ = worker._error_payload(LaunchError("candidate: cudaErrorIllegalAddress"))
+    assert diagnose(0, "", False, 1, payload["error"])[0] == "crashed"

@@ -211,6 +211,17 @@ def _problem_lines() -> set[str]:
             if line.strip() not in ("", '"""')}
 
 
+@pytest.mark.parametrize("lead", ["", "    ", "// ", "#", " * ", "/* ", '"""'])
+def test_a_problem_line_is_a_quote_whole_behind_any_indent_or_comment_lead_and_not_inside_a_line_of_ours(lead):
+    line = random.choice(sorted(t for t in _problem_lines() if len(t) >= rebuild.MIN_LINE and t[0].isalpha()))
+    lines = {rebuild.bare_line(t) for t in _problem_lines()}
+    kernel = (KERNELS / "relu.cu").read_text()
+    assert rebuild.quotes(kernel.encode(), lines) is None
+    assert rebuild.quotes(f"{kernel}\n{lead}{line}\n".encode(), lines) == line
+    # the same words inside a longer line of our own are not the problem's line (a comment naming a size)
+    assert rebuild.quotes(f"{kernel}\n{lead}sizes as in the problem: {line}, here\n".encode(), lines) is None
+
+
 def _json(command: str, store: Path) -> str:
     done = subprocess.run([sys.executable, "-m", "skillbase", *command.split(), "--store", str(store), "--json"],
                           capture_output=True, text=True, cwd=REPO)
@@ -234,7 +245,8 @@ def test_a_saved_state_quotes_no_problem_and_restores_the_same_report_and_pendin
         texts = {m.name: tar.extractfile(m).read().decode(errors="replace") for m in tar.getmembers() if m.isfile()}
     assert "skillbase-store/runs.sqlite3" in texts and "skillbase-store/batches/batch_1/candidates/run_2.cu" in texts
     assert not any(Path(n).name in ("kb_task.py", "model.task.yaml") or n.endswith(".prompt.md") for n in texts)
-    assert [(n, line) for n, text in texts.items() for line in lines if line in text] == []
+    assert [(n, line) for n, text in texts.items() for line in map(rebuild.bare_line, text.splitlines())
+            if line in lines and len(line) >= rebuild.MIN_LINE] == []
     with pytest.raises(InputError, match="exists"):
         rebuild.save_state(state, store)
 

@@ -396,3 +396,44 @@ def test_a_trip_pack_without_reports_leaves_only_the_ncu_reports_behind_and_unpa
         assert store.artifacts.path_for(report).is_file() and len(store.list_runs()) == 4
     finally:
         store.close()
+
+
+def test_a_judgement_the_machine_could_not_give_leaves_its_run_interrupted_and_the_next_resume_judges_it(
+        suite, tmp_path, monkeypatch):
+    """The device's memory taken by a neighbour (an EnvironmentProblem from the harness) is no verdict: that run is
+    interrupted with the reason, the batch goes on, and the next `resume --all` judges the same candidate once."""
+    from skillbase.run.judges import CompileOnlyJudge
+
+    store_path = tmp_path / "store"
+    start(store_path)
+    waiting = pending(store_path)
+    for op in OPS:
+        Path(waiting[op]["candidate"]).write_text(a_candidate(op, "for the environment test"))
+    unlucky = random.choice(OPS)
+    judge = CompileOnlyJudge.judge
+    reason = f"the device ran out of memory, the candidate was not judged ({random.randrange(10**6)})"
+
+    def full_device(self, source, *args):
+        if f"ops/{unlucky}/" in str(self.task_path) or f"/{unlucky}." in str(self.task_path):
+            raise EnvironmentProblem(reason)
+        return judge(self, source, *args)
+
+    monkeypatch.setattr(CompileOnlyJudge, "judge", full_device)
+    outcome = resume_all(store_path)
+    actions = {m.label: m.action for m in outcome.members}
+    run = waiting[unlucky]["run"]
+    assert actions[run] == "failed" and reason in next(m.reason for m in outcome.members if m.label == run)
+    assert sorted(a for label, a in actions.items() if label != run) == ["judged"] * (len(OPS) - 1)
+    store = RunStore.open(store_path)
+    row = store.get_run(run)
+    assert row.status == RunStatus.INTERRUPTED and reason in row.stop_reason
+    assert store.attempts(row.id, 0) == [] or all(a["status"] != "crashed" for a in store.attempts(row.id, 0))
+    store.close()
+
+    monkeypatch.setattr(CompileOnlyJudge, "judge", judge)
+    again = resume_all(store_path)
+    assert {m.label: m.action for m in again.members}[run] in ("judged", "continued")
+    store = RunStore.open(store_path)
+    assert [a["status"] for a in store.attempts(store.get_run(run).id, 0)] == ["unverified"]   # judged once
+    store.close()
+    assert {p.key for p in list_pending(store_path)} == {"r1/v0/a0"}

@@ -17,6 +17,7 @@ import pytest
 
 from skillbase.agents.appliers import ExternalApplier, LLMApplier, PromptBuilder
 from skillbase.agents.client import ChatClient, load_config
+from skillbase.errors import InputError
 from skillbase.evidence import Evidence
 from skillbase.harness.result import CheckResult
 from skillbase.run.evidence import EvidenceCollector
@@ -266,3 +267,14 @@ def test_each_profiled_round_collects_the_runs_own_metrics_and_reads_the_spec_on
     assert calls[0]["metrics"] == ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] and not attached
     EvidenceCollector(task, profile=False).evidence(task.read_text(), (), {"tried": []})
     assert len(attached) == 1
+
+
+def test_a_task_that_cannot_judge_any_kernel_stops_the_run_instead_of_blaming_the_kernel():
+    """Spec sanity (an all-zero reference, KernelBench level2/9's at its own sizes) says nothing of the candidate:
+    no verdict (a repair prompt would send the coder after a fault the kernel does not have), a one-line error."""
+    reason = f"spec sanity at default: reference output out{random.randrange(99)} is all zeros: a kernel that " \
+             "writes zeros would pass"
+    with pytest.raises(InputError) as caught:
+        verdict_of(CheckResult(status="spec-error", reason=reason))
+    assert caught.value.message == f"the task cannot judge a kernel: {reason}" and "resume" in caught.value.hint
+    assert "spec-error" not in STATUS_OF_CHECK
