@@ -31,6 +31,7 @@ worker process, implementing the VERIFY.md defences row by row:
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,12 @@ from skillbase.harness.result import CheckResult, Probe, SizeCheck
 
 POISON = 0xFF          # NaN in f32/f64/f16/bf16, -1 in signed ints
 POISON_ALT = 0x7F      # 3.4e38 in f32/bf16, NaN in f16, large positive ints
+
+# Elements per comparison pass. A pass holds about six chunk-sized float64 arrays (0.5 GiB each at
+# 2**26), ~3 GiB whatever the output's size: two workers share a GPU, and whole-output copies of a
+# 1.6e9-element output ran it out of memory. A 1.6e9-element output is still only ~25 chunks, so the
+# per-chunk launches and host synchronisations (a few per chunk) add little.
+COMPARE_CHUNK = 1 << 26
 
 # Scale-free error bands that betray a precision change on a float task (METHOD.md): fp32
 # reordering stays far below 1e-5; TF32/FP16 operands land near 3e-4; bf16 between 1e-3 and 1e-2.
@@ -83,14 +90,27 @@ def array_module(*arrays):
     return np
 
 
+def _elements(array, dtype: str):
+    """The flat storage of an array, one item per element (bf16: its uint16 bits); a view when contiguous."""
+    xp = array_module(array)
+    flat = xp.ascontiguousarray(xp.asarray(array)).reshape(-1)
+    return flat.view(xp.uint16) if dtype == "bf16" else flat
+
+
+def _chunks(n: int):
+    """(start, end) of consecutive slices of at most COMPARE_CHUNK elements."""
+    step = COMPARE_CHUNK
+    return ((start, min(start + step, n)) for start in range(0, n, step))
+
+
 def as_numbers(array, dtype: str):
     """Storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened (numpy or cupy)."""
     from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
 
     xp = array_module(array)
-    flat = xp.ascontiguousarray(xp.asarray(array)).reshape(-1)
+    flat = _elements(array, dtype)
     if dtype == "bf16":
-        return bf16_bits_to_float32(flat.view(xp.uint16)).astype(xp.float64)
+        return bf16_bits_to_float32(flat).astype(xp.float64)
     if DTYPES[dtype].is_float:
         return flat.astype(xp.float64)
     return flat.astype(xp.int64)
@@ -122,69 +142,98 @@ def compare_outputs(name: str, out_raw: np.ndarray, ref_raw: np.ndarray, dtype: 
     """Compare one output with the reference under the task's tolerance rule.
 
     Host (numpy) or device (cupy) arrays; when either is on the device the other is brought there
-    and everything is computed on the GPU (the caller scrubs any reference it uploaded).
+    and everything is computed on the GPU (the caller scrubs any reference it uploaded). The work
+    goes chunk by chunk (COMPARE_CHUNK): only `bad_mask` (one bool per element) is output-sized.
     """
     xp = array_module(out_raw, ref_raw)
-    out_raw, ref_raw = xp.asarray(out_raw), xp.asarray(ref_raw)
-    out = as_numbers(out_raw, dtype)
-    ref = as_numbers(ref_raw, dtype)
-    n = ref.size
-    if out.size != n:
-        return OutputComparison(name, False, f"{name}: {out.size} elements, the reference has {n}", n)
+    out_flat, ref_flat = _elements(xp.asarray(out_raw), dtype), _elements(xp.asarray(ref_raw), dtype)
+    if out_flat.size != ref_flat.size:
+        return OutputComparison(name, False, f"{name}: {out_flat.size} elements, the reference has {ref_flat.size}",
+                                ref_flat.size)
+    return _compare_chunked(name, lambda start, end: out_flat[start:end], ref_flat, dtype, rtol, atol_scale, poison)
+
+
+def _finite_magnitude(ref_flat, dtype: str) -> float:
+    """max |ref| over the finite reference elements (0.0 when there are none), chunk by chunk."""
+    xp = array_module(ref_flat)
+    magnitude = 0.0
+    for start, end in _chunks(ref_flat.size):
+        ref = as_numbers(ref_flat[start:end], dtype)
+        # Non-finite elements count as 0, which cannot raise a maximum of absolute values.
+        magnitude = max(magnitude, float(xp.abs(xp.where(xp.isfinite(ref), ref, 0.0)).max()))
+    return magnitude
+
+
+def _compare_chunked(name: str, out_chunk, ref_flat, dtype: str, rtol: float, atol_scale: float,
+                     poison: int | None) -> OutputComparison:
+    """compare_outputs on flat storage; `out_chunk(start, end)` gives the output's storage of that slice."""
+    xp = array_module(ref_flat)
+    n = ref_flat.size
     if n == 0:
         return OutputComparison(name, True, "", 0, max_abs_err=0.0, rel_l2_err=0.0)
-    unwritten_mask = poisoned_mask(out_raw, poison) if poison is not None else xp.zeros(n, dtype=bool)
-    if poison is not None:
-        # An element counts as unwritten only where the reference is not the poison pattern itself.
-        unwritten_mask &= ~poisoned_mask(ref_raw, poison)
-
-    if out.dtype.kind == "i":
-        wrong = out != ref
-        diff = xp.abs(out - ref).astype(np.float64)
-        max_abs = float(diff.max())
-        ref_norm = float(xp.linalg.norm(ref.astype(np.float64)))
-        err_norm = float(xp.linalg.norm(diff))
-        rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-        result = OutputComparison(name, True, "", n, bad=int(wrong.sum()),
-                                  unwritten=int((unwritten_mask & wrong).sum()),
-                                  max_abs_err=max_abs, rel_l2_err=rel, bad_mask=wrong)
-        if result.bad:
-            first = int(xp.argmax(wrong))
-            result.ok = False
-            result.reason = _describe_bad(name, result, first, out[first].item(), ref[first].item())
-        return result
-
-    finite_ref = xp.isfinite(ref)
-    finite_out = xp.isfinite(out)
-    magnitude = float(xp.abs(ref[finite_ref]).max()) if finite_ref.any() else 0.0
-    atol = atol_scale * magnitude
+    integer = as_numbers(ref_flat[:0], dtype).dtype.kind == "i"
+    # The magnitude only matters through atol = atol_scale * magnitude: skip its pass when that is 0.
+    atol = atol_scale * (_finite_magnitude(ref_flat, dtype) if not integer and atol_scale else 0.0)
     exact = rtol == 0 and atol_scale == 0
-    # Non-finite values must coincide: NaN with NaN, +Inf with +Inf.
-    nan_out, nan_ref = xp.isnan(out), xp.isnan(ref)
-    inf_mismatch = (xp.isinf(out) | xp.isinf(ref)) & ~(out == ref)
-    nonfinite_bad = (nan_out != nan_ref) | (inf_mismatch & ~(nan_out & nan_ref))
-    both = finite_ref & finite_out
-    diff = xp.zeros(n)
-    diff[both] = xp.abs(out[both] - ref[both])
-    if exact:
-        value_bad = both & (out != ref)
-    else:
-        value_bad = both & (diff > atol + rtol * xp.abs(xp.where(both, ref, 0.0)))
-    bad = value_bad | nonfinite_bad
-    ref_norm = float(xp.linalg.norm(ref[both])) if both.any() else 0.0
-    err_norm = float(xp.linalg.norm(diff[both])) if both.any() else 0.0
+    bad_mask = xp.empty(n, dtype=bool)
+    bad = unwritten = nonfinite_mismatch = 0
+    max_abs, any_both, ref_sq, err_sq = None, False, 0.0, 0.0
+    first = None                         # (index, got, expected) of the first bad element
+    for start, end in _chunks(n):
+        out_raw, ref_raw = out_chunk(start, end), ref_flat[start:end]
+        out, ref = as_numbers(out_raw, dtype), as_numbers(ref_raw, dtype)
+        if integer:
+            wrong = out != ref
+            diff = xp.abs(out - ref).astype(np.float64)
+            ref_part = ref.astype(np.float64)
+        else:
+            finite_ref, finite_out = xp.isfinite(ref), xp.isfinite(out)
+            # Non-finite values must coincide: NaN with NaN, +Inf with +Inf.
+            nan_out, nan_ref = xp.isnan(out), xp.isnan(ref)
+            inf_mismatch = (xp.isinf(out) | xp.isinf(ref)) & ~(out == ref)
+            nonfinite_bad = (nan_out != nan_ref) | (inf_mismatch & ~(nan_out & nan_ref))
+            both = finite_ref & finite_out
+            # Zeros outside `both`: they add nothing to the norms and cannot raise the maximum.
+            ref_part = xp.where(both, ref, 0.0)
+            diff = xp.abs(xp.where(both, out, 0.0) - ref_part)
+            if exact:
+                value_bad = both & (out != ref)
+            else:
+                value_bad = both & (diff > atol + rtol * xp.abs(ref_part))
+            wrong = value_bad | nonfinite_bad
+            nonfinite_mismatch += int(nonfinite_bad.sum())
+            any_both = any_both or bool(both.any())
+        bad_mask[start:end] = wrong
+        chunk_bad = int(wrong.sum())
+        if chunk_bad:
+            bad += chunk_bad
+            if poison is not None:
+                # An element counts as unwritten only where the reference is not the poison pattern itself.
+                unwritten_mask = poisoned_mask(out_raw, poison) & ~poisoned_mask(ref_raw, poison)
+                unwritten += int((unwritten_mask & wrong).sum())
+            if first is None:
+                index = int(xp.argmax(wrong))
+                first = (start + index, out[index].item(), ref[index].item())
+        chunk_max = float(diff.max())
+        max_abs = chunk_max if max_abs is None else max(max_abs, chunk_max)
+        ref_sq += float(xp.dot(ref_part, ref_part))
+        err_sq += float(xp.dot(diff, diff))
+    ref_norm, err_norm = math.sqrt(ref_sq), math.sqrt(err_sq)
     rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
-    result = OutputComparison(name, True, "", n, bad=int(bad.sum()), unwritten=int((unwritten_mask & bad).sum()),
-                              nonfinite_mismatch=int(nonfinite_bad.sum()),
-                              max_abs_err=float(diff.max()) if both.any() else None, rel_l2_err=rel,
-                              atol=atol, rtol=rtol, bad_mask=bad)
+    if integer:
+        result = OutputComparison(name, True, "", n, bad=bad, unwritten=unwritten, max_abs_err=max_abs,
+                                  rel_l2_err=rel, bad_mask=bad_mask)
+    else:
+        result = OutputComparison(name, True, "", n, bad=bad, unwritten=unwritten,
+                                  nonfinite_mismatch=nonfinite_mismatch,
+                                  max_abs_err=max_abs if any_both else None, rel_l2_err=rel,
+                                  atol=atol, rtol=rtol, bad_mask=bad_mask)
     if result.bad:
-        first = int(xp.argmax(bad))
         result.ok = False
-        result.reason = _describe_bad(name, result, first, out[first].item(), ref[first].item(), dtype)
+        result.reason = _describe_bad(name, result, *first, "" if integer else dtype)
         return result
     limit = max(rtol, atol_scale)
-    if not exact and rel > limit:
+    if not integer and not exact and rel > limit:
         result.ok = False
         result.reason = (f"{name}: relative L2 error {rel:.3g} exceeds {limit:.3g} although every element is "
                          f"within tolerance" + precision_hint(rel, dtype))
@@ -214,21 +263,30 @@ def spec_sanity(name: str, ref_raw: np.ndarray, dtype: str, rtol: float, atol_sc
 
     A spec whose reference is all zeros, constant, or so small that zeros pass the tolerance lets
     a kernel that computes nothing pass (KernelBench: zeros pass 4 of 60 L1 tasks in bf16).
+    Chunk by chunk, like compare_outputs: no output-sized copies.
     """
     xp = array_module(ref_raw)
-    ref = as_numbers(ref_raw, dtype)
-    if ref.size == 0:
+    ref_flat = _elements(ref_raw, dtype)
+    n = ref_flat.size
+    if n == 0:
         return f"reference output {name} is empty"
-    finite = ref[xp.isfinite(ref)] if ref.dtype.kind == "f" else ref
-    if finite.size == 0:
+    head = as_numbers(ref_flat[:1], dtype)[0]
+    finite_count, nonzero, constant = 0, False, True
+    for start, end in _chunks(n):
+        ref = as_numbers(ref_flat[start:end], dtype)
+        finite = xp.isfinite(ref) if ref.dtype.kind == "f" else xp.ones(ref.size, dtype=bool)
+        finite_count += int(finite.sum())
+        nonzero = nonzero or bool(xp.any(finite & (ref != 0)))
+        constant = constant and bool(xp.all(ref == head))
+    if finite_count == 0:
         return f"reference output {name} is entirely NaN/Inf"
-    if not bool(xp.any(finite != 0)):
+    if not nonzero:
         return f"reference output {name} is all zeros: a kernel that writes zeros would pass"
-    if ref.size > 1 and bool(xp.all(finite == finite[0])) and finite.size == ref.size:
-        return f"reference output {name} is constant ({finite[0].item()}): a kernel that writes one value would pass"
-    storage = xp.asarray(ref_raw).reshape(-1)
-    zeros = xp.zeros_like(storage)
-    if compare_outputs(name, zeros, storage, dtype, rtol, atol_scale, poison=None).ok:
+    if n > 1 and constant and finite_count == n:
+        return f"reference output {name} is constant ({head.item()}): a kernel that writes one value would pass"
+    zeros = _compare_chunked(name, lambda start, end: xp.zeros(end - start, dtype=ref_flat.dtype), ref_flat, dtype,
+                             rtol, atol_scale, poison=None)
+    if zeros.ok:
         return f"reference output {name} sits below the tolerance: an all-zero output would pass"
     return None
 
