@@ -305,3 +305,36 @@ def test_spec_sanity_chunked_agrees_with_one_chunk_and_the_trusted_implementatio
             assert spec_sanity("c", ref, dtype, rtol, atol_scale) == trusted, context
             monkeypatch.setattr(verify, "COMPARE_CHUNK", int(rng.integers(1, 70)))
             assert spec_sanity("c", ref, dtype, rtol, atol_scale) == trusted, context
+
+
+@pytest.mark.gpu
+def test_on_the_device_the_chunked_comparison_gives_what_numpy_gives_and_stays_within_its_bound(monkeypatch):
+    """The CuPy path of the same code (the harness compares on the device): the random cases agree with numpy's,
+    and a 1.6e9-element f32 output (KernelBench level-1 activations' size, 6.4 GB) is compared with the pool's
+    growth bounded by a few chunks plus the bool mask, not the ~100 GB of whole-output float64 copies."""
+    cupy = pytest.importorskip("cupy")
+    monkeypatch.setattr(verify, "COMPARE_CHUNK", 64)
+    for _ in range(100):
+        seed = _fresh_seed()
+        out, ref, dtype, rtol, atol_scale, poison = random_case(seed)
+        on_host = compare_outputs("y", out, ref, dtype, rtol, atol_scale, poison)
+        on_device = compare_outputs("y", cupy.asarray(out), cupy.asarray(ref), dtype, rtol, atol_scale, poison)
+        if on_device.bad_mask is not None:
+            on_device.bad_mask = cupy.asnumpy(on_device.bad_mask)
+        assert_same(on_device, on_host, f"seed {seed}, {dtype}, n={ref.size}, tol ({rtol}, {atol_scale})")
+    monkeypatch.setattr(verify, "COMPARE_CHUNK", 1 << 26)
+    n = 1_600_000_000
+    pool = cupy.get_default_memory_pool()
+    ref = cupy.random.default_rng(_fresh_seed()).standard_normal(n, dtype=cupy.float32)
+    out = ref.copy()
+    bad = random.randrange(n)
+    out[bad] += 1.0
+    pool.free_all_blocks()
+    before = pool.total_bytes()
+    result = compare_outputs("out", out, ref, "f32", 1e-5, 1e-5, POISON)
+    grown = pool.total_bytes() - before
+    assert not result.ok and result.bad == 1 and f"first at index {bad}" in result.reason, result.reason
+    assert spec_sanity("out", ref, "f32", 1e-5, 1e-5) is None
+    bound = 8 * (1 << 26) * 8 + n      # eight float64 chunks and the bool mask
+    print(f"1.6e9-element compare: pool grew {grown / 2**30:.2f} GiB (bound {bound / 2**30:.2f} GiB)")
+    assert grown <= bound, (grown, bound)
