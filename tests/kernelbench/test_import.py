@@ -72,7 +72,8 @@ def test_bad_problems_each_get_their_reason_and_the_good_ones_in_the_same_folder
 def test_a_problem_whose_output_is_all_zeros_imports_with_a_note_that_no_kernel_can_be_judged_by_it(tmp_path):
     """A note, not a refusal: the harness's spec sanity is what refuses the reference at run time, and refusing at
     import would renumber the problems after it (the committed KernelBench reports name runs by number)."""
-    report = import_problems(FIXTURES / "degenerate", tmp_path, level=1)
+    # outside FIXTURES: the other tests import all of it
+    report = import_problems(FIXTURES.parent / "kernelbench_degenerate", tmp_path, level=1)
     [problem] = report.problems
     assert problem.imported, problem.reason
     assert any(n.startswith("its output is all zeros on two input draws at the irregular sizes") for n in problem.notes)
