@@ -38,7 +38,7 @@ from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness.env import gpu_name
 from skillbase.harness.phases import Phases, merge, record
 from skillbase.harness.result import CheckResult
-from skillbase.harness.worker import PROGRESS_MARK, RESULT_MARK
+from skillbase.harness.worker import OUT_OF_MEMORY, PROGRESS_MARK, RESULT_MARK
 
 DEFAULT_TIMEOUT_S = 600.0
 # Variables through which profilers and sanitizers inject themselves; a plain run has none.
@@ -51,7 +51,7 @@ _CUDA_DIAGNOSES = (
      "illegal memory access: a kernel read or wrote outside its buffers (check the bounds at the irregular size)"),
     (r"misaligned address|cudaErrorMisalignedAddress", "misaligned address: a vector load/store on a pointer "
                                                        "that is not aligned to its width"),
-    (r"out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY",
+    (OUT_OF_MEMORY.pattern,
      "out of memory on the device (the task's sizes plus the harness's buffers do not fit?)"),
     (r"device-side assert|cudaErrorAssert", "a device-side assert fired in the kernel"),
     (r"illegal instruction|cudaErrorIllegalInstruction", "illegal instruction executed by the kernel"),

@@ -184,8 +184,9 @@ def _is_cuda_error(error: BaseException) -> bool:
     return any(cls.__name__ in ("CUDARuntimeError", "CUDADriverError") for cls in type(error).__mro__)
 
 
-# CUDA's out-of-memory error, in the words of the runtime, the driver and CuPy's pool.
-_OUT_OF_MEMORY = re.compile(r"out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
+# CUDA's out-of-memory error, in the words of the runtime, the driver and CuPy's pool (runtime.py's diagnosis of a
+# crash reads it too).
+OUT_OF_MEMORY = re.compile(r"out of memory|cudaErrorMemoryAllocation|CUDA_ERROR_OUT_OF_MEMORY", re.I)
 # Below this share of the device free, a launch that ran out of memory met a full device, not its own demand.
 _FULL_DEVICE = 0.10
 
@@ -194,7 +195,7 @@ def _is_harness_out_of_memory(error: BaseException) -> bool:
     """An allocation of the harness's own that the device could not serve: CuPy's or PyTorch's OutOfMemoryError,
     or a CUDA runtime/driver out-of-memory error raised outside a candidate's launch."""
     names = {cls.__name__ for cls in type(error).__mro__}
-    return "OutOfMemoryError" in names or (_is_cuda_error(error) and bool(_OUT_OF_MEMORY.search(str(error))))
+    return "OutOfMemoryError" in names or (_is_cuda_error(error) and bool(OUT_OF_MEMORY.search(str(error))))
 
 
 def _device_memory() -> tuple[int, int, int] | None:
@@ -215,8 +216,9 @@ def _launch_met_a_full_device(memory: tuple[int, int, int] | None) -> bool:
     return memory is not None and memory[0] < _FULL_DEVICE * memory[1]
 
 
-def _out_of_memory_message(error: BaseException, memory: tuple[int, int, int] | None) -> str:
-    """One line: what failed, and who holds the device's memory (this process's pool, everyone else)."""
+def _out_of_memory_payload(error: BaseException, memory: tuple[int, int, int] | None) -> tuple[dict, int]:
+    """The worker's `environment` answer to an out-of-memory error, in one line: what failed, and who holds the
+    device's memory (this process's pool, everyone else)."""
     text = getattr(error, "message", None) or str(error)
     what = text.splitlines()[0] if text else type(error).__name__
     where = ""
@@ -224,11 +226,10 @@ def _out_of_memory_message(error: BaseException, memory: tuple[int, int, int] | 
         free, total, held = memory
         where = (f"; the device had {free / 2**30:.1f} GiB free of {total / 2**30:.1f} GiB, this judgement held "
                  f"{held / 2**30:.1f} GiB and other processes {max(0, total - free - held) / 2**30:.1f} GiB")
-    return f"the device ran out of memory, the candidate was not judged ({what}){where}"
-
-
-_OUT_OF_MEMORY_HINT = ("judge it again when the GPU has room (`skillbase resume`); fewer --workers-per-gpu or "
-                       "fewer jobs beside it for tasks this large")
+    return {"ok": False, "error": {
+        "kind": "environment", "message": f"the device ran out of memory, the candidate was not judged ({what}){where}",
+        "hint": "judge it again when the GPU has room (`skillbase resume`); fewer --workers-per-gpu or fewer jobs "
+                "beside it for tasks this large"}}, 3
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -259,16 +260,14 @@ def _error_payload(error: BaseException) -> tuple[dict, int]:
             kind = "load"      # LoadError and HookError (a setup hook that failed)
         if type(error).__name__ == "LaunchError":
             kind = "cuda"
-            memory = _device_memory() if _OUT_OF_MEMORY.search(error.message) else None
+            memory = _device_memory() if OUT_OF_MEMORY.search(error.message) else None
             if _launch_met_a_full_device(memory):
-                return {"ok": False, "error": {"kind": "environment", "hint": _OUT_OF_MEMORY_HINT,
-                                               "message": _out_of_memory_message(error, memory)}}, 3
+                return _out_of_memory_payload(error, memory)
         return {"ok": False, "error": {"kind": kind, "message": error.message, "hint": error.hint}}, 0
     if _is_harness_out_of_memory(error):
         # The harness's own allocation (inputs, references, comparisons) found the device full: a fact about the
         # GPU and its other users, not a verdict on the candidate (whose launches raise LaunchError above).
-        return {"ok": False, "error": {"kind": "environment", "hint": _OUT_OF_MEMORY_HINT,
-                                       "message": _out_of_memory_message(error, _device_memory())}}, 3
+        return _out_of_memory_payload(error, _device_memory())
     if _is_cuda_error(error):
         return {"ok": False, "error": {"kind": "cuda", "message": str(error)}}, 3
     if isinstance(error, json.JSONDecodeError):
