@@ -105,15 +105,36 @@ def _chunks(n: int):
 
 def as_numbers(array, dtype: str):
     """Storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened (numpy or cupy)."""
-    from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
+    from skillbase.task.dtypes import DTYPES
 
     xp = array_module(array)
     flat = _elements(array, dtype)
     if dtype == "bf16":
-        return bf16_bits_to_float32(flat).astype(xp.float64)
+        return _float32_bits_to_float64(flat.astype(xp.uint32) << 16)
+    if flat.dtype == np.float32:
+        return _float32_bits_to_float64(flat.view(xp.uint32))
     if DTYPES[dtype].is_float:
         return flat.astype(xp.float64)
     return flat.astype(xp.int64)
+
+
+def _float32_bits_to_float64(bits):
+    """float32 bit patterns (uint32) -> float64 values, exact, subnormals included.
+
+    Integer and float64 operations only: CuPy compiles its kernels with -ftz=true, so a float32 cast on the
+    device flushes subnormals to zero, and the device would judge a subnormal written where the reference
+    holds 0 as equal where the host does not (found on the H200 by the chunked comparison's GPU test)."""
+    xp = array_module(bits)
+    exponent = (bits >> 23) & 0xFF
+    significand = bits & 0x7FFFFF
+    normal = exponent != 0
+    significand |= normal.astype(xp.uint32) << 23                  # the implicit leading 1
+    # value = significand * 2**(max(exponent, 1) - 150): exact in float64 for every finite float32.
+    values = xp.ldexp(significand.astype(xp.float64), exponent.astype(xp.int32) + (~normal).astype(xp.int32) - 150)
+    special = exponent == 0xFF
+    if bool(special.any()):
+        values[special] = xp.where(significand[special] == 1 << 23, xp.inf, xp.nan)
+    return xp.where(bits >> 31 != 0, -values, values)
 
 
 def poisoned_mask(raw, byte: int):

@@ -307,6 +307,56 @@ def test_spec_sanity_chunked_agrees_with_one_chunk_and_the_trusted_implementatio
             assert spec_sanity("c", ref, dtype, rtol, atol_scale) == trusted, context
 
 
+def _float32_patterns(rng, n):
+    """Random float32 bit patterns plus every edge: signed zeros, the smallest and largest subnormals and
+    normals, infinities, quiet and signalling NaNs."""
+    bits = rng.integers(0, 1 << 32, size=n, dtype=np.uint64).astype(np.uint32)
+    subnormals = rng.integers(1, 1 << 23, size=n // 4, dtype=np.uint64).astype(np.uint32)
+    edges = np.array([0, 1 << 31, 1, 0x007FFFFF, 0x00800000, 0x7F7FFFFF, 0x7F800000, 0xFF800000, 0x7FC00000,
+                      0x7F800001, 0xFFFFFFFF, 0x80000001, 0x807FFFFF], dtype=np.uint32)
+    return np.concatenate([edges, subnormals, subnormals | np.uint32(1 << 31), bits]).view(np.float32)
+
+
+def assert_exact_float64(got, expected, context):
+    """Equal values, NaN where NaN, the sign of zero kept."""
+    nan = np.isnan(expected)
+    assert np.array_equal(np.isnan(got), nan), context
+    assert np.array_equal(got[~nan], expected[~nan]), context
+    assert np.array_equal(np.signbit(got[~nan]), np.signbit(expected[~nan])), context
+
+
+def test_floats_are_decoded_exactly_subnormals_included():
+    """as_numbers against numpy's own casts (exact on the host): every bf16 pattern and random float32 patterns
+    with subnormals; the decode is integer and float64 work, which no flush-to-zero setting touches."""
+    every_bf16 = np.arange(1 << 16, dtype=np.uint64).astype(np.uint16)
+    with np.errstate(invalid="ignore"):
+        assert_exact_float64(verify.as_numbers(every_bf16, "bf16"),
+                             bf16_bits_to_float32(every_bf16).astype(np.float64), "bf16")
+        seed = _fresh_seed()
+        floats = _float32_patterns(np.random.default_rng(seed), 200_000)
+        assert_exact_float64(verify.as_numbers(floats, "f32"), floats.astype(np.float64), f"f32, seed {seed}")
+
+
+@pytest.mark.gpu
+def test_on_the_device_subnormals_are_not_flushed():
+    """CuPy compiles with -ftz=true: a float32 cast on the device turns subnormals into 0. The decode must give
+    the host's values, and a subnormal written where the reference holds 0 must stay wrong under an exact
+    tolerance (the H200 judged it right before the decode was made of integer and float64 work)."""
+    cupy = pytest.importorskip("cupy")
+    seed = _fresh_seed()
+    floats = _float32_patterns(np.random.default_rng(seed), 200_000)
+    every_bf16 = np.arange(1 << 16, dtype=np.uint64).astype(np.uint16)
+    with np.errstate(invalid="ignore"):
+        for values, dtype in ((floats, "f32"), (every_bf16, "bf16")):
+            on_device = cupy.asnumpy(verify.as_numbers(cupy.asarray(values), dtype))
+            assert_exact_float64(on_device, verify.as_numbers(values, dtype), f"{dtype}, seed {seed}")
+    tiny = np.array([0.0, 1e-40, -3e-39, 0.0], dtype=np.float32)
+    zeros = np.zeros(4, dtype=np.float32)
+    for out, ref in ((tiny, zeros), (zeros, tiny)):
+        result = compare_outputs("y", cupy.asarray(out), cupy.asarray(ref), "f32", 0.0, 0.0, None)
+        assert not result.ok and result.bad == 2, result.reason
+
+
 @pytest.mark.gpu
 def test_on_the_device_the_chunked_comparison_gives_what_numpy_gives_and_stays_within_its_bound(monkeypatch):
     """The CuPy path of the same code (the harness compares on the device): the random cases agree with numpy's,
