@@ -110,31 +110,40 @@ def as_numbers(array, dtype: str):
     xp = array_module(array)
     flat = _elements(array, dtype)
     if dtype == "bf16":
-        return _float32_bits_to_float64(flat.astype(xp.uint32) << 16)
+        return _float32_to_float64((flat.astype(xp.uint32) << 16).view(xp.float32))
     if flat.dtype == np.float32:
-        return _float32_bits_to_float64(flat.view(xp.uint32))
+        return _float32_to_float64(flat)
     if DTYPES[dtype].is_float:
         return flat.astype(xp.float64)
     return flat.astype(xp.int64)
 
 
-def _float32_bits_to_float64(bits):
-    """float32 bit patterns (uint32) -> float64 values, exact, subnormals included.
+def _float32_to_float64(values):
+    """float32 -> float64, exact, subnormals included.
 
-    Integer and float64 operations only: CuPy compiles its kernels with -ftz=true, so a float32 cast on the
-    device flushes subnormals to zero, and the device would judge a subnormal written where the reference
-    holds 0 as equal where the host does not (found on the H200 by the chunked comparison's GPU test)."""
-    xp = array_module(bits)
-    exponent = (bits >> 23) & 0xFF
-    significand = bits & 0x7FFFFF
-    normal = exponent != 0
-    significand |= normal.astype(xp.uint32) << 23                  # the implicit leading 1
-    # value = significand * 2**(max(exponent, 1) - 150): exact in float64 for every finite float32.
-    values = xp.ldexp(significand.astype(xp.float64), exponent.astype(xp.int32) + (~normal).astype(xp.int32) - 150)
-    special = exponent == 0xFF
-    if bool(special.any()):
-        values[special] = xp.where(significand[special] == 1 << 23, xp.inf, xp.nan)
-    return xp.where(bits >> 31 != 0, -values, values)
+    CuPy compiles its kernels with -ftz=true, so on the device the cast flushes float32 subnormals to zero,
+    and a subnormal written where the reference holds 0 would be judged right on the device and wrong on
+    the host (found on the H200 by the chunked comparison's GPU test). The subnormals are decoded again
+    from their bits (integer and float64 work, which no flush touches); they are rare, so the fix costs
+    one pass over the bits and no output-sized float64 temporaries beyond the cast itself."""
+    return restore_subnormals(values.astype(array_module(values).float64), values)
+
+
+def restore_subnormals(wide, values):
+    """`wide` (float64, cast from the float32 `values`, perhaps with subnormals flushed) with every subnormal
+    decoded exactly from its bits; the same array, changed in place."""
+    xp = array_module(values)
+    bits = values.view(xp.uint32)
+    # Subnormal: 1 <= |bits| <= 0x7FFFFF; unsigned wrap-around puts +-0 at the top of the range.
+    magnitude = bits & xp.uint32(0x7FFFFFFF)
+    magnitude -= xp.uint32(1)                   # in place: one 4-byte temporary per element, not two
+    subnormal = magnitude < xp.uint32(0x7FFFFF)
+    del magnitude
+    if bool(subnormal.any()):
+        sub = bits[subnormal]
+        exact = xp.ldexp((sub & xp.uint32(0x7FFFFF)).astype(xp.float64), -149)
+        wide[subnormal] = xp.where((sub >> xp.uint32(31)) != 0, -exact, exact)
+    return wide
 
 
 def poisoned_mask(raw, byte: int):
@@ -216,15 +225,28 @@ def _compare_chunked(name: str, out_chunk, ref_flat, dtype: str, rtol: float, at
             both = finite_ref & finite_out
             # Zeros outside `both`: they add nothing to the norms and cannot raise the maximum.
             ref_part = xp.where(both, ref, 0.0)
-            diff = xp.abs(xp.where(both, out, 0.0) - ref_part)
+            # In place: each float64 temporary is a chunk's worth of memory (8 bytes per element).
+            diff = xp.where(both, out, 0.0)
+            diff -= ref_part
+            xp.abs(diff, out=diff)
             if exact:
                 value_bad = both & (out != ref)
             else:
-                value_bad = both & (diff > atol + rtol * xp.abs(ref_part))
+                limit = xp.abs(ref_part)
+                limit *= rtol
+                limit += atol
+                value_bad = both & (diff > limit)
+                del limit
             wrong = value_bad | nonfinite_bad
             nonfinite_mismatch += int(nonfinite_bad.sum())
             any_both = any_both or bool(both.any())
         bad_mask[start:end] = wrong
+        # The norms first, so their chunk-sized operands are gone before the poison masks are made.
+        chunk_max = float(diff.max())
+        max_abs = chunk_max if max_abs is None else max(max_abs, chunk_max)
+        ref_sq += float(xp.dot(ref_part, ref_part))
+        err_sq += float(xp.dot(diff, diff))
+        del diff, ref_part
         chunk_bad = int(wrong.sum())
         if chunk_bad:
             bad += chunk_bad
@@ -235,10 +257,6 @@ def _compare_chunked(name: str, out_chunk, ref_flat, dtype: str, rtol: float, at
             if first is None:
                 index = int(xp.argmax(wrong))
                 first = (start + index, out[index].item(), ref[index].item())
-        chunk_max = float(diff.max())
-        max_abs = chunk_max if max_abs is None else max(max_abs, chunk_max)
-        ref_sq += float(xp.dot(ref_part, ref_part))
-        err_sq += float(xp.dot(diff, diff))
     ref_norm, err_norm = math.sqrt(ref_sq), math.sqrt(err_sq)
     rel = err_norm / ref_norm if ref_norm > 0 else (0.0 if err_norm == 0 else float("inf"))
     if integer:

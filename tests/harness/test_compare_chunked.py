@@ -337,6 +337,19 @@ def test_floats_are_decoded_exactly_subnormals_included():
         assert_exact_float64(verify.as_numbers(floats, "f32"), floats.astype(np.float64), f"f32, seed {seed}")
 
 
+def test_subnormals_flushed_by_a_cast_are_restored():
+    """What the device's cast does (subnormals to zero, the sign kept), done here on the host: the restore
+    gives back numpy's exact values."""
+    seed = _fresh_seed()
+    floats = _float32_patterns(np.random.default_rng(seed), 200_000)
+    with np.errstate(invalid="ignore"):
+        exact = floats.astype(np.float64)
+        magnitude = floats.view(np.uint32) & np.uint32(0x7FFFFFFF)
+        flushed = np.where((magnitude > 0) & (magnitude < 0x800000), np.copysign(0.0, exact), exact)
+        assert np.count_nonzero(flushed != exact) > 1000, f"seed {seed}: too few subnormals drawn"
+        assert_exact_float64(verify.restore_subnormals(flushed, floats), exact, f"seed {seed}")
+
+
 @pytest.mark.gpu
 def test_on_the_device_subnormals_are_not_flushed():
     """CuPy compiles with -ftz=true: a float32 cast on the device turns subnormals into 0. The decode must give
