@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Session 21, call 3 (main). Side by side on the one H200:
-#   - the GPU tests of the chunked output comparison a third time (call 2: the device now agrees with the host, but the integer decode grew the pool past its bound; now lean); call 1 found the device judging differently from the
-#     host (CuPy compiles with -ftz=true, so its float32 -> float64 cast flushed subnormals); the decode is now
-#     integer and float64 work, and a new test holds a subnormal written where the reference holds 0 wrong;
+#   - the GPU tests of the chunked output comparison a third time: call 1 found the device judging subnormals
+#     differently from the host (CuPy's -ftz=true cast); call 2 showed the integer decode agreeing but growing
+#     the pool past its bound (7.05 vs 5.49 GiB); now the cast is kept and only subnormals are decoded again;
 #   - KernelBench trip 15 (issue 20): the answers still waiting, in run order (level-1 activation first kernels
 #     runs 25-29, about 6-7 min of judging each, then level-2 first kernels and round-1 answers);
 #   - LLM trip 23 (issue 16): the 15 answers call 2 did not reach and 2 answers to its new prompts.
