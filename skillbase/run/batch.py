@@ -521,8 +521,9 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
             member = MemberOutcome(done.job.label, action, done.error, None,
                                    done.job.label if done.job.label.startswith("run_") else None,
                                    done.wall_s, done.phases_s)
-            if action == MemberAction.DEFERRED and done.job.kind == "advance-run" and done.job.payload.get("key"):
-                # Still waiting for its judgement: `pending` says why it was not judged.
+            if done.job.kind == "advance-run" and done.job.payload.get("key"):
+                # Not judged (deferred, or stopped by the machine before a verdict): `pending` says why, not an
+                # older note from a previous batch.
                 store.note_waiting(done.job.payload["run"], done.job.payload["key"], done.error)
         else:
             value = done.value

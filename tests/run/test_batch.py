@@ -398,6 +398,40 @@ def test_a_trip_pack_without_reports_leaves_only_the_ncu_reports_behind_and_unpa
         store.close()
 
 
+def test_pending_gives_this_batchs_reason_for_a_candidate_the_machine_stopped_before_its_judgement(
+        suite, tmp_path, monkeypatch):
+    """An EnvironmentProblem before the run itself moves (KernelBench's PyTorch timings ran the device out of memory
+    on the H200) leaves the run paused at its prompt: `pending` names that reason, not the note an earlier batch
+    left (there: "not started: time limit"), and the next `resume --all` judges the candidate."""
+    from skillbase.run import batch
+
+    store_path = tmp_path / "store"
+    start(store_path)
+    waiting = pending(store_path)
+    unlucky = random.choice(OPS)
+    run = waiting[unlucky]["run"]
+    Path(waiting[unlucky]["candidate"]).write_text(a_candidate(unlucky, "for the stale-note test"))
+    store = RunStore.open(store_path)
+    store.note_waiting(int(run.removeprefix("run_")), "r0/v0/a0", "not started: time limit (an earlier batch)")
+    store.close()
+    reason = f"the device ran out of memory, the candidate was not judged ({random.randrange(10**6)})"
+    real = batch.resume_run
+
+    def full_device(run_id, *args, **kwargs):
+        if run_id == int(run.removeprefix("run_")):
+            raise EnvironmentProblem(reason)
+        return real(run_id, *args, **kwargs)
+
+    monkeypatch.setattr(batch, "resume_run", full_device)
+    outcome = resume_all(store_path)
+    assert {m.label: m.action for m in outcome.members}[run] == "failed"
+    still = [p for p in list_pending(store_path) if p.run == run]
+    assert len(still) == 1 and reason in (still[0].waiting or ""), still
+    monkeypatch.setattr(batch, "resume_run", real)
+    again = resume_all(store_path)
+    assert {m.label: m.action for m in again.members}[run] == "judged"
+
+
 def test_a_judgement_the_machine_could_not_give_leaves_its_run_interrupted_and_the_next_resume_judges_it(
         suite, tmp_path, monkeypatch):
     """The device's memory taken by a neighbour (an EnvironmentProblem from the harness) is no verdict: that run is
