@@ -6,6 +6,9 @@
 #   STEP=resume bash tools/kernelbench_trip.sh  # unpack $ANSWERS (the coders' store), judge every answer present
 #                                               #   (a member started with --defer-baselines times PyTorch eager
 #                                               #   and torch.compile first), start members not started, pack
+#   STEP=baselines bash tools/kernelbench_trip.sh  # unpack $ANSWERS as STEP=resume does, time torch.compile for
+#                                               #   every member whose PyTorch times lack it (a batch started
+#                                               #   with --no-compile; `kernelbench baselines`), pack
 #   STEP=start  bash tools/kernelbench_trip.sh  # only for a batch NOT started here with --defer-baselines:
 #                                               #   unpack $TASKS (kb_tasks/ folders), start the batch (each member
 #                                               #   times PyTorch, then waits for its first kernel), pack
@@ -18,10 +21,10 @@
 # back in $OUT: store.tar.gz (split into store.tar.gz.part-aa, -ab ... over 15 MiB), trip.log (each
 # command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
-STEP=${STEP:?STEP=start or STEP=resume}
+STEP=${STEP:?STEP=start, resume or baselines}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} REPAIRS=${REPAIRS:-3} COMPILE=${COMPILE:-1} NO_GPU=${NO_GPU:-0}
 WORKERS=${WORKERS:-1} ANSWERS=${ANSWERS:-trip/kb_answers.tar.gz} TASKS=${TASKS:-trip/kb_tasks.tar.gz} STORE=${STORE:-/tmp/kbstore}
-case $STEP in start|resume) ;; *) echo "STEP is start or resume"; exit 2 ;; esac
+case $STEP in start|resume|baselines) ;; *) echo "STEP is start, resume or baselines"; exit 2 ;; esac
 ANSWERS=$(realpath -m "$ANSWERS") TASKS=$(realpath -m "$TASKS") STORE=$(realpath -m "$STORE")
 archive=$ANSWERS; [ "$STEP" = start ] && archive=$TASKS
 [ -f "$archive" ] || { echo "no $archive: carry it (the device tool's carry) or name it (ANSWERS=, TASKS=)"; exit 2; }
@@ -43,5 +46,9 @@ case $STEP in
     step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
     step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
       --json ;;
+  baselines)
+    step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
+    step "kernelbench baselines" skillbase kernelbench baselines --store "$STORE" --time-limit "$(left)" \
+      --workers-per-gpu "$WORKERS" --json ;;
 esac
 pack_store_back "$STORE"

@@ -16,6 +16,7 @@ from skillbase.commands.options import (
     refuse_gpus_on_ray,
     stop_at_floor_option,
     store_option,
+    workers_per_gpu_option,
 )
 from skillbase.run.types import MAX_ROUNDS
 
@@ -123,7 +124,8 @@ def score(tasks: tuple[Path, ...], kernel_name: str, no_compile: bool, as_json: 
               help="At most this many debugger repairs per attempt (the first kernel's included).")
 @click.option("--model", default=None, help="Model name for --agent openai.")
 @click.option("--no-gpu", is_flag=True, help="Compile-only runs (nothing verified or timed, no PyTorch baselines).")
-@click.option("--no-compile", is_flag=True, help="Time PyTorch eager only (no torch.compile baseline).")
+@click.option("--no-compile", is_flag=True,
+              help="Time PyTorch eager only (`kernelbench baselines` adds torch.compile later).")
 @click.option("--defer-baselines", is_flag=True,
               help="Start without a GPU (--agent external): every generator prompt now; each member's PyTorch "
                    "times are taken on the GPU by the `resume --all` that judges its first answer.")
@@ -154,6 +156,36 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
             candidates=candidates, gpus=comma_list(gpus), workers_per_gpu=workers_per_gpu,
             time_limit_s=time_limit_s, executor_kind=executor_kind, address=address, defer_baselines=defer_baselines,
             progress=None if as_json else bar.step)
+    print_batch_outcome(outcome, as_json)
+
+
+@kernelbench.command("baselines")
+@click.argument("batches", nargs=-1)
+@click.option("--problems", "problems", multiple=True,
+              help="Only these members: folder (level1_2_ReLU), problem (level1/2_ReLU.py) or level1/2; repeatable.")
+@click.option("--gpus", default=None,
+              help="Comma-separated GPU indices, each named once; one worker each, or --workers-per-gpu "
+                   "(default: every GPU).")
+@click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
+              help="Start no further timing after this many seconds (run the command again for the rest).")
+@workers_per_gpu_option
+@store_option
+@json_option
+def baselines(batches: tuple[str, ...], problems: tuple[str, ...], gpus: str | None, time_limit_s: float | None,
+              workers_per_gpu: int, store_path, as_json: bool) -> None:
+    """Add the torch.compile time to the members of KernelBench batches (default: the latest) started
+    with --no-compile (or --defer-baselines --no-compile): each member whose PyTorch times have no
+    torch.compile entry gets one, timed by the harness on the GPU like its eager time, which stays as
+    recorded. `kernelbench report` then shows the torch.compile column and its geomean. Members already
+    timed are left alone, so running it again continues where a --time-limit stopped it."""
+    from skillbase import ui
+    from skillbase.commands.pending import print_batch_outcome
+    from skillbase.run.batch import add_compile_baselines
+
+    with ui.progress("kernelbench baselines") as bar:
+        outcome = add_compile_baselines(store_path, batches, problems, gpus=comma_list(gpus),
+                                        progress=None if as_json else bar.step, time_limit_s=time_limit_s,
+                                        workers_per_gpu=workers_per_gpu)
     print_batch_outcome(outcome, as_json)
 
 

@@ -330,12 +330,17 @@ def refresh_command(root: Path, tasks: list[ImportedTask]) -> str:
     return " ".join(w if w == "PATH" else shlex.quote(w) for w in words)
 
 
+def task_names(folder: str, problem: str, level: int) -> set[str]:
+    """Every name `--problems` may give a task by: folder, problem, file name, `levelN/number`."""
+    stem = Path(problem).stem
+    return {folder, problem, stem, f"level{level}/{stem.split('_')[0]}"}
+
+
 def _chosen(root: Path, found: list[ImportedTask], problems: tuple[str, ...]) -> list[ImportedTask]:
     """The tasks `problems` names (see `imported_tasks`)."""
 
     def names(task: ImportedTask) -> set[str]:
-        stem = Path(task.problem).stem
-        return {task.folder.name, task.problem, stem, f"level{task.level}/{stem.split('_')[0]}"}
+        return task_names(task.folder.name, task.problem, task.level)
 
     missing = [p for p in problems if not any(p in names(t) for t in found)]
     if missing:

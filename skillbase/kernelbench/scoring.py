@@ -139,15 +139,15 @@ def score_tasks(task_dirs: Sequence[Path], kernel_name: str = "model.cu", compil
     return ScoreReport(results, reasons)
 
 
-def time_pytorch(folder: Path, compile: bool = True) -> dict[str, float | None]:
+def time_pytorch(folder: Path, compile: bool = True, eager: bool = True) -> dict[str, float | None]:
     """The task's PyTorch implementation (`torch.task.yaml`) verified and timed by the harness, eager and
     through torch.compile: {"eager": µs, "compile": µs} (None where it did not verify; no "compile"
-    without `compile`), and "<label>_reason" for each that failed. Needs a GPU."""
+    without `compile`, no "eager" without `eager`), and "<label>_reason" for each that failed. Needs a GPU."""
     from skillbase.harness.runtime import Options, evaluate
 
     times: dict = {}
     for label, use_compile in (("eager", False), ("compile", True)):
-        if label == "compile" and not compile:
+        if not (compile if use_compile else eager):
             continue
         done = evaluate(Path(folder) / "torch.task.yaml", candidate=Path(folder) / "kb_task.py",
                         options=Options(torch_compile=use_compile))

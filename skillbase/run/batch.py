@@ -24,6 +24,8 @@ Everything is in the store, so a batch killed at any point is resumed by running
 member: one generator run per imported KernelBench task (`optimize --from-reference`), which waits for
 its first kernel (a `generator` prompt) and then goes on to the skill rounds; on a GPU each member
 also records the task's PyTorch eager and torch.compile times (`kernelbench report` scores against them).
+`add_compile_baselines()` (`skillbase kernelbench baselines`) adds the torch.compile time afterwards to
+members whose times were taken without it (`--no-compile`), as GPU jobs of the same executor.
 """
 
 from __future__ import annotations
@@ -60,9 +62,9 @@ from skillbase.run.transfer import Shipment
 from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings
 from skillbase.task import load_task
 
-__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "advance_payload", "default_jobs",
-           "prebuild_candidates", "read_candidate", "resume_all", "start_batch", "start_kernelbench_batch",
-           "start_payload"]
+__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "add_compile_baselines",
+           "advance_payload", "compile_payload", "default_jobs", "kernelbench_batches", "prebuild_candidates",
+           "read_candidate", "resume_all", "start_batch", "start_kernelbench_batch", "start_payload"]
 
 
 @dataclass(frozen=True)
@@ -331,6 +333,101 @@ def _baselines_owed(store: RunStore, batch: int | None) -> dict[int, bool]:
                 and store.step_result(member.run_id, PYTORCH_STEP) is None:
             owed[member.run_id] = bool(of_batch.get("compile", True))
     return owed
+
+
+def kernelbench_batches(store: RunStore, batches: Sequence[str | int] = ()) -> list[BatchRow]:
+    """The KernelBench batches named (default: the latest one); a batch of another kind is refused."""
+    rows = [store.get_batch(b) for b in batches] if batches else \
+        [b for b in store.list_batches() if b.settings.get("kind") == KERNELBENCH][-1:]
+    if not rows:
+        raise InputError(f"no KernelBench batch in {store.location}",
+                         hint="start one: skillbase kernelbench optimize TASKS_DIR --agent external")
+    for row in rows:
+        if row.settings.get("kind") != KERNELBENCH:
+            raise InputError(f"{batch_name(row.id)} is not a KernelBench batch",
+                             hint="its report: skillbase bench optimize-report")
+    return rows
+
+
+# -- kernelbench baselines -------------------------------------------------------------------------
+
+def add_compile_baselines(store_path=None, batches: Sequence[str | int] = (), problems: Sequence[str] = (),
+                          gpus: Sequence[str] = (), executor: Executor | None = None,
+                          progress: Callable[[int, int, str], None] | None = None,
+                          time_limit_s: float | None = None, workers_per_gpu: int = 1) -> BatchOutcome:
+    """Time torch.compile for the members of the KernelBench `batches` (default: the latest) whose PyTorch
+    times (`PYTORCH_STEP`) hold no compile entry, and merge it into that step: eager stays the recorded
+    time the speedups were computed against. One GPU job per member (`compile_payload`), on the executor
+    `resume --all` uses (its GPU lock and `time_limit_s` deferral alike); members with a compile entry,
+    without PyTorch times yet, or not started are left alone, each with its reason."""
+    from skillbase.kernelbench.importer import task_names
+
+    store = RunStore.open(store_path, read_only=True)   # each job writes its member's step itself
+    made = None
+    try:
+        rows = kernelbench_batches(store, batches)
+        picked = [(row, m) for row in rows for m in row.settings["members"]]
+        if problems:
+            missing = [p for p in problems
+                       if not any(p in task_names(m["operator"], m["problem"], m["level"]) for _, m in picked)]
+            if missing:
+                raise InputError(f"{', '.join(missing)}: not a problem of {', '.join(batch_name(r.id) for r in rows)}",
+                                 hint="name a member by folder (level1_2_ReLU), problem (level1/2_ReLU.py) or "
+                                      "level1/2; skillbase kernelbench report lists them")
+            picked = [(row, m) for row, m in picked
+                      if task_names(m["operator"], m["problem"], m["level"]) & set(problems)]
+        members: list[MemberOutcome] = []
+        work: list[Job] = []
+        for row, member in picked:
+            runs = {m.operator: m.run_id for m in store.batch_members(row.id)}
+            run_id = runs.get(member["operator"])
+            label = run_name(run_id) if run_id is not None else member["operator"]
+            times = store.step_result(run_id, PYTORCH_STEP) if run_id is not None else None
+            if run_id is None:
+                reason = "not started (resume --all starts it)"
+            elif not row.settings.get("gpu", True):
+                reason = "compile-only batch (--no-gpu): no PyTorch times"
+            elif times is None:
+                reason = "no PyTorch times yet (resume --all takes them when it judges the first kernel)"
+            elif "compile" in times or "compile_reason" in times:
+                reason = "torch.compile already timed"
+            else:
+                work.append(Job("pytorch-compile", "skillbase.run.batch:compile_payload",
+                                {"store": str(store.location), "run": run_id}, label=label))
+                continue
+            members.append(MemberOutcome(label, MemberAction.LEFT_ALONE, f"{member['problem']}: {reason}",
+                                         None if run_id is None else str(store.get_run(run_id).status),
+                                         None if run_id is None else label))
+        if executor is None:
+            executor = made = _executor("local", bool(work), gpus, time_limit_s, None, workers_per_gpu)
+        outcome = _run_jobs(store, batch_name(rows[0].id) if len(rows) == 1 else None, work, executor, progress)
+        outcome.members[:0] = members
+        return outcome
+    finally:
+        if made is not None:
+            made.close()
+        store.close()
+
+
+def compile_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The GPU job that times one member's PyTorch through torch.compile (not eager again: the recorded
+    eager time is what its speedups were computed against) and merges it into its `PYTORCH_STEP`."""
+    from skillbase.kernelbench.scoring import time_pytorch
+
+    store = RunStore.open(payload["store"])
+    try:
+        run = store.get_run(payload["run"])
+        timed = time_pytorch(Path(run.task_path).parent, compile=True, eager=False)
+        with store.transaction() as tx:   # read again inside: nothing else is lost from the step
+            times = dict(store.step_result(run.id, PYTORCH_STEP) or {})
+            times.update(timed)
+            tx.finish_step(run.id, PYTORCH_STEP, times)
+        status = str(store.get_run(run.id).status)
+    finally:
+        store.close()
+    reason = f"torch.compile {timed['compile']:.1f} µs" if timed.get("compile") is not None else \
+        f"torch.compile did not verify: {timed.get('compile_reason')}"
+    return {"run": run.name, "action": MemberAction.TIMED, "status": status, "reason": reason}
 
 
 # -- resume --all ---------------------------------------------------------------------------------

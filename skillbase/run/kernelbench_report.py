@@ -15,9 +15,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from skillbase.documents import versioned
-from skillbase.errors import InputError
 from skillbase.kernelbench.scoring import ProblemResult, score_levels
-from skillbase.run.batch import KERNELBENCH, PYTORCH_STEP
+from skillbase.run.batch import PYTORCH_STEP, kernelbench_batches
 from skillbase.run.store import RunStore, batch_name
 from skillbase.run.types import Outcome, RunStatus
 
@@ -84,17 +83,9 @@ def kernelbench_report(store_path=None, batches: Sequence[str | int] = ()) -> Ke
     """The report of the KernelBench `batches` of the store (default: the latest one)."""
     store = RunStore.open(store_path, read_only=True)   # a report writes nothing
     try:
-        rows = [store.get_batch(b) for b in batches] if batches else \
-            [b for b in store.list_batches() if b.settings.get("kind") == KERNELBENCH][-1:]
-        if not rows:
-            raise InputError(f"no KernelBench batch in {store.location}",
-                             hint="start one: skillbase kernelbench optimize TASKS_DIR --agent external")
         report = KernelBenchReport(batches=[])
-        for row in rows:
+        for row in kernelbench_batches(store, batches):
             name = batch_name(row.id)
-            if row.settings.get("kind") != KERNELBENCH:
-                raise InputError(f"{name} is not a KernelBench batch",
-                                 hint="its report: skillbase bench optimize-report")
             settings = row.settings.get("settings", {})
             report.batches.append({"batch": name, "agent": settings.get("agent"), "gpu": row.settings.get("gpu", True),
                                    "tasks": row.settings.get("tasks"), "problems": len(row.settings["members"])})

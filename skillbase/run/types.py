@@ -85,7 +85,8 @@ class MemberAction(StrEnum):
     DEFERRED = "deferred"                # its job never started (the batch's time ran out): a later resume does it
     FAILED = "failed"                    # its job failed
     REOPENED = "reopened"                # its --rounds raised; what became of it then is its status and the reason
-    LEFT_ALONE = "left-alone"            # not ended for `rounds`, or not picked by --below-floor (the reason says)
+    LEFT_ALONE = "left-alone"            # not ended for `rounds`, not picked by --below-floor, or already timed
+    TIMED = "timed"                      # `kernelbench baselines` timed its PyTorch torch.compile
 
 
 AGENTS = ("openai", "external", "none")

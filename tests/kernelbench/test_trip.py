@@ -104,6 +104,25 @@ def test_a_start_trip_and_a_resume_trip_carry_the_tasks_the_answers_and_the_firs
     assert [(p.run, p.key) for p in list_pending(here)] == [("run_2", "g/a0")]
 
 
+def test_a_baselines_trip_unpacks_the_answers_runs_kernelbench_baselines_and_packs_the_store_back(tasks, tmp_path):
+    """STEP=baselines on the CPU: a compile-only batch has no PyTorch times to add to (each member says so); the
+    GPU side (torch.compile timed into each member) is tests/kernelbench/test_baselines.py's, with a double."""
+    archive = tmp_path / "kb_tasks.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tasks, "kb_tasks")
+    started = trip(tmp_path, "out1", STEP="start", NO_GPU="1", TASKS=str(archive), ROUNDS="1")
+    assert started.returncode == 0, started.stdout + started.stderr
+    shutil.rmtree(tmp_path / "device")
+    done = trip(tmp_path, "out2", STEP="baselines", ANSWERS=str(tmp_path / "out1" / "store.tar.gz"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    out2 = tmp_path / "out2"
+    assert steps(out2) == {"unpack": 0, "kernelbench baselines": 0, "pending": 0}
+    members = batch_json(out2)["members"]
+    assert [(m["label"], m["action"]) for m in members] == [("run_1", "left-alone"), ("run_2", "left-alone")]
+    assert all(m["reason"].endswith("compile-only batch (--no-gpu): no PyTorch times") for m in members)
+    assert (out2 / "store.tar.gz").is_file()
+
+
 def test_a_trip_refuses_a_missing_archive_or_a_start_over_a_store_with_one_line_before_installing(tmp_path):
     nothing = tmp_path / "nothing.tar.gz"
     for step, setting in (("resume", "ANSWERS"), ("start", "TASKS")):
@@ -117,7 +136,7 @@ def test_a_trip_refuses_a_missing_archive_or_a_start_over_a_store_with_one_line_
     assert (done.returncode, done.stdout) == (
         2, f"{tmp_path / 'device' / 'kbstore'} holds a store already: STEP=resume continues it\n")
     done = trip(tmp_path, "out", STEP="judge")
-    assert (done.returncode, done.stdout) == (2, "STEP is start or resume\n")
+    assert (done.returncode, done.stdout) == (2, "STEP is start, resume or baselines\n")
     assert not (tmp_path / "out").exists()      # refused before the install (SETUP="" would run it)
 
 

@@ -1,0 +1,206 @@
+"""`skillbase kernelbench baselines`: torch.compile times added afterwards to the members of a KernelBench batch
+started with --no-compile, through the batch's job machinery, and `kernelbench report` scoring against them.
+On the CPU a double stands in for the harness's PyTorch timing (`scoring.time_pytorch`: a GPU job); the
+members are made "judged" in the store as a GPU trip leaves them (first kernel timed, eager recorded).
+
+    python -m pytest -q -p no:cacheprovider tests/kernelbench/test_baselines.py
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+
+from skillbase.cli import cli
+from skillbase.documents import DOCUMENTS, schema_path
+from skillbase.harness.jobs import LocalExecutor
+from skillbase.kernelbench import scoring
+from skillbase.kernelbench.importer import import_problems
+from skillbase.run.batch import PYTORCH_STEP, add_compile_baselines
+from skillbase.run.kernelbench_report import kernelbench_report
+from skillbase.run.store import RunStore
+from skillbase.run.types import RunStatus
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "kernelbench"
+PROBLEMS = ("1_Matmul", "2_ReLU", "2_Gemm_Scale_ReLU")
+
+
+def run_cli(*argv) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "skillbase", *map(str, argv)], capture_output=True, text=True)
+
+
+@pytest.fixture(scope="module")
+def imported(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("kb") / "tasks"
+    import_problems(FIXTURES, out, problems=PROBLEMS)
+    return out
+
+
+class Timer:
+    """`time_pytorch`'s double: fresh random times, a failure for the tasks named in `failing`; it records
+    what it was asked (never eager: that time is the recorded one) and advances `now` by `cost` per call."""
+
+    def __init__(self, failing: set[str] = frozenset(), cost: float = 0.0) -> None:
+        self.failing, self.cost, self.now = failing, cost, 0.0
+        self.calls: list[tuple[str, bool, bool]] = []
+        self.given: dict[str, dict] = {}
+
+    def __call__(self, folder: Path, compile: bool = True, eager: bool = True) -> dict:
+        self.calls.append((Path(folder).name, compile, eager))
+        self.now += self.cost
+        name = Path(folder).name
+        times = {"compile": None, "compile_reason": f"error: inductor failed {random.random()}"} \
+            if name in self.failing else {"compile": random.uniform(5.0, 500.0)}
+        self.given[name] = times
+        return times
+
+
+@pytest.fixture()
+def judged(imported, tmp_path) -> tuple[Path, dict[str, dict]]:
+    """A --defer-baselines --no-compile batch of the three tasks, each member as a GPU trip leaves it: its first
+    kernel timed (baseline, best) and its PyTorch eager time recorded, with no compile entry."""
+    tasks = Path(shutil.copytree(imported, tmp_path / "tasks"))
+    store = tmp_path / "store"
+    CliRunner().invoke(cli, ["kernelbench", "optimize", str(tasks), "--agent", "external", "--defer-baselines",
+                             "--no-compile", "--store", str(store), "--json"], catch_exceptions=False)
+    recorded = {}
+    runs = RunStore.open(store)
+    for member in runs.batch_members():
+        run = runs.get_run(member.run_id)
+        baseline = random.uniform(5.0, 500.0)
+        best = baseline / random.uniform(1.0, 3.0)
+        step = {"eager": random.uniform(5.0, 500.0), "other": [random.random()]}
+        runs.set_manifest(run.id, {**run.manifest, "task_digest": "d"})
+        runs.update_run(run.id, status=RunStatus.FINISHED, baseline_us=baseline, best_us=best)
+        with runs.transaction() as tx:
+            tx.finish_step(run.id, PYTORCH_STEP, step)
+        recorded[member.operator] = {"run": run.id, "best": best, "step": step}
+    runs.close()
+    return store, recorded
+
+
+def steps(store: Path) -> dict[str, dict]:
+    runs = RunStore.open(store)
+    try:
+        return {m.operator: runs.step_result(m.run_id, PYTORCH_STEP) for m in runs.batch_members()}
+    finally:
+        runs.close()
+
+
+def test_compile_is_merged_into_each_step_keeping_eager_and_the_rest_and_a_second_run_does_nothing(judged,
+                                                                                                   monkeypatch):
+    store, recorded = judged
+    timer = Timer(failing={"level1_1_Matmul"})
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    assert sorted(timer.calls) == sorted((name, True, False) for name in recorded)   # eager never timed again
+    assert {m.action for m in outcome.members} == {"timed"}
+    for name, step in steps(store).items():
+        assert step == {**recorded[name]["step"], **timer.given[name]}
+    matmul = steps(store)["level1_1_Matmul"]
+    assert matmul["compile"] is None and matmul["compile_reason"].startswith("error: inductor failed")
+    jsonschema.Draft202012Validator(json.loads(schema_path("batch").read_text())).validate(outcome.to_json())
+    assert outcome.to_json()["schema_version"] == DOCUMENTS["batch"]
+
+    before = steps(store)
+    again = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", again)
+    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    assert again.calls == [] and steps(store) == before
+    assert [(m.action, m.reason.split(": ", 1)[1]) for m in outcome.members] == \
+        [("left-alone", "torch.compile already timed")] * 3
+
+
+def test_a_time_limit_defers_the_rest_and_a_later_run_finishes_them(judged, monkeypatch):
+    store, recorded = judged
+    timer = Timer(cost=100.0)
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    # 150 s: the first timing starts (60 s expected), takes 100, and the 50 s left are shorter than it took
+    outcome = add_compile_baselines(store, executor=LocalExecutor([], deadline=150.0, clock=lambda: timer.now))
+    assert [m.action for m in outcome.members] == ["timed", "deferred", "deferred"]
+    assert all(m.reason.startswith("not started: time limit") for m in outcome.members[1:])
+    assert sum("compile" in s for s in steps(store).values()) == 1
+    first = timer.calls[0][0]
+
+    later = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", later)
+    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    assert sorted(c[0] for c in later.calls) == sorted(set(recorded) - {first})
+    assert sorted(m.action for m in outcome.members) == ["left-alone", "timed", "timed"]
+    given = {**timer.given, **later.given}
+    assert steps(store) == {name: {**recorded[name]["step"], **given[name]} for name in recorded}
+
+
+def test_the_report_scores_against_the_merged_compile_times(judged, monkeypatch):
+    store, recorded = judged
+    timer = Timer(failing={"level1_2_ReLU"})
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    before = kernelbench_report(store)
+    assert all(p.compile_us is None for p in before.problems)
+    add_compile_baselines(store, executor=LocalExecutor([]))
+    report = kernelbench_report(store)
+    for problem in report.problems:
+        compile_us = timer.given[problem.task]["compile"]
+        assert problem.compile_us == compile_us and problem.eager_us == recorded[problem.task]["step"]["eager"]
+        assert problem.speedup_vs_compile == (compile_us / recorded[problem.task]["best"] if compile_us else None)
+    for level in report.levels():
+        ratios = [timer.given[p.task]["compile"] / recorded[p.task]["best"] for p in report.problems
+                  if p.level == level["level"] and timer.given[p.task]["compile"] is not None]
+        expected = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+        assert (level["geomean_speedup_vs_compile"] is None) == (expected is None)
+        if expected is not None:
+            assert math.isclose(level["geomean_speedup_vs_compile"], expected, rel_tol=1e-12)
+    line = next(x for x in report.lines() if x.startswith("level1/1_Matmul.py"))
+    assert f"compile {timer.given['level1_1_Matmul']['compile']:.1f} µs" in line
+
+
+def test_problems_pick_members_and_bad_input_is_one_line_and_non_zero(judged, tmp_path, monkeypatch):
+    store, recorded = judged
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_compile_baselines(store, problems=["level1/2"], executor=LocalExecutor([]))
+    assert [c[0] for c in timer.calls] == ["level1_2_ReLU"] and [m.action for m in outcome.members] == ["timed"]
+
+    done = run_cli("kernelbench", "baselines", "--store", store, "--problems", "level3/9")
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == "error: level3/9: not a problem of batch_1"
+    done = run_cli("kernelbench", "baselines", "batch_7", "--store", store)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == f"error: no batch batch_7 in the store at {store}"
+    empty = tmp_path / "empty"
+    done = run_cli("kernelbench", "baselines", "--store", empty)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == f"error: no run store at {empty}"
+    assert not empty.exists()   # nothing is created
+    RunStore.open(empty).close()
+    done = run_cli("kernelbench", "baselines", "--store", empty)
+    assert done.returncode == 2 and done.stderr.splitlines()[0] == f"error: no KernelBench batch in {empty}"
+    assert "Traceback" not in done.stderr
+    assert sum("compile" in s for s in steps(store).values()) == 1
+
+
+def test_the_compile_only_timing_runs_the_harness_once_through_torch_compile(tmp_path, monkeypatch):
+    """`time_pytorch(eager=False)`: only the torch.compile evaluation, its time or its reason."""
+    from skillbase.harness import runtime
+
+    asked = []
+    us = random.uniform(5.0, 500.0)
+
+    class Done:
+        status, reason = "ok", ""
+
+        def summary(self):
+            return type("Summary", (), {"candidate_us": us})()
+
+    monkeypatch.setattr(runtime, "evaluate", lambda task, candidate, options: asked.append(options) or Done())
+    assert scoring.time_pytorch(tmp_path, compile=True, eager=False) == {"compile": us}
+    assert [o.torch_compile for o in asked] == [True]
+    asked.clear()
+    assert set(scoring.time_pytorch(tmp_path)) == {"eager", "compile"}
+    assert [o.torch_compile for o in asked] == [False, True]
