@@ -105,12 +105,12 @@ def _chunks(n: int):
 
 def as_numbers(array, dtype: str):
     """Storage -> float64 (floats, bf16 decoded) or int64 (integers), flattened (numpy or cupy)."""
-    from skillbase.task.dtypes import DTYPES
+    from skillbase.task.dtypes import DTYPES, bf16_bits_to_float32
 
     xp = array_module(array)
     flat = _elements(array, dtype)
     if dtype == "bf16":
-        return _float32_to_float64((flat.astype(xp.uint32) << 16).view(xp.float32))
+        return _float32_to_float64(bf16_bits_to_float32(flat))
     if flat.dtype == np.float32:
         return _float32_to_float64(flat)
     if DTYPES[dtype].is_float:
