@@ -37,10 +37,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
+from skillbase.errors import EnvironmentProblem
 from skillbase.harness.phases import collecting
 
 __all__ = ["MAX_WORKERS_PER_GPU", "NOT_STARTED", "Executor", "Job", "JobResult", "LocalExecutor", "TimeBudget",
-           "collect", "describe_error", "folders_of", "not_started", "run_job"]
+           "collect", "describe_error", "folders_of", "interrupted", "interruption", "not_started", "run_job"]
 
 # --workers-per-gpu's bound: past a few, the workers mostly wait for each other's exclusive phases (and
 # each holds its job's buffers in the GPU's memory).
@@ -115,8 +116,24 @@ def _attempt(index: int, job: Job, device: str | None, clock: Callable[[], float
 
 
 def describe_error(error: Exception) -> str:
-    """A job's failure as its result says it."""
+    """A job's failure as its result says it (a missing tool or device, or one that ran out: `interruption`)."""
+    if isinstance(error, EnvironmentProblem):
+        return interruption(str(error))[:500]
     return f"{type(error).__name__}: {error}"[:500]
+
+
+INTERRUPTED = "interrupted: "
+
+
+def interruption(reason: str) -> str:
+    """The error of a job the machine stopped (out of device memory, no GPU, a worker process that
+    died), not its own failure: nothing was decided, and running the job again is the remedy."""
+    return INTERRUPTED + reason
+
+
+def interrupted(error: str | None) -> bool:
+    """Whether a result's error is an `interruption`."""
+    return bool(error) and error.startswith(INTERRUPTED)
 
 
 NOT_STARTED = "not started: the time limit was reached (run again to continue)"
@@ -252,8 +269,8 @@ def collect(jobs: Sequence[Job], done, workers, on_result: Callable[[JobResult],
             codes = ", ".join(str(w.exitcode) for w in workers)
             for index, job in enumerate(jobs):
                 if index not in by_index:
-                    by_index[index] = JobResult(index, job, None, error=f"the worker process exited (exit codes "
-                                                                        f"{codes}) before this job ran")
+                    by_index[index] = JobResult(index, job, None, error=interruption(
+                        f"the worker process exited (exit codes {codes}) before this job ran"))
                     on_result(by_index[index])
             break
         result = JobResult(data["index"], jobs[data["index"]], data["device"], data["value"], data["error"],

@@ -35,7 +35,7 @@ from typing import Any
 
 from skillbase import __version__
 from skillbase.errors import EnvironmentProblem, InputError
-from skillbase.harness.jobs import Job, JobResult, TimeBudget
+from skillbase.harness.jobs import Job, JobResult, TimeBudget, interruption
 
 __all__ = ["MAX_BUNDLE_BYTES", "NodeProbe", "RayExecutor", "check_nodes", "probe_node", "run_on_node"]
 
@@ -293,11 +293,12 @@ class RayExecutor:
             data = self.ray.get(ref)
         except self.ray.exceptions.RayTaskError as error:   # run_on_node itself failed (its folder, its disk)
             last = (str(error).strip().splitlines() or [type(error).__name__])[-1][:300]
-            return JobResult(index, jobs[index], None, error=f"the job's Ray task failed on its node: {last}")
+            return JobResult(index, jobs[index], None,
+                             error=interruption(f"the job's Ray task failed on its node: {last}"))
         except self.ray.exceptions.RayError as error:   # the worker died on every attempt
             first = (str(error).strip().splitlines() or [type(error).__name__])[0][:300]
-            return JobResult(index, jobs[index], None, error=f"the Ray worker died running this job "
-                                                               f"({self.retries + 1} attempts): {first}")
+            return JobResult(index, jobs[index], None, error=interruption(f"the Ray worker died running this job "
+                                                                          f"({self.retries + 1} attempts): {first}"))
         return JobResult(index, jobs[index], data["device"], data["value"], data["error"], data.get("wall_s"),
                          data.get("phases_s") or {})
 

@@ -51,7 +51,7 @@ from skillbase.errors import InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
-from skillbase.harness.jobs import Executor, Job, JobResult, not_started
+from skillbase.harness.jobs import Executor, Job, JobResult, interrupted, not_started
 from skillbase.harness.phases import judged_line
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
@@ -614,7 +614,8 @@ def _run_jobs(store: RunStore, batch: str | None, jobs: list[Job], executor: Exe
 
     def arrived(done: JobResult) -> None:
         if done.error is not None:
-            action = MemberAction.DEFERRED if not_started(done.error) else MemberAction.FAILED
+            action = (MemberAction.DEFERRED if not_started(done.error) else
+                      MemberAction.INTERRUPTED if interrupted(done.error) else MemberAction.FAILED)
             member = MemberOutcome(done.job.label, action, done.error, None,
                                    done.job.label if done.job.label.startswith("run_") else None,
                                    done.wall_s, done.phases_s)

@@ -83,6 +83,7 @@ class MemberAction(StrEnum):
     CONTINUED = "continued"              # it went on with no candidate to judge (e.g. a run whose process died)
     WAITING = "waiting"                  # it still waits for a candidate
     DEFERRED = "deferred"                # its job never started (the batch's time ran out): a later resume does it
+    INTERRUPTED = "interrupted"          # the machine stopped its job (out of memory, a dead worker): resume again
     FAILED = "failed"                    # its job failed
     REOPENED = "reopened"                # its --rounds raised; what became of it then is its status and the reason
     LEFT_ALONE = "left-alone"            # not ended for `rounds`, not picked by --below-floor, or already timed

@@ -398,11 +398,13 @@ def test_a_trip_pack_without_reports_leaves_only_the_ncu_reports_behind_and_unpa
         store.close()
 
 
+@pytest.mark.parametrize("error, action", [(EnvironmentProblem, "interrupted"), (RuntimeError, "failed")])
 def test_pending_gives_this_batchs_reason_for_a_candidate_the_machine_stopped_before_its_judgement(
-        suite, tmp_path, monkeypatch):
+        suite, tmp_path, monkeypatch, error, action):
     """An EnvironmentProblem before the run itself moves (KernelBench's PyTorch timings ran the device out of memory
-    on the H200) leaves the run paused at its prompt: `pending` names that reason, not the note an earlier batch
-    left (there: "not started: time limit"), and the next `resume --all` judges the candidate."""
+    on the H200) leaves the run paused at its prompt, `interrupted` (a job's own error: `failed`): `pending` names
+    that reason, not the note an earlier batch left (there: "not started: time limit"), and the next `resume --all`
+    judges the candidate."""
     from skillbase.run import batch
 
     store_path = tmp_path / "store"
@@ -419,12 +421,12 @@ def test_pending_gives_this_batchs_reason_for_a_candidate_the_machine_stopped_be
 
     def full_device(run_id, *args, **kwargs):
         if run_id == int(run.removeprefix("run_")):
-            raise EnvironmentProblem(reason)
+            raise error(reason)
         return real(run_id, *args, **kwargs)
 
     monkeypatch.setattr(batch, "resume_run", full_device)
     outcome = resume_all(store_path)
-    assert {m.label: m.action for m in outcome.members}[run] == "failed"
+    assert {m.label: m.action for m in outcome.members}[run] == action
     still = [p for p in list_pending(store_path) if p.run == run]
     assert len(still) == 1 and reason in (still[0].waiting or ""), still
     monkeypatch.setattr(batch, "resume_run", real)
@@ -456,7 +458,7 @@ def test_a_judgement_the_machine_could_not_give_leaves_its_run_interrupted_and_t
     outcome = resume_all(store_path)
     actions = {m.label: m.action for m in outcome.members}
     run = waiting[unlucky]["run"]
-    assert actions[run] == "failed" and reason in next(m.reason for m in outcome.members if m.label == run)
+    assert actions[run] == "interrupted" and reason in next(m.reason for m in outcome.members if m.label == run)
     assert sorted(a for label, a in actions.items() if label != run) == ["judged"] * (len(OPS) - 1)
     store = RunStore.open(store_path)
     row = store.get_run(run)

@@ -287,7 +287,8 @@ def test_a_worker_killed_while_judging_leaves_the_store_as_it_was(world):
         killer.join()
     assert len(killed) == 2, "the job was never caught compiling"
     (member,) = lost.members
-    assert member.action == "failed" and member.reason.startswith("the Ray worker died running this job (2 attempts)")
+    assert member.action == "interrupted" and member.reason.startswith(
+        "interrupted: the Ray worker died running this job (2 attempts)")
     # Nothing judged, nothing half-written: the one change is the note `pending` gives as the reason.
     assert _without_waiting_notes(_dump(store)) == _without_waiting_notes(before)
     (still,) = list_pending(store)
@@ -345,7 +346,8 @@ def test_a_worker_killed_while_starting_a_run_leaves_only_its_number_unused(worl
         killer.join()
     assert len(killed) == 2, "the job was never caught compiling"
     (member,) = lost.members
-    assert member.action == "failed" and member.reason.startswith("the Ray worker died running this job (2 attempts)")
+    assert member.action == "interrupted" and member.reason.startswith(
+        "interrupted: the Ray worker died running this job (2 attempts)")
     rows, files = _dump(store)
     assert not [row for row in rows if row.startswith(('INSERT INTO "runs"', 'INSERT INTO "events"'))]
     assert not [name for name in files if name.startswith("runs/")]
