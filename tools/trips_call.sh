@@ -11,8 +11,11 @@
 #              machine from RUN's committed store.tar.gz and answers-waiting.tar.gz (default RUN:
 #              results/nvidia-h200/optimize/llm-run-2026-12-02; the two do not fit the 64 MiB carry beside the
 #              checkout)
-#   KB=1       KernelBench trip: `STEP=resume ANSWERS=trip/kb_answers.tar.gz tools/kernelbench_trip.sh`
-#              (carry trip/kb_answers.tar.gz; KB_ANSWERS= names another archive)
+#   KB=1       KernelBench trip: `STEP=$KB_STEP ANSWERS=trip/kb_answers.tar.gz tools/kernelbench_trip.sh`
+#              (carry trip/kb_answers.tar.gz; KB_ANSWERS= names another archive); KB_STEP resume (default) judges
+#              the answers, baselines times torch.compile for the members timed without it
+#   CUPTI=1    first, alone on the GPU (it measures the timer): `tools/measure/cupti_overhead.py` with its
+#              default kernels and ncu, bounded to CUPTI_S seconds (default 240); back in $OUT/cupti/
 #   WORKERS    worker processes per GPU for both trips (default 2; 1 for problems of many GB, which two workers
 #              and a GPU test can run out of device memory)
 # Carry .whl (the install) and, for KB=1, trip/kb_answers.tar.gz. Back in $OUT: llm-store.tar.gz(.part-*),
@@ -20,6 +23,8 @@
 set -uo pipefail
 R=$PWD; O=${OUT:?run through the device tool, which sets OUT}; T0=$SECONDS
 BUDGET=${BUDGET:-540} GPU_TESTS=${GPU_TESTS:-} LLM=${LLM:-0} KB=${KB:-0} WORKERS=${WORKERS:-2}
+KB_STEP=${KB_STEP:-resume} CUPTI=${CUPTI:-0} CUPTI_S=${CUPTI_S:-240}
+case $KB_STEP in resume|baselines) ;; *) echo "KB_STEP is resume or baselines"; exit 2 ;; esac
 RUN=$(realpath -m "${RUN:-results/nvidia-h200/optimize/llm-run-2026-12-02}")
 W=${WORK:-/tmp}   # scratch: logs, the trips' OUT folders and stores (WORK=DIR: the CPU test's own)
 L=$W/logs; rm -rf $L $W/o1 $W/o2; mkdir -p $L
@@ -29,6 +34,10 @@ if [ "${SETUP:-}" != skip ]; then   # SETUP=skip: skillbase already on PATH (a w
   source tools/device_setup.sh > $L/setup.log 2>&1 || { tail -20 $L/setup.log; exit 1; }
 fi
 echo "setup $((SECONDS-T0)) s"
+if [ "$CUPTI" = 1 ]; then   # before anything else runs: a neighbour on the GPU would be in its figures
+  python3 tools/measure/cupti_overhead.py --out $O/cupti --budget-s $CUPTI_S > $L/cupti.log 2>&1
+  echo "cupti_overhead rc=$? $((SECONDS-T0)) s"
+fi
 left=$((BUDGET - (SECONDS-T0)))
 pids=()
 if [ -n "$GPU_TESTS" ]; then
@@ -44,7 +53,7 @@ if [ "$LLM" = 1 ]; then
   pids+=($!)
 fi
 if [ "$KB" = 1 ]; then
-  SETUP=skip OUT=$W/o2 STEP=resume ANSWERS=${KB_ANSWERS:-trip/kb_answers.tar.gz} STORE=$W/kbstore \
+  SETUP=skip OUT=$W/o2 STEP=$KB_STEP ANSWERS=${KB_ANSWERS:-trip/kb_answers.tar.gz} STORE=$W/kbstore \
     LIMIT=$((left - 70)) WORKERS=$WORKERS \
     bash tools/kernelbench_trip.sh > $L/kb.out 2>&1 &
   pids+=($!)

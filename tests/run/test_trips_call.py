@@ -54,3 +54,29 @@ def test_one_call_runs_the_gpu_tests_and_both_trips_and_brings_back_their_stores
         assert any(line.startswith("== resume --all") and " rc=0 " in line for line in log.splitlines()), log
     assert "== answers from" in llm_log     # the answers archive was made on the machine from the run folder
     assert "total" in done.stdout
+
+
+def test_kb_step_baselines_and_cupti_first_are_passed_through(tmp_path):
+    out, work = tmp_path / "out", tmp_path / "work"
+    out.mkdir()
+    env = {**os.environ, "SETUP": "skip", "OUT": str(out), "WORK": str(work), "BUDGET": "200", "KB": "1",
+           "KB_STEP": "baselines", "CUPTI": "1", "CUPTI_S": "5",
+           "KB_ANSWERS": str(_empty_store_archive(tmp_path, "kb")), "SKILLBASE_CACHE": str(tmp_path / "cache"),
+           "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    done = subprocess.run(["bash", "tools/trips_call.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "cupti_overhead rc=" in done.stdout
+    assert (out / "cupti" / "cupti_overhead.json").is_file(), sorted(out.rglob("*"))
+    with tarfile.open(out / "logs.tar.gz") as tar:
+        kb_log = tar.extractfile("logs/kb/trip.log").read().decode()
+        assert "logs/cupti.log" in tar.getnames()
+    assert any(line.startswith("== kernelbench baselines") for line in kb_log.splitlines()), kb_log
+    assert not any(line.startswith("== resume --all") for line in kb_log.splitlines()), kb_log
+
+
+def test_an_unknown_kb_step_is_refused_before_anything_runs(tmp_path):
+    env = {**os.environ, "OUT": str(tmp_path), "WORK": str(tmp_path / "work"), "KB_STEP": "judge"}
+    done = subprocess.run(["bash", "tools/trips_call.sh"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and done.stdout.strip() == "KB_STEP is resume or baselines", done.stdout
