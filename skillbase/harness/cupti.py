@@ -312,9 +312,12 @@ class CuptiTimer:
         return records, found, int(dropped.value)
 
     def stop(self) -> None:
+        """Disable the activity kinds and unsubscribe (a no-op when stopped). A failed unsubscribe raises
+        CuptiError: CUPTI keeps the subscriber, so a later `start` in this process would be refused."""
         if self.started:
             self.started = False
-            self.lib.skb_cupti_stop()
+            if self.lib.skb_cupti_stop() != 0:
+                raise CuptiError(self._error())
 
 
 _timer: CuptiTimer | None = None

@@ -40,6 +40,8 @@ extern "C" {
 // -- what the test drives ------------------------------------------------------------------------
 
 void fake_cupti_fail_subscribe(int result) { g_subscribe_result = (CUptiResult)result; }
+CUptiResult g_unsubscribe_result = CUPTI_SUCCESS;
+void fake_cupti_fail_unsubscribe(int result) { g_unsubscribe_result = (CUptiResult)result; }
 
 int fake_cupti_flushes(void) { return g_flushes; }
 
@@ -97,6 +99,7 @@ CUptiResult CUPTIAPI cuptiSubscribe(CUpti_SubscriberHandle* subscriber, CUpti_Ca
 }
 
 CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle) {
+    if (g_unsubscribe_result != CUPTI_SUCCESS) return g_unsubscribe_result;
     g_subscribed = false;
     g_callback = nullptr;
     memset(g_domains, 0, sizeof g_domains);

@@ -556,3 +556,23 @@ def test_three_checks_at_once_misjudge_nothing_and_still_catch_the_side_stream(t
     cheat = results[2]
     assert cheat.status == "incorrect" and re.search(r"outside the launch stream|not written", cheat.reason), \
         cheat.reason
+
+
+@pytest.mark.nvcc
+def test_a_failed_unsubscribe_is_an_error_not_a_silent_stop(helper_on_fake_cupti):
+    """`CuptiTimer.stop` reports CUPTI's refusal to unsubscribe: the subscriber stays, so a later start in the
+    process would be refused (cupti_overhead.py restarts CUPTI between blocks and must know)."""
+    helper, fake = helper_on_fake_cupti
+    fake.fake_cupti_fail_subscribe(0)
+    timer = cupti.CuptiTimer(helper)
+    timer.start()
+    fake.fake_cupti_fail_unsubscribe(1)                 # CUPTI_ERROR_INVALID_PARAMETER
+    try:
+        with pytest.raises(CuptiError, match="cuptiUnsubscribe"):
+            timer.stop()
+        timer.stop()                                    # stopped: a second stop is a no-op
+        with pytest.raises(CuptiUnavailable, match="MULTIPLE_SUBSCRIBERS"):
+            cupti.CuptiTimer(helper).start()
+    finally:
+        fake.fake_cupti_fail_unsubscribe(0)
+        fake.cuptiUnsubscribe(None)                     # leave the stand-in unsubscribed for the next test

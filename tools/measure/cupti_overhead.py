@@ -371,6 +371,7 @@ def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, beg
             sampler.timer = timer if mode == "on" else None
             progress(f"block {index + 1}/{len(plan)}: {mode}, {job['samples']} x {batch}")
             taken = []
+            stop_failed = None
             try:
                 for k in range(per_block):
                     s = sampler.sample(mode, launcher, batch, reverify=k == per_block - 1)
@@ -383,7 +384,10 @@ def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, beg
             finally:
                 sampler.timer = None
                 if mode == "on" and not job.get("fixed"):
-                    timer.stop()
+                    try:
+                        timer.stop()
+                    except CuptiError as error:    # CUPTI kept its subscriber: no later block can start it
+                        stop_failed = f"CUPTI stop after block {index + 1}: {error.message}"
             events = [x.event_us / batch for x in taken]
             cupti = [x.cupti_us / batch for x in taken if x.cupti_us is not None]
             out["blocks"].append({
@@ -392,6 +396,10 @@ def _blocks(job: dict, sampler, launcher, batch: int, make_timer, out: dict, beg
                 "events_us": [round(v, 4) for v in events], "cupti_us": [round(v, 4) for v in cupti],
                 "reverify_failures": list(sampler.failures[mode])})
             save()
+            if stop_failed:
+                out["restart_failed"] = out["stopped"] = stop_failed
+                save()
+                return
     finally:
         if timer is not None:
             timer.stop()        # a no-op when stopped
