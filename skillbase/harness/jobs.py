@@ -57,15 +57,19 @@ class Job:
     # Absolute folders the job reads (a task's folder): an executor on another machine ships a copy of
     # each and rewrites the payload's paths under them (what the job writes there stays in the copy).
     folders: tuple[str, ...] = ()
+    # Seconds this job is known to take from its own history (a run's longest judging so far), which
+    # `TimeBudget` holds it to beside its kind's longest; None: nothing known beyond its kind.
+    estimate_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": self.kind, "function": self.function, "payload": self.payload, "label": self.label,
-                "folders": list(self.folders)}
+                "folders": list(self.folders), "estimate_s": self.estimate_s}
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> Job:
         return cls(kind=data["kind"], function=data["function"], payload=data.get("payload") or {},
-                   label=data.get("label", ""), folders=tuple(data.get("folders") or ()))
+                   label=data.get("label", ""), folders=tuple(data.get("folders") or ()),
+                   estimate_s=data.get("estimate_s"))
 
 
 @dataclass
@@ -152,7 +156,9 @@ def not_started(error: str | None) -> bool:
 class TimeBudget:
     """The one rule for starting a job under a time limit: not after the deadline, and not when the
     time left is shorter than the longest job of the same kind seen so far (or, before any, its
-    `DEFAULT_ESTIMATE_S`): a job started then would overrun the limit the caller set. Each job is
+    `DEFAULT_ESTIMATE_S`), nor than the job's own `estimate_s` (a run whose earlier judgements took
+    400 s is not started with 100 s left because this command's first judgements were short): a
+    job started then would overrun the limit the caller set. Each job is
     judged on its own, so the rule holds however many run at once: with several workers on one GPU
     a job's measured wall time includes its waits for the neighbours' exclusive phases, and that
     longer figure is what the next job must fit."""
@@ -172,10 +178,12 @@ class TimeBudget:
         if left <= 0:
             return NOT_STARTED
         needed = self.longest.get(job.kind, 0.0)
+        what = WHAT.get(job.kind, f"a {job.kind} job")
+        took = f"{what} took up to" if job.kind in self.seen else f"{what} is expected to take"
+        if job.estimate_s is not None and job.estimate_s > needed:
+            needed, took = job.estimate_s, f"{job.label or 'this job'}'s earlier work took up to"
         if left < needed:
-            took = "took up to" if job.kind in self.seen else "is expected to take"
-            return (f"not started: time limit: ~{left:.0f} s left, {WHAT.get(job.kind, f'a {job.kind} job')} "
-                    f"{took} {needed:.0f} s (run again to continue)")
+            return f"not started: time limit: ~{left:.0f} s left, {took} {needed:.0f} s (run again to continue)"
         return None
 
     def ran(self, result: JobResult) -> None:

@@ -52,19 +52,20 @@ from skillbase.harness import env
 from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import Executor, Job, JobResult, interrupted, not_started
-from skillbase.harness.phases import judged_line
+from skillbase.harness.phases import GPU_WAIT, judged_line
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import BatchRow, RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
-from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings
+from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings, Status
 from skillbase.task import load_task
 
 __all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "add_compile_baselines",
-           "advance_payload", "compile_payload", "default_jobs", "kernelbench_batches", "prebuild_candidates",
-           "read_candidate", "resume_all", "start_batch", "start_kernelbench_batch", "start_payload"]
+           "advance_payload", "compile_payload", "default_jobs", "judged_attempts", "judging_s", "kernelbench_batches",
+           "longest_judging_s", "prebuild_candidates", "read_candidate", "resume_all", "start_batch",
+           "start_kernelbench_batch", "start_payload"]
 
 
 @dataclass(frozen=True)
@@ -577,7 +578,27 @@ def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderR
     return Job("advance-run", "skillbase.run.batch:advance_payload",
                {"store": str(store.location), "run": run_id, "candidate": source, "key": key,
                 "reply": asdict(reply) if reply is not None else None, "baselines_compile": baselines_compile},
-               label=run_name(run_id))
+               label=run_name(run_id), estimate_s=longest_judging_s(store, run_id))
+
+
+def judging_s(store: RunStore, attempt) -> float:
+    """An attempt's judging time: its wall span less what its judging waited for its GPU's lock (`gpu_wait`, with
+    several workers per GPU or jobs queued on one), so that it counts the run's own judging, not its queue;
+    an attempt with no phases recorded (stores older than them) keeps its whole span."""
+    span = (attempt["finished_at"] or attempt["created_at"]) - attempt["created_at"]
+    return max(0.0, span - (store.attempt_phases(attempt) or {}).get(GPU_WAIT, 0.0))
+
+
+def judged_attempts(store: RunStore, run_id: int) -> list:
+    """The run's attempts that reached the judge (not a reply without code, an LLM error, or one still pending)."""
+    return [a for a in store.attempts(run_id) if a["status"] not in (Status.PENDING, Status.NO_CODE, Status.LLM_ERROR)]
+
+
+def longest_judging_s(store: RunStore, run_id: int) -> float | None:
+    """The longest judging of the run's finished attempts (None: none finished): what its next judgement is
+    expected to take at least, whatever shorter jobs the same command ran first (`TimeBudget`)."""
+    spans = [judging_s(store, a) for a in judged_attempts(store, run_id) if a["finished_at"] is not None]
+    return round(max(spans), 1) if spans else None
 
 
 def advance_payload(payload: dict[str, Any]) -> dict[str, Any]:

@@ -6,7 +6,7 @@ the bench measured one (both as speedups over the same baseline, so session drif
 roofline floor, the speedup at the floor (`floor_speedup`) and the share of the possible gain the run reached
 (`gain_share`, `gain_share()`), the accepted skills, rounds, repairs, rejected attempts by status, the coder's
 tokens, the minutes spent judging less the judge's waits for its GPU's lock (`gpu_wait`: a neighbour's
-turn, not this run's work; `_judging_s`), and why the run ended (`loop.run_ended`: its rounds spent, stopped
+turn, not this run's work; `batch.judging_s`), and why the run ended (`loop.run_ended`: its rounds spent, stopped
 near the floor, no candidate left, a budget spent; or still waiting, failed, interrupted) with the reason
 it recorded. Each summary (a group of runs) gives the geometric mean speedup,
 the mean gain share over the runs that have one (and how many),
@@ -38,8 +38,7 @@ from skillbase import config, ui
 from skillbase.bench.results import SizeResult, floor_us, geomean, gpu_slug, load_stored
 from skillbase.bench.suite import DTYPES, discover
 from skillbase.documents import versioned
-from skillbase.harness.phases import GPU_WAIT
-from skillbase.run.batch import KERNELBENCH
+from skillbase.run.batch import KERNELBENCH, judged_attempts, judging_s
 from skillbase.run.loop import run_ended
 from skillbase.run.store import RunStore, batch_name
 from skillbase.run.types import Ended, Outcome, Status
@@ -302,7 +301,7 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
                 vendor: dict) -> RunResult:
     run = store.get_run(member.run_id)
     attempts = store.attempts(run.id)
-    judged = [a for a in attempts if a["status"] not in (Status.PENDING, Status.NO_CODE, Status.LLM_ERROR)]
+    judged = judged_attempts(store, run.id)
     verified = [a for a in judged if a["status"] in (Status.ACCEPTED, Status.SLOWER)]
     rounds = store.rounds(run.id)
     decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}
@@ -325,16 +324,8 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
         verified_attempts=len(verified), judged_attempts=len(judged),
         prompt_tokens=sum(c["prompt_tokens"] or 0 for c in calls),
         reply_tokens=sum(c["completion_tokens"] or 0 for c in calls),
-        judge_minutes=round(sum(_judging_s(store, a) for a in judged) / 60, 3),
+        judge_minutes=round(sum(judging_s(store, a) for a in judged) / 60, 3),
         ended={"category": str(ended), "reason": reason})
-
-
-def _judging_s(store: RunStore, attempt) -> float:
-    """An attempt's judging time: its wall span less what its judging waited for its GPU's lock (`gpu_wait`, with
-    several workers per GPU or jobs queued on one), so that it counts the run's own judging, not its queue;
-    an attempt with no phases recorded (stores older than them) keeps its whole span."""
-    span = (attempt["finished_at"] or attempt["created_at"]) - attempt["created_at"]
-    return max(0.0, span - (store.attempt_phases(attempt) or {}).get(GPU_WAIT, 0.0))
 
 
 def _roofline(run, member, size: str, speedup: float | None) -> tuple[float | None, float | None]:

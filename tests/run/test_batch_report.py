@@ -19,6 +19,7 @@ from skillbase.cli import cli
 from skillbase.documents import schema_path
 from skillbase.harness.phases import GPU_WAIT
 from skillbase.run import store as store_module
+from skillbase.run.batch import judging_s, longest_judging_s
 from skillbase.run.batch_report import batch_report
 from skillbase.run.store import RunStore
 from skillbase.run.types import RunStatus
@@ -334,6 +335,11 @@ def test_judge_minutes_leave_out_the_waits_for_the_gpu(tmp_path, monkeypatch):
     assert math.isclose(got["gelu"], spans["gelu"] / 60, abs_tol=1e-3)       # no phases: the whole span
     assert math.isclose(data["overall"]["judge_minutes"], (expected["relu"] + spans["gelu"]) / 60, abs_tol=0.01)
     assert f"| {expected['relu'] / 60:.1f} | rounds |" in report.to_markdown()
+    # The same judging times bound a run's next judgement under a time limit (TimeBudget): its longest one.
+    store = RunStore.open(tmp_path / "store")
+    longest = max(judging_s(store, a) for a in store.attempts(1) if a["status"] != "no-code")
+    assert longest_judging_s(store, 1) == round(longest, 1)
+    store.close()
 
 
 # -- the share of the possible gain and the headroom bins ---------------------------------------------

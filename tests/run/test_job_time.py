@@ -129,6 +129,21 @@ def test_before_any_job_the_default_estimate_decides_and_after_the_deadline_noth
     assert TimeBudget(None, clock).refusal(judgement) is None
 
 
+def test_a_job_whose_own_history_is_longer_than_its_kinds_waits_for_that_much_time():
+    """A run whose earlier judgements took minutes is not started on the strength of this command's short ones."""
+    clock = FakeClock()
+    own = random.uniform(200, 400)
+    slow = Job("advance-run", "fake:judge", label="run_7", estimate_s=own)
+    budget = TimeBudget(clock.now + own - 1, clock)
+    refused = budget.refusal(slow)
+    assert not_started(refused) and f"run_7's earlier work took up to {own:.0f} s" in refused, refused
+    assert budget.refusal(Job("advance-run", "fake:judge", label="run_8")) is None     # no history: its kind's 60 s
+    assert TimeBudget(clock.now + own + 1, clock).refusal(slow) is None
+    short = Job("advance-run", "fake:judge", label="run_9", estimate_s=1.0)     # shorter than its kind: the kind rules
+    assert "is expected to take" in TimeBudget(clock.now + 30, clock).refusal(short)
+    assert Job.from_json(slow.to_json()) == slow                                        # the estimate travels (Ray)
+
+
 def test_a_job_killed_by_the_ray_per_job_timeout_counts_with_the_time_it_ran(monkeypatch):
     """`--executor ray --job-timeout`: the killed job's result says how long it ran (at least its timeout),
     so the budget holds the next job of its kind to that; a job that finished keeps its own wall_s."""
