@@ -38,7 +38,7 @@ from skillbase import config, ui
 from skillbase.bench.results import SizeResult, floor_us, geomean, gpu_slug, load_stored
 from skillbase.bench.suite import DTYPES, discover
 from skillbase.documents import versioned
-from skillbase.harness.phases import GPU_WAIT
+from skillbase.harness.phases import GPU_WAIT, MEMORY_WAIT
 from skillbase.run.batch import KERNELBENCH
 from skillbase.run.loop import run_ended
 from skillbase.run.store import RunStore, batch_name
@@ -331,10 +331,12 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
 
 def _judging_s(store: RunStore, attempt) -> float:
     """An attempt's judging time: its wall span less what its judging waited for its GPU's lock (`gpu_wait`, with
-    several workers per GPU or jobs queued on one), so that it counts the run's own judging, not its queue;
-    an attempt with no phases recorded (stores older than them) keeps its whole span."""
+    several workers per GPU or jobs queued on one) and for room in its memory (`memory_wait`), so that it counts
+    the run's own judging, not its queue; an attempt with no phases recorded (stores older than them) keeps its
+    whole span."""
     span = (attempt["finished_at"] or attempt["created_at"]) - attempt["created_at"]
-    return max(0.0, span - (store.attempt_phases(attempt) or {}).get(GPU_WAIT, 0.0))
+    phases = store.attempt_phases(attempt) or {}
+    return max(0.0, span - phases.get(GPU_WAIT, 0.0) - phases.get(MEMORY_WAIT, 0.0))
 
 
 def _roofline(run, member, size: str, speedup: float | None) -> tuple[float | None, float | None]:
