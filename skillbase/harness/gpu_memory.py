@@ -79,17 +79,19 @@ def judgement_bytes(spec, job: dict[str, Any], *, l2_bytes: int = 0, device_refe
 
     def comparison(a: dict) -> int:
         # A comparison (verify._compare_chunked): a plain copy of the largest reference output, and one
-        # chunk's temporaries: out, ref, ref_part, diff, limit as float64 (40 B) and about a dozen
-        # one-byte masks (isfinite, isnan, isinf, both, wrong ...) and as_numbers' uint32 (16 B), at
-        # most COMPARE_CHUNK elements: 64 B an element, counted from the code.
+        # chunk's temporaries, at most COMPARE_CHUNK elements: five float64 arrays (out, ref, ref_part,
+        # diff, limit: 40 B an element), about a dozen one-byte masks (isfinite, isnan, isinf, both,
+        # wrong ...: 12 B) and as_numbers' uint32 (4 B): 56 B counted from the code, rounded up to 64.
         return a["out_max"] + 64 * min(a["out_numel_max"], COMPARE_CHUNK)
 
-    # Kept for the whole job, on the device (Session.keep_cases_at): the references of the value sets
-    # of every timed size, and of the seeds drawn at the first verified size (the probes' cases).
-    kept = sum(VALUE_SETS * per[_key(s)]["out"] for s in timed_sizes)
-    if verify_sizes and _key(verify_sizes[0]) not in {_key(s) for s in timed_sizes}:
-        kept += seeds * per[_key(verify_sizes[0])]["out"]
-    kept *= refs
+    # Kept for the whole job, on the device (Session.keep_cases_at): the references of the seeds drawn
+    # at the first verified size (the probes' cases), and of the value sets of every timed size (which
+    # take the seeds verification kept there first).
+    first = _key(verify_sizes[0]) if verify_sizes else None
+    cases = {_key(s): VALUE_SETS for s in timed_sizes}
+    if first is not None:
+        cases[first] = max(seeds, cases.get(first, 0))
+    kept = refs * sum(count * per[key]["out"] for key, count in cases.items())
     previous = max((per[_key(s)]["out"] for s in verify_sizes), default=0)
     steps = [0]
     for s in verify_sizes:
