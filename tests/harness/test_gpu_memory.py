@@ -213,6 +213,27 @@ def test_references_kept_on_the_host_reserve_none_on_the_device():
     assert on_device - on_host == 2 * 64 * MiB + 2 * 64 * MiB    # kept seeds; this and the previous case's
 
 
+def test_the_worker_reserves_by_its_reference_and_its_torch_implementations():
+    """worker._judgement_bytes reads from the session where the references live and who runs torch."""
+    from types import SimpleNamespace
+
+    from skillbase.harness.worker import _judgement_bytes
+
+    spec = load_task(VECTOR_ADD, check_launcher=False)
+    job, l2 = _job(spec, ["l", "irregular"], ["l"]), random.randrange(1, 100) * MiB
+
+    def session(python_reference, device_reference):
+        return SimpleNamespace(spec=spec, device=SimpleNamespace(l2_bytes=l2), launchers=[],
+                               python_reference=python_reference, device_reference=device_reference)
+
+    native = _judgement_bytes(job, session(None, False))
+    assert native == judgement_bytes(spec, job, l2_bytes=l2)
+    assert _judgement_bytes(job, session(print, False)) == judgement_bytes(spec, job, l2_bytes=l2,
+                                                                           device_references=False)
+    assert _judgement_bytes(job, session(print, True)) == judgement_bytes(spec, job, l2_bytes=l2,
+                                                                          torch_parties=1)
+
+
 # -- on the GPU ------------------------------------------------------------------------------------------
 
 @pytest.mark.gpu
