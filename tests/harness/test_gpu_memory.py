@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from skillbase.harness import gpu_memory
 from skillbase.harness.gpu_memory import HEADROOM_BYTES, capacity_bytes, judgement_bytes, reserve
 from skillbase.harness.phases import MEMORY_WAIT, Phases
 from skillbase.task import load_task
@@ -27,34 +28,43 @@ MiB, GiB = 1 << 20, 1 << 30
 
 # -- the ledger, with real processes -------------------------------------------------------------------
 
-def _hold(cache: str, uuid: str, nbytes: int, capacity: int, out: str, hold_s: float, barrier=None) -> None:
-    """Reserve, write `ENTERED` to OUT.in, hold (meeting `barrier` when given), then write
-    `ENTERED LEFT MEMORY_WAIT` to OUT."""
+def _hold(cache: str, uuid: str, nbytes: int, capacity: int, out: str, hold_s: float, barrier=None,
+          release=None) -> None:
+    """Reserve (writing OUT.waiting when told it waits), write `ENTERED` to OUT.in, hold `hold_s` (after
+    meeting `barrier`, or after `release` is set, when given), then write `ENTERED LEFT MEMORY_WAIT` to OUT."""
     os.environ["SKILLBASE_CACHE"] = cache
+    gpu_memory.WAIT_NOTICE_S = 0.0           # told at the first refusal
     phases = Phases()
-    with reserve(nbytes, capacity, uuid=uuid, phases=phases):
+    with reserve(nbytes, capacity, uuid=uuid, phases=phases, on_wait=lambda line: Path(out + ".waiting").touch()):
         entered = time.time()
         Path(out + ".in").write_text(f"{entered}\n")
         if barrier is not None:
             barrier.wait(30)         # both reservations held at once, or this raises
+        if release is not None:
+            assert release.wait(60)
         time.sleep(hold_s)
         left = time.time()
     Path(out).write_text(f"{entered} {left} {phases.seconds.get(MEMORY_WAIT, 0.0)}\n")
 
 
-def _start(context, tmp_path, label: str, uuid: str, nbytes: int, capacity: int, hold_s: float, barrier=None):
+def _start(context, tmp_path, label: str, uuid: str, nbytes: int, capacity: int, hold_s: float, barrier=None,
+           release=None):
     out = str(tmp_path / label)
     process = context.Process(target=_hold, args=(str(tmp_path / "cache"), uuid, nbytes, capacity, out, hold_s,
-                                                  barrier), daemon=True)   # a failed test leaves no waiter
+                                                  barrier, release), daemon=True)   # a failed test leaves no waiter
     process.start()
     return process, out
 
 
-def _entered(out: str, timeout_s: float = 60.0) -> float:
+def _appears(path: str, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
-    while not Path(out + ".in").exists():
-        assert time.monotonic() < deadline, f"{out}: never got its reservation"
+    while not Path(path).exists():
+        assert time.monotonic() < deadline, f"{path} never appeared"
         time.sleep(0.02)
+
+
+def _entered(out: str) -> float:
+    _appears(out + ".in")
     return float(Path(out + ".in").read_text())
 
 
@@ -69,16 +79,19 @@ def _uuid() -> str:
 
 def test_two_reservations_that_do_not_fit_together_take_turns(tmp_path):
     context, uuid = multiprocessing.get_context("spawn"), _uuid()
-    capacity = random.randrange(100, 1000) * GiB
-    first, first_out = _start(context, tmp_path, "first", uuid, capacity * 6 // 10, capacity, 1.0)
+    capacity, release = random.randrange(100, 1000) * GiB, context.Event()
+    first, first_out = _start(context, tmp_path, "first", uuid, capacity * 6 // 10, capacity, 0.1, release=release)
     _entered(first_out)                 # the first holds its reservation before the second asks
     second, second_out = _start(context, tmp_path, "second", uuid, capacity * 6 // 10, capacity, 0.1)
+    _appears(second_out + ".waiting")   # the second was refused while the first holds its reservation
+    release.set()
     for process in (first, second):
         process.join(60)
         assert process.exitcode == 0
     (_, first_left, first_wait), (second_in, _, second_wait) = _span(first_out), _span(second_out)
     assert second_in >= first_left, "the second job got its reservation while the first still held its own"
     assert first_wait == 0.0 and second_wait > 0.0, "the wait is the second job's memory_wait phase"
+    assert not Path(first_out + ".waiting").exists()
 
 
 def test_two_reservations_that_fit_run_together(tmp_path):
