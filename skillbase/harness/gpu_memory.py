@@ -152,7 +152,8 @@ def reserve(nbytes: int, capacity: int, *, uuid: str | bytes | None = None, devi
             phases: Phases | None = None, on_wait: Callable[[str], None] | None = None) -> Iterator[int]:
     """Hold a reservation of `nbytes` on the GPU for the body, once it fits `capacity` beside the other
     live reservations (or no other is held). `phases` counts the wait as `memory_wait`; `on_wait` is
-    told once, in a line, when it lasts. Yields the bytes reserved."""
+    told once, in a line, when it lasts. Yields the bytes reserved. One per job: a process's own earlier
+    reservation counts like another's (the worker takes one, for its whole job)."""
     from skillbase.harness.gpu_lock import _lock_name, device_uuid, format_uuid
 
     name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
