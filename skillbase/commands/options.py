@@ -55,7 +55,8 @@ stop_at_floor_option = click.option(
 workers_per_gpu_option = click.option(
     "--workers-per-gpu", type=click.IntRange(1, MAX_WORKERS_PER_GPU), default=1, show_default=True,
     help="Worker processes per GPU: their loading, input drawing, reference and compiling overlap; timing, cheat "
-         "probes and profiling stay one at a time per GPU. Each worker holds its own inputs: mind large tasks.")
+         "probes and profiling stay one at a time per GPU. Each worker holds its own inputs and reserves the device "
+         "memory its judgement needs first: where two do not fit the GPU, the second waits (memory_wait).")
 
 
 def batch_start_options(function):

@@ -6,7 +6,8 @@ comparisons; `timing`; `run`: a profiled run's calls) with a `Phases`, exclusive
 inside another (inputs drawn while timing) pauses the outer one, so the phases never add up to more
 than the wall time. `gpu_wait` is the time a job was blocked waiting for its GPU's lock
 (`harness.gpu_lock`, taken with the job's Phases): waiting, not GPU work, and recorded only when a
-request was refused at first. The host adds what it does around a worker (`compile`: nvcc; `worker`:
+request was refused at first; `memory_wait` the time it waited for room in its GPU's memory
+(`harness.gpu_memory`). The host adds what it does around a worker (`compile`: nvcc; `worker`:
 the worker process's start and imports, its wall time less its phases; `profile`: the ncu process,
 less the profiled worker's `gpu_wait`).
 `collecting()` gathers every phase recorded in this process while a job runs (`jobs._attempt`), so a
@@ -21,9 +22,10 @@ import contextvars
 import time
 from collections.abc import Callable, Iterator
 
-__all__ = ["GPU_WAIT", "Phases", "collecting", "judged_line", "merge", "record"]
+__all__ = ["GPU_WAIT", "MEMORY_WAIT", "Phases", "collecting", "judged_line", "merge", "record"]
 
 GPU_WAIT = "gpu_wait"     # blocked in gpu_lock: the job waited for a neighbour, it did not use the GPU
+MEMORY_WAIT = "memory_wait"   # blocked in gpu_memory.reserve: the neighbours' reservations left no room
 
 
 class Phases:

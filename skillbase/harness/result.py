@@ -137,6 +137,8 @@ class CheckResult:
     static_violations: list[str] = field(default_factory=list)
     log: str = ""                      # build log / worker stderr tail for the debugger
     phases_s: dict[str, float] = field(default_factory=dict)   # wall seconds per phase (harness.phases)
+    # Device bytes the job reserved (harness.gpu_memory) and the peaks its allocators reached.
+    memory: dict[str, int] = field(default_factory=dict)
 
     @property
     def accepted(self) -> bool:

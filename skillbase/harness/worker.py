@@ -47,6 +47,7 @@ def run_job(job: dict) -> dict:
 
 def _check(job: dict) -> dict:
     from skillbase.harness.gpu_lock import gpu_lock
+    from skillbase.harness.gpu_memory import capacity_bytes, reserve
     from skillbase.harness.phases import Phases
     from skillbase.harness.result import CheckResult
     from skillbase.harness.session import Session
@@ -56,9 +57,19 @@ def _check(job: dict) -> dict:
     with phases("load"):        # the task, the libraries (and torch, for a python reference or candidate)
         session = Session(job, _progress, phases)
     result.device = session.device.info()
-    # Shared for the whole job (other candidates verify beside it), exclusive around the probes and
-    # the timed phase (nothing of another skillbase process runs on this GPU then).
-    with gpu_lock(session.device.index, uuid=session.device.uuid, shared=True, on_wait=_progress, phases=phases):
+    try:
+        need = _judgement_bytes(job, session)
+    except Exception as error:   # the estimate only spaces jobs out: its own fault must not cost a verdict
+        need, result.memory["estimate_error"] = 0, f"{type(error).__name__}: {error}"[:300]
+    result.memory["reserved_bytes"] = need
+    total = int(session.cp.cuda.runtime.memGetInfo()[1])
+    # Room in the GPU's memory first (beside the other skillbase jobs' reservations), then the lock: shared
+    # for the whole job (other candidates verify beside it), exclusive around the probes and the timed
+    # phase (nothing of another skillbase process runs on this GPU then). Never the other way round: a job
+    # waiting for memory under the shared lock would block the exclusive phase whose end frees it.
+    with reserve(need, capacity_bytes(total), uuid=session.device.uuid, device_index=session.device.index,
+                 phases=phases, on_wait=_progress), \
+            gpu_lock(session.device.index, uuid=session.device.uuid, shared=True, on_wait=_progress, phases=phases):
         try:
             out = _check_session(job, session, result)
         except BaseException:
@@ -66,6 +77,17 @@ def _check(job: dict) -> dict:
             raise
         session.close(teardown=True)        # the spec's hooks.teardown, once per library that was set up
     return out
+
+
+def _judgement_bytes(job: dict, session) -> int:
+    """The device bytes this check job reserves (gpu_memory.judgement_bytes, with what the session knows)."""
+    from skillbase.harness.gpu_memory import judgement_bytes
+    from skillbase.harness.torch_launcher import TorchLauncher
+
+    torch_parties = sum(isinstance(launcher, TorchLauncher) for launcher in session.launchers)
+    return judgement_bytes(session.spec, job, l2_bytes=session.device.l2_bytes,
+                           device_references=session.python_reference is None or session.device_reference,
+                           torch_parties=torch_parties + int(session.device_reference))
 
 
 def _check_session(job: dict, session, result) -> dict:
@@ -109,7 +131,10 @@ def _check_session(job: dict, session, result) -> dict:
 
 
 def _finish(result, session) -> dict:
+    from skillbase.harness.gpu_memory import pool_peak_bytes
+
     result.calls = session.candidate.calls
+    result.memory.update(pool_peak_bytes())     # beside the reservation: the estimate checked against the peak
     result.phases_s = session.phases.to_json()
     if result.status != "ok" and result.correct is None:
         result.correct = False if result.status in ("incorrect",) else None

@@ -52,7 +52,7 @@ from skillbase.harness import env
 from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import Executor, Job, JobResult, interrupted, not_started
-from skillbase.harness.phases import GPU_WAIT, judged_line
+from skillbase.harness.phases import GPU_WAIT, MEMORY_WAIT, judged_line
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
 from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
@@ -583,10 +583,12 @@ def _advance_job(store: RunStore, run_id: int, source: str | None, reply: CoderR
 
 def judging_s(store: RunStore, attempt) -> float:
     """An attempt's judging time: its wall span less what its judging waited for its GPU's lock (`gpu_wait`, with
-    several workers per GPU or jobs queued on one), so that it counts the run's own judging, not its queue;
-    an attempt with no phases recorded (stores older than them) keeps its whole span."""
+    several workers per GPU or jobs queued on one) and for room in its memory (`memory_wait`), so that it counts
+    the run's own judging, not its queue; an attempt with no phases recorded (stores older than them) keeps its
+    whole span."""
     span = (attempt["finished_at"] or attempt["created_at"]) - attempt["created_at"]
-    return max(0.0, span - (store.attempt_phases(attempt) or {}).get(GPU_WAIT, 0.0))
+    phases = store.attempt_phases(attempt) or {}
+    return max(0.0, span - phases.get(GPU_WAIT, 0.0) - phases.get(MEMORY_WAIT, 0.0))
 
 
 def judged_attempts(store: RunStore, run_id: int) -> list:

@@ -17,7 +17,7 @@ from skillbase.bench.results import SizeResult, floor_us
 from skillbase.bench.suite import bench_dir, discover
 from skillbase.cli import cli
 from skillbase.documents import schema_path
-from skillbase.harness.phases import GPU_WAIT
+from skillbase.harness.phases import GPU_WAIT, MEMORY_WAIT
 from skillbase.run import store as store_module
 from skillbase.run.batch import judging_s, longest_judging_s
 from skillbase.run.batch_report import batch_report
@@ -290,8 +290,8 @@ class _Clock:
 
 def test_judge_minutes_leave_out_the_waits_for_the_gpu(tmp_path, monkeypatch):
     """Two runs of two judged attempts each (and a try with no code, never judged): one run's judgements
-    recorded their phases, a wait for the GPU's lock among them, the other's recorded none (as attempts
-    stored before phases were): judge min is each span less its wait, or the whole span."""
+    recorded their phases, waits for the GPU's lock and for its memory among them, the other's recorded none
+    (as attempts stored before phases were): judge min is each span less its waits, or the whole span."""
     rng = random.Random()
     clock = _Clock()
     monkeypatch.setattr(store_module, "time", clock)
@@ -310,8 +310,9 @@ def test_judge_minutes_leave_out_the_waits_for_the_gpu(tmp_path, monkeypatch):
             waited = rng.uniform(0.1, 0.9) * span
             rest = span - waited          # the rest of the span, spread over the phases a judgement records
             cut = sorted(rng.uniform(0, rest) for _ in range(3))
-            phases = {"compile": cut[0], GPU_WAIT: waited, "inputs": cut[1] - cut[0], "verify": cut[2] - cut[1],
-                      "timing": rest - cut[2]}
+            locked = rng.uniform(0, waited)     # for the GPU's lock; the rest for room in its memory
+            phases = {"compile": cut[0], GPU_WAIT: locked, MEMORY_WAIT: waited - locked, "inputs": cut[1] - cut[0],
+                      "verify": cut[2] - cut[1], "timing": rest - cut[2]}
             with store.transaction() as tx:
                 attempt = tx.add_attempt(run_id, 0, idx, "mem.vectorize", {}, "k0", f"k{idx + 1}")
             clock.now += span
