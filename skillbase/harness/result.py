@@ -138,7 +138,7 @@ class CheckResult:
     log: str = ""                      # build log / worker stderr tail for the debugger
     phases_s: dict[str, float] = field(default_factory=dict)   # wall seconds per phase (harness.phases)
     # Device bytes the job reserved (harness.gpu_memory) and the peaks its allocators reached.
-    memory: dict[str, int] = field(default_factory=dict)
+    memory: dict[str, int | str] = field(default_factory=dict)   # estimate_error: a string
 
     @property
     def accepted(self) -> bool:
