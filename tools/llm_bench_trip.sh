@@ -5,8 +5,8 @@
 #   STEP=resume bash tools/llm_bench_trip.sh  # unpack trip/answers.tar.gz, judge every candidate present,
 #                                             #   start members not started yet, pack the store
 #   STEP=resume FROM=results/nvidia-h200/optimize/llm-run-2026-12-02 bash tools/llm_bench_trip.sh
-#                                             # the same, the answers archive first made here from that folder's
-#                                             #   committed store.tar.gz and answers-waiting.tar.gz (carrying a
+#                                             # the same from that folder's committed store.tar.gz with its
+#                                             #   answers-waiting.tar.gz laid over it, unpacked here (carrying a
 #                                             #   20 MB archive beside the checkout passes the device tool's 64 MiB)
 # The coders answer here between trips (docs/external-mode.md, "The trip to a GPU machine"):
 #   skillbase store unpack store-N.tar.gz --store trip/store --force; skillbase pending --store trip/store
@@ -43,15 +43,13 @@ case $STEP in
     : "${BATCHES:?BATCHES=on:all or e.g. on:relu,softmax;off:relu,softmax}"
     start_batches ;;
   resume)
-    if [ -n "$FROM" ]; then
-      from=$(realpath -m "$FROM") prep=$(mktemp -d)
-      step "answers from $FROM" skillbase store unpack "$from/store.tar.gz" --store "$prep/store" || exit 2
-      if [ -f "$from/answers-waiting.tar.gz" ]; then tar -xzf "$from/answers-waiting.tar.gz" -C "$prep/store" || exit 2; fi
-      mkdir -p "$(dirname "$ANSWERS")"
-      step "pack answers" skillbase store pack "$ANSWERS" --store "$prep/store" --without-reports --force || exit 2
-      rm -rf "$prep"
+    if [ -n "$FROM" ]; then   # the committed store and its waiting answers laid straight into the store
+      from=$(realpath -m "$FROM")
+      step "answers from $FROM" skillbase store unpack "$from/store.tar.gz" --store "$store" --force || exit 2
+      if [ -f "$from/answers-waiting.tar.gz" ]; then tar -xzf "$from/answers-waiting.tar.gz" -C "$store" || exit 2; fi
+    else
+      step unpack skillbase store unpack "$ANSWERS" --store "$store" --force   # a warm machine keeps the last
     fi
-    step unpack skillbase store unpack "$ANSWERS" --store "$store" --force   # a warm machine keeps the last
     step "resume --all" skillbase resume --all --store "$store" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
       --json
     [ -n "$BATCHES" ] && start_batches ;;   # new batches after the judging, in the same store

@@ -7,13 +7,13 @@
 #   BUDGET     seconds the whole call may take, setup included (default 540; the device allows 600)
 #   GPU_TESTS  space-separated test files run with `pytest -m gpu`, one after another (default none); each gets
 #              at most TEST_LIMIT seconds (default: the time left less 40 s)
-#   LLM=1      LLM trip: `STEP=resume FROM=$RUN tools/llm_bench_trip.sh`, which makes the answers archive on the
-#              machine from RUN's committed store.tar.gz and answers-waiting.tar.gz (default RUN:
+#   LLM=1      LLM trip: `STEP=resume FROM=$RUN tools/llm_bench_trip.sh`, which unpacks on the machine RUN's
+#              committed store.tar.gz with its answers-waiting.tar.gz laid over it (default RUN:
 #              results/nvidia-h200/optimize/llm-run-2026-12-02; the two do not fit the 64 MiB carry beside the
 #              checkout)
 #   KB=1       KernelBench trip: `STEP=$KB_STEP ANSWERS=trip/kb_answers.tar.gz tools/kernelbench_trip.sh`
 #              (carry trip/kb_answers.tar.gz; KB_ANSWERS= names another archive); KB_STEP resume (default) judges
-#              the answers, baselines times torch.compile for the members timed without it
+#              the answers, baselines times what the members' PyTorch times lack
 #   CUPTI=1    first, alone on the GPU (it measures the timer): `tools/measure/cupti_overhead.py` with its
 #              default kernels and ncu, bounded to CUPTI_S seconds (default 240); back in $OUT/cupti/
 #   WORKERS    worker processes per GPU for both trips (default 2; 1 for problems of many GB, which two workers

@@ -52,7 +52,7 @@ def test_one_call_runs_the_gpu_tests_and_both_trips_and_brings_back_their_stores
     assert "skipped" in test_log and "failed" not in test_log, test_log
     for log in (llm_log, kb_log):
         assert any(line.startswith("== resume --all") and " rc=0 " in line for line in log.splitlines()), log
-    assert "== answers from" in llm_log     # the answers archive was made on the machine from the run folder
+    assert "== answers from" in llm_log     # the store and its answers were unpacked on the machine from the run folder
     assert "total" in done.stdout
 
 
