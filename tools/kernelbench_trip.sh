@@ -6,9 +6,10 @@
 #   STEP=resume bash tools/kernelbench_trip.sh  # unpack $ANSWERS (the coders' store), judge every answer present
 #                                               #   (a member started with --defer-baselines times PyTorch eager
 #                                               #   and torch.compile first), start members not started, pack
-#   STEP=baselines bash tools/kernelbench_trip.sh  # unpack $ANSWERS as STEP=resume does, time torch.compile for
-#                                               #   every member whose PyTorch times lack it (a batch started
-#                                               #   with --no-compile; `kernelbench baselines`), pack
+#   STEP=baselines bash tools/kernelbench_trip.sh  # unpack $ANSWERS as STEP=resume does, time what every
+#                                               #   member's PyTorch times lack (torch.compile for a batch started
+#                                               #   with --no-compile, eager where it failed; `kernelbench
+#                                               #   baselines`), pack
 #   STEP=start  bash tools/kernelbench_trip.sh  # only for a batch NOT started here with --defer-baselines:
 #                                               #   unpack $TASKS (kb_tasks/ folders), start the batch (each member
 #                                               #   times PyTorch, then waits for its first kernel), pack

@@ -173,17 +173,17 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
 @json_option
 def baselines(batches: tuple[str, ...], problems: tuple[str, ...], gpus: str | None, time_limit_s: float | None,
               workers_per_gpu: int, store_path, as_json: bool) -> None:
-    """Add the torch.compile time to the members of KernelBench batches (default: the latest) started
-    with --no-compile (or --defer-baselines --no-compile): each member whose PyTorch times have no
-    torch.compile entry gets one, timed by the harness on the GPU like its eager time, which stays as
-    recorded. `kernelbench report` then shows the torch.compile column and its geomean. Members already
-    timed are left alone, so running it again continues where a --time-limit stopped it."""
+    """Add the PyTorch times the members of KernelBench batches (default: the latest) lack: torch.compile
+    for a batch started with --no-compile (or --defer-baselines --no-compile), and eager where its timing
+    failed (the device out of memory, say), each timed by the harness on the GPU. A recorded eager time
+    stays as it is. `kernelbench report` then shows the torch.compile column and its geomean. Members
+    with nothing missing are left alone, so running it again continues where a --time-limit stopped it."""
     from skillbase import ui
     from skillbase.commands.pending import print_batch_outcome
-    from skillbase.run.batch import add_compile_baselines
+    from skillbase.run.batch import add_missing_baselines
 
     with ui.progress("kernelbench baselines") as bar:
-        outcome = add_compile_baselines(store_path, batches, problems, gpus=comma_list(gpus),
+        outcome = add_missing_baselines(store_path, batches, problems, gpus=comma_list(gpus),
                                         progress=None if as_json else bar.step, time_limit_s=time_limit_s,
                                         workers_per_gpu=workers_per_gpu)
     print_batch_outcome(outcome, as_json)

@@ -143,9 +143,9 @@ def interrupted(error: str | None) -> bool:
 NOT_STARTED = "not started: the time limit was reached (run again to continue)"
 # What a job of each kind is expected to take before one has run in this command (seconds): a
 # KernelBench judgement on an H200 took 33-218 s, a plain task's a few seconds to a minute.
-DEFAULT_ESTIMATE_S = {"advance-run": 60.0, "start-run": 60.0, "pytorch-compile": 60.0}
+DEFAULT_ESTIMATE_S = {"advance-run": 60.0, "start-run": 60.0, "pytorch-baselines": 60.0}
 WHAT = {"advance-run": "a judgement", "start-run": "a run's start", "bench-measure": "a measurement",
-        "pytorch-compile": "a torch.compile timing"}
+        "pytorch-baselines": "a PyTorch eager or torch.compile timing"}
 
 
 def not_started(error: str | None) -> bool:

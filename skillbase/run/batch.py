@@ -24,8 +24,9 @@ Everything is in the store, so a batch killed at any point is resumed by running
 member: one generator run per imported KernelBench task (`optimize --from-reference`), which waits for
 its first kernel (a `generator` prompt) and then goes on to the skill rounds; on a GPU each member
 also records the task's PyTorch eager and torch.compile times (`kernelbench report` scores against them).
-`add_compile_baselines()` (`skillbase kernelbench baselines`) adds the torch.compile time afterwards to
-members whose times were taken without it (`--no-compile`), as GPU jobs of the same executor.
+`add_missing_baselines()` (`skillbase kernelbench baselines`) adds afterwards, as GPU jobs of the same executor,
+the PyTorch times a member lacks: torch.compile where its times were taken without it (`--no-compile`),
+eager where its timing failed (a device out of memory beside neighbours, say).
 """
 
 from __future__ import annotations
@@ -62,10 +63,10 @@ from skillbase.run.transfer import Shipment
 from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings, Status
 from skillbase.task import load_task
 
-__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "add_compile_baselines",
-           "advance_payload", "compile_payload", "default_jobs", "judged_attempts", "judging_s", "kernelbench_batches",
-           "longest_judging_s", "prebuild_candidates", "read_candidate", "resume_all", "start_batch",
-           "start_kernelbench_batch", "start_payload"]
+__all__ = ["KERNELBENCH", "PYTORCH_STEP", "BatchOutcome", "MemberOutcome", "add_missing_baselines",
+           "advance_payload", "baselines_payload", "default_jobs", "judged_attempts", "judging_s",
+           "kernelbench_batches", "longest_judging_s", "missing_baselines", "prebuild_candidates", "read_candidate",
+           "resume_all", "start_batch", "start_kernelbench_batch", "start_payload"]
 
 
 @dataclass(frozen=True)
@@ -352,15 +353,17 @@ def kernelbench_batches(store: RunStore, batches: Sequence[str | int] = ()) -> l
 
 # -- kernelbench baselines -------------------------------------------------------------------------
 
-def add_compile_baselines(store_path=None, batches: Sequence[str | int] = (), problems: Sequence[str] = (),
+def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), problems: Sequence[str] = (),
                           gpus: Sequence[str] = (), executor: Executor | None = None,
                           progress: Callable[[int, int, str], None] | None = None,
                           time_limit_s: float | None = None, workers_per_gpu: int = 1) -> BatchOutcome:
-    """Time torch.compile for the members of the KernelBench `batches` (default: the latest) whose PyTorch
-    times (`PYTORCH_STEP`) hold no compile entry, and merge it into that step: eager stays the recorded
-    time the speedups were computed against. One GPU job per member (`compile_payload`), on the executor
-    `resume --all` uses (its GPU lock and `time_limit_s` deferral alike); members with a compile entry,
-    without PyTorch times yet, or not started are left alone, each with its reason."""
+    """Time what the members of the KernelBench `batches` (default: the latest) lack in their PyTorch times
+    (`PYTORCH_STEP`) and merge it into that step: torch.compile where the step holds no compile entry, eager
+    where its eager time is missing (its timing failed: the reason it gave is replaced by the new result).
+    A recorded eager time is never taken again, since the report divides it by the kernel's time. One GPU
+    job per member (`baselines_payload`), on the executor `resume --all` uses (its GPU lock, memory turns
+    and `time_limit_s` deferral alike); members with nothing missing, without PyTorch times yet, or not
+    started are left alone, each with its reason."""
     from skillbase.kernelbench.importer import task_names
 
     store = RunStore.open(store_path, read_only=True)   # each job writes its member's step itself
@@ -384,17 +387,18 @@ def add_compile_baselines(store_path=None, batches: Sequence[str | int] = (), pr
             run_id = runs.get(member["operator"])
             label = run_name(run_id) if run_id is not None else member["operator"]
             times = store.step_result(run_id, PYTORCH_STEP) if run_id is not None else None
+            wanted = missing_baselines(times) if times is not None else {}
             if run_id is None:
                 reason = "not started (resume --all starts it)"
             elif not row.settings.get("gpu", True):
                 reason = "compile-only batch (--no-gpu): no PyTorch times"
             elif times is None:
                 reason = "no PyTorch times yet (resume --all takes them when it judges the first kernel)"
-            elif "compile" in times or "compile_reason" in times:
-                reason = "torch.compile already timed"
+            elif not any(wanted.values()):
+                reason = "PyTorch eager and torch.compile already timed"
             else:
-                work.append(Job("pytorch-compile", "skillbase.run.batch:compile_payload",
-                                {"store": str(store.location), "run": run_id}, label=label))
+                work.append(Job("pytorch-baselines", "skillbase.run.batch:baselines_payload",
+                                {"store": str(store.location), "run": run_id, **wanted}, label=label))
                 continue
             members.append(MemberOutcome(label, MemberAction.LEFT_ALONE, f"{member['problem']}: {reason}",
                                          None if run_id is None else str(store.get_run(run_id).status),
@@ -410,25 +414,39 @@ def add_compile_baselines(store_path=None, batches: Sequence[str | int] = (), pr
         store.close()
 
 
-def compile_payload(payload: dict[str, Any]) -> dict[str, Any]:
-    """The GPU job that times one member's PyTorch through torch.compile (not eager again: the recorded
-    eager time is what its speedups were computed against) and merges it into its `PYTORCH_STEP`."""
+def missing_baselines(times: dict[str, Any]) -> dict[str, bool]:
+    """Which PyTorch times a member's `PYTORCH_STEP` lacks: {"eager": no eager time (its timing failed),
+    "compile": never tried (a torch.compile that failed to verify has its reason and is not tried again)}."""
+    return {"eager": times.get("eager") is None,
+            "compile": "compile" not in times and "compile_reason" not in times}
+
+
+def baselines_payload(payload: dict[str, Any]) -> dict[str, Any]:
+    """The GPU job that times what one member's PyTorch times lack (`payload["eager"]`, `payload["compile"]`)
+    and merges it into its `PYTORCH_STEP`: a new time replaces the reason an earlier failure left."""
     from skillbase.kernelbench.scoring import time_pytorch
 
     store = RunStore.open(payload["store"])
     try:
         run = store.get_run(payload["run"])
-        timed = time_pytorch(Path(run.task_path).parent, compile=True, eager=False)
+        timed = time_pytorch(Path(run.task_path).parent, compile=bool(payload.get("compile")),
+                             eager=bool(payload.get("eager")))
         with store.transaction() as tx:   # read again inside: nothing else is lost from the step
             times = dict(store.step_result(run.id, PYTORCH_STEP) or {})
+            for label in ("eager", "compile"):
+                if label in timed:
+                    times.pop(f"{label}_reason", None)
             times.update(timed)
             tx.finish_step(run.id, PYTORCH_STEP, times)
         status = str(store.get_run(run.id).status)
     finally:
         store.close()
-    reason = f"torch.compile {timed['compile']:.1f} µs" if timed.get("compile") is not None else \
-        f"torch.compile did not verify: {timed.get('compile_reason')}"
-    return {"run": run.name, "action": MemberAction.TIMED, "status": status, "reason": reason}
+    reasons = []
+    for label, name in (("eager", "eager"), ("compile", "torch.compile")):
+        if label in timed:
+            reasons.append(f"{name} {timed[label]:.1f} µs" if timed[label] is not None else
+                           f"{name} did not verify: {timed.get(f'{label}_reason')}")
+    return {"run": run.name, "action": MemberAction.TIMED, "status": status, "reason": "; ".join(reasons)}
 
 
 # -- resume --all ---------------------------------------------------------------------------------

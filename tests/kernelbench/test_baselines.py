@@ -1,7 +1,8 @@
 """`skillbase kernelbench baselines`: torch.compile times added afterwards to the members of a KernelBench batch
-started with --no-compile, through the batch's job machinery, and `kernelbench report` scoring against them.
-On the CPU a double stands in for the harness's PyTorch timing (`scoring.time_pytorch`: a GPU job); the
-members are made "judged" in the store as a GPU trip leaves them (first kernel timed, eager recorded).
+started with --no-compile, and eager where its timing failed, through the batch's job machinery, and
+`kernelbench report` scoring against them. On the CPU a double stands in for the harness's PyTorch timing
+(`scoring.time_pytorch`: a GPU job); the members are made "judged" in the store as a GPU trip leaves them
+(first kernel timed, eager recorded).
 
     python -m pytest -q -p no:cacheprovider tests/kernelbench/test_baselines.py
 """
@@ -25,7 +26,7 @@ from skillbase.documents import DOCUMENTS, schema_path
 from skillbase.harness.jobs import LocalExecutor
 from skillbase.kernelbench import scoring
 from skillbase.kernelbench.importer import import_problems
-from skillbase.run.batch import PYTORCH_STEP, add_compile_baselines
+from skillbase.run.batch import PYTORCH_STEP, add_missing_baselines
 from skillbase.run.kernelbench_report import kernelbench_report
 from skillbase.run.store import RunStore
 from skillbase.run.types import RunStatus
@@ -46,8 +47,8 @@ def imported(tmp_path_factory) -> Path:
 
 
 class Timer:
-    """`time_pytorch`'s double: fresh random times, a failure for the tasks named in `failing`; it records
-    what it was asked (never eager: that time is the recorded one) and advances `now` by `cost` per call."""
+    """`time_pytorch`'s double: fresh random times for what it is asked (eager, compile), a failure of compile
+    for the tasks named in `failing`; it records what it was asked and advances `now` by `cost` per call."""
 
     def __init__(self, failing: set[str] = frozenset(), cost: float = 0.0) -> None:
         self.failing, self.cost, self.now = failing, cost, 0.0
@@ -58,8 +59,10 @@ class Timer:
         self.calls.append((Path(folder).name, compile, eager))
         self.now += self.cost
         name = Path(folder).name
-        times = {"compile": None, "compile_reason": f"error: inductor failed {random.random()}"} \
-            if name in self.failing else {"compile": random.uniform(5.0, 500.0)}
+        times = {"eager": random.uniform(5.0, 500.0)} if eager else {}
+        if compile:
+            times.update({"compile": None, "compile_reason": f"error: inductor failed {random.random()}"}
+                         if name in self.failing else {"compile": random.uniform(5.0, 500.0)})
         self.given[name] = times
         return times
 
@@ -101,7 +104,7 @@ def test_compile_is_merged_into_each_step_keeping_eager_and_the_rest_and_a_secon
     store, recorded = judged
     timer = Timer(failing={"level1_1_Matmul"})
     monkeypatch.setattr(scoring, "time_pytorch", timer)
-    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
     assert sorted(timer.calls) == sorted((name, True, False) for name in recorded)   # eager never timed again
     assert {m.action for m in outcome.members} == {"timed"}
     for name, step in steps(store).items():
@@ -114,10 +117,40 @@ def test_compile_is_merged_into_each_step_keeping_eager_and_the_rest_and_a_secon
     before = steps(store)
     again = Timer()
     monkeypatch.setattr(scoring, "time_pytorch", again)
-    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
     assert again.calls == [] and steps(store) == before
     assert [(m.action, m.reason.split(": ", 1)[1]) for m in outcome.members] == \
-        [("left-alone", "torch.compile already timed")] * 3
+        [("left-alone", "PyTorch eager and torch.compile already timed")] * 3
+
+
+def test_a_failed_eager_time_is_taken_again_with_what_else_is_missing_and_a_recorded_one_never(judged,
+                                                                                                 monkeypatch):
+    store, recorded = judged
+    failed, timed_both = sorted(recorded)[:2]
+    reason = f"crashed: CUDA error: out of memory on the device {random.random()}"
+    runs = RunStore.open(store)
+    with runs.transaction() as tx:   # one member's eager failed (no compile either), another's failed after compile
+        tx.finish_step(recorded[failed]["run"], PYTORCH_STEP, {"eager": None, "eager_reason": reason})
+        tx.finish_step(recorded[timed_both]["run"], PYTORCH_STEP,
+                       {"eager": None, "eager_reason": reason, "compile": 12.5})
+    runs.close()
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
+    asked = {name: (compile, eager) for name, compile, eager in timer.calls}
+    third = (set(recorded) - {failed, timed_both}).pop()
+    assert asked == {failed: (True, True), timed_both: (False, True), third: (True, False)}
+    after = steps(store)
+    assert after[failed] == timer.given[failed] and "eager_reason" not in after[failed]    # the reason is replaced
+    assert after[timed_both] == {"compile": 12.5, **timer.given[timed_both]}
+    assert after[third] == {**recorded[third]["step"], **timer.given[third]}               # its eager kept as it was
+    reasons = {m.label: m.reason for m in outcome.members}
+    run = f"run_{recorded[failed]['run']}"
+    assert reasons[run] == f"eager {timer.given[failed]['eager']:.1f} µs; torch.compile " \
+                           f"{timer.given[failed]['compile']:.1f} µs"
+    report = {p.task: p for p in kernelbench_report(store).problems}
+    assert report[failed].eager_us == timer.given[failed]["eager"]
+    assert report[failed].speedup_vs_eager == timer.given[failed]["eager"] / recorded[failed]["best"]
 
 
 def test_a_time_limit_defers_the_rest_and_a_later_run_finishes_them(judged, monkeypatch):
@@ -125,7 +158,7 @@ def test_a_time_limit_defers_the_rest_and_a_later_run_finishes_them(judged, monk
     timer = Timer(cost=100.0)
     monkeypatch.setattr(scoring, "time_pytorch", timer)
     # 150 s: the first timing starts (60 s expected), takes 100, and the 50 s left are shorter than it took
-    outcome = add_compile_baselines(store, executor=LocalExecutor([], deadline=150.0, clock=lambda: timer.now))
+    outcome = add_missing_baselines(store, executor=LocalExecutor([], deadline=150.0, clock=lambda: timer.now))
     assert [m.action for m in outcome.members] == ["timed", "deferred", "deferred"]
     assert all(m.reason.startswith("not started: time limit") for m in outcome.members[1:])
     assert sum("compile" in s for s in steps(store).values()) == 1
@@ -133,7 +166,7 @@ def test_a_time_limit_defers_the_rest_and_a_later_run_finishes_them(judged, monk
 
     later = Timer()
     monkeypatch.setattr(scoring, "time_pytorch", later)
-    outcome = add_compile_baselines(store, executor=LocalExecutor([]))
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
     assert sorted(c[0] for c in later.calls) == sorted(set(recorded) - {first})
     assert sorted(m.action for m in outcome.members) == ["left-alone", "timed", "timed"]
     given = {**timer.given, **later.given}
@@ -146,7 +179,7 @@ def test_the_report_scores_against_the_merged_compile_times(judged, monkeypatch)
     monkeypatch.setattr(scoring, "time_pytorch", timer)
     before = kernelbench_report(store)
     assert all(p.compile_us is None for p in before.problems)
-    add_compile_baselines(store, executor=LocalExecutor([]))
+    add_missing_baselines(store, executor=LocalExecutor([]))
     report = kernelbench_report(store)
     for problem in report.problems:
         compile_us = timer.given[problem.task]["compile"]
@@ -167,7 +200,7 @@ def test_problems_pick_members_and_bad_input_is_one_line_and_non_zero(judged, tm
     store, recorded = judged
     timer = Timer()
     monkeypatch.setattr(scoring, "time_pytorch", timer)
-    outcome = add_compile_baselines(store, problems=["level1/2"], executor=LocalExecutor([]))
+    outcome = add_missing_baselines(store, problems=["level1/2"], executor=LocalExecutor([]))
     assert [c[0] for c in timer.calls] == ["level1_2_ReLU"] and [m.action for m in outcome.members] == ["timed"]
 
     done = run_cli("kernelbench", "baselines", "--store", store, "--problems", "level3/9")
