@@ -24,8 +24,8 @@ existing store is never replaced without --force.
 The store's own state (its database, artifacts, candidates, best kernels) travels between machines in a state
 archive that leaves out every file quoting a problem (docs/kernelbench.md, "Keeping the store between machines"):
 --save-state writes it; --state rebuilds the store as above, then lays the saved state over it, checks each
-left-out file against the digest the archive records, and says which ones are missing (the coders' prompts,
-which `skillbase resume` writes again).
+left-out file against the digest the archive records, writes each waiting prompt again (`skillbase resume`, no
+GPU), and says which other files are missing.
 """
 
 from __future__ import annotations
@@ -344,6 +344,20 @@ def restore_state(archive: Path, store: Path) -> dict:
     return {"missing": missing, "differs": differs, "removed": sorted(p.relative_to(store).as_posix() for p in extra)}
 
 
+def write_waiting_prompts(store: Path) -> list[str]:
+    """Each waiting prompt the state left out, written again by `skillbase resume` (no GPU: from the task and the
+    store), so that the coders can answer at once; returns the runs whose prompt was written."""
+    from skillbase.run.pending import list_pending
+    from skillbase.run.session import resume_run
+
+    written = []
+    for prompt in list_pending(store):
+        if prompt.prompt_path is None:
+            resume_run(prompt.run, store_path=store)
+            written.append(prompt.run)
+    return written
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("kernelbench", type=Path, nargs="?",
@@ -373,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                        args.force, args.timeout)
         if args.state:
             laid = restore_state(args.state, args.store.resolve())
+            rewritten = write_waiting_prompts(args.store.resolve())
     except (InputError, OSError, tarfile.TarError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -383,8 +398,8 @@ def main(argv: list[str] | None = None) -> int:
         prompts = [n for n in laid["missing"] if n.endswith(".prompt.md")]
         other = [n for n in laid["missing"] if n not in prompts]
         print(f"{args.store}: the state of {args.state} laid over it; {len(laid['removed'])} file(s) the saved store "
-              f"did not hold removed; {len(prompts)} prompt(s) not regenerated (`skillbase resume` writes a run's "
-              f"prompt again; pending, resume --all and kernelbench report work without them)")
+              f"did not hold removed; {len(rewritten)} waiting prompt(s) written again, "
+              f"{len(prompts) - len(rewritten)} answered one(s) not")
         for name in other:
             print(f"  missing: {name}")
         for name in laid["differs"]:

@@ -227,13 +227,49 @@ def start_generator_run(kernel: Path, settings: Settings, store_path=None, prese
 
 def _ask_generator(store: RunStore, run_id: int, attempt: int, text: str, role: str) -> None:
     key = GENERATOR_KEY.format(attempt=attempt)
-    folder = store.location / "runs" / f"run_{run_id}"
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{key.replace('/', '-')}.prompt.md"
+    path = _generator_prompt_path(store, run_id, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
-    write_waiting(folder, key, "generator", role, path)
+    write_waiting(path.parent, key, "generator", role, path)
     store.update_run(run_id, status=RunStatus.PAUSED,
                      stop_reason=f"waiting for the first kernel ({key}: the {role} prompt is in {path})")
+
+
+DETAILS_KEPT = 4000   # the end of a failure's details that the debugger prompt shows (agents.coder.debugger_prompt)
+
+
+def _generator_prompt_path(store: RunStore, run_id: int, key: str) -> Path:
+    return store.location / "runs" / f"run_{run_id}" / f"{key.replace('/', '-')}.prompt.md"
+
+
+def _generator_attempt(key: str) -> int:
+    return int(key.rsplit("/a", 1)[1])
+
+
+def _generator_history(store: RunStore, run_id: int, attempt: int) -> list[str]:
+    """One line per generator try before `attempt`, as the debugger's prompt lists them."""
+    return [f"- try {n + 1}: {store.step_result(run_id, GENERATOR_KEY.format(attempt=n) + '/verdict')['status']}"
+            for n in range(attempt)]
+
+
+def _generator_prompt_again(store: RunStore, run, key: str) -> tuple[str, str]:
+    """(text, role) of the generator prompt `key` written again from the task and the store: the generator's
+    from the task as at the start, a debugger's from the try before it (its verdict and source). A verdict
+    recorded before its details were kept gives its one-line reason in their place."""
+    from skillbase.kernelbench.generator import generator_prompt, repair_prompt
+
+    kernel = Path(run.task_path)
+    spec = load_task(kernel, check_launcher=False)
+    attempt = _generator_attempt(key)
+    if attempt == 0:
+        return generator_prompt(kernel, spec).text, "generator"
+    failed = GENERATOR_KEY.format(attempt=attempt - 1)
+    verdict = store.step_result(run.id, f"{failed}/verdict") or {}
+    tried = store.step_result(run.id, f"{failed}/candidate") or {}
+    source = store.artifacts.get_text(tried["source"]) if tried.get("source") else None
+    prompt = repair_prompt(spec, verdict.get("status", "failed"), verdict.get("details") or verdict.get("reason", ""),
+                           _generator_history(store, run.id, attempt - 1), source)
+    return prompt.text, "debugger"
 
 
 def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderReply | None,
@@ -244,8 +280,15 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
 
     kernel = Path(run.task_path)
     key = waiting_key(store, run.id)
+    if candidate is None and key is not None and key.startswith("g/") and not _generator_prompt_path(store, run.id,
+                                                                                                       key).exists():
+        _ask_generator(store, run.id, _generator_attempt(key), *_generator_prompt_again(store, run, key))
+        return summarise(store, run.id)   # its prompt is gone (a store rebuilt without prompts): written again
     if candidate is None or key is None or not key.startswith("g/"):
-        raise InputError(f"{run.name} waits for its first kernel (the generator prompt)",
+        asked = f": the {'generator' if key == 'g/a0' else 'debugger'} prompt is in " \
+                f"{_generator_prompt_path(store, run.id, key)}" if key is not None and key.startswith("g/") else \
+            " (the generator prompt)"
+        raise InputError(f"{run.name} waits for its first kernel{asked}",
                          hint=f"write it to a file, then: skillbase resume {run.name} --candidate FILE")
     if kernel.exists():
         raise InputError(f"{kernel} appeared while {run.name} waited for it; the run would overwrite it",
@@ -261,8 +304,10 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
     meta = asdict(reply) if reply is not None else None
     with store.transaction() as tx:
         tx.finish_step(run.id, f"{key}/candidate", {"source": digest, "kind": "generator", "reply": meta})
-        tx.finish_step(run.id, f"{key}/verdict", {"status": status, "reason": verdict.reason})
-    attempt = int(key.rsplit("/a", 1)[1])
+        # the details as the debugger reads them, so that its prompt can be written again from the store
+        tx.finish_step(run.id, f"{key}/verdict", {"status": status, "reason": verdict.reason,
+                                                  "details": (getattr(verdict, "details", "") or "")[-DETAILS_KEPT:]})
+    attempt = _generator_attempt(key)
     if status in PASSING:
         kernel.write_text(candidate)
         (progress or (lambda m: None))(f"{run.name}: the first kernel passed ({status}); written to {kernel}")
@@ -274,8 +319,7 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
         store.set_manifest(run.id, run_manifest)
         store.update_run(run.id, stop_reason=None)
         return _execute(store, run.id, kernel, settings, wired, None, progress)
-    history = [f"- try {n + 1}: {store.step_result(run.id, GENERATOR_KEY.format(attempt=n) + '/verdict')['status']}"
-               for n in range(attempt)]
+    history = _generator_history(store, run.id, attempt)
     if attempt >= settings.repairs:
         store.update_run(run.id, status=RunStatus.FAILED,
                          stop_reason=f"the generator's {attempt + 1} tries all failed; the last: {status}: "

@@ -103,6 +103,38 @@ def test_external_generator_prompt_is_pending_and_resume_all_judges_repairs_and_
         runs.close()
 
 
+def test_a_gone_generator_or_debugger_prompt_is_written_again_by_resume_as_it_was(relu_task, tmp_path):
+    """A store rebuilt without its prompts (they quote the problem): `resume run_N` writes the waiting
+    generator or debugger prompt again, the same text, from the task and the store; a second `resume`
+    without a candidate then names the prompt's path."""
+    from skillbase.run.batch import resume_all
+    from skillbase.run.pending import list_pending
+    from skillbase.run.session import resume_run, start_generator_run
+
+    store = tmp_path / "store"
+    start_generator_run(relu_task, Settings(agent="external", rounds=1, repairs=2), store_path=store, gpu=False)
+    (first,) = list_pending(store)
+    written = first.prompt_path.read_text()
+    first.prompt_path.unlink()
+    assert list_pending(store)[0].prompt_path is None
+    resume_run(first.run, store_path=store)
+    assert first.prompt_path.read_text() == written
+
+    first.candidate_path.parent.mkdir(parents=True, exist_ok=True)
+    first.candidate_path.write_text(fenced(KERNELS / "relu_broken.cu"))
+    resume_all(store)
+    (repair,) = list_pending(store)
+    written = repair.prompt_path.read_text()
+    assert "undeclared_size" in written
+    repair.prompt_path.unlink()
+    resume_run(repair.run, store_path=store)
+    (again,) = list_pending(store)
+    assert (again.kind, again.key) == ("debugger", "g/a1") and again.prompt_path.read_text() == written
+    with pytest.raises(InputError, match=f"waits for its first kernel: the debugger prompt is in "
+                                         f"{again.prompt_path}"):
+        resume_run(repair.run, store_path=store)
+
+
 def _cli(*args) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "skillbase", *args], capture_output=True, text=True)
 

@@ -237,6 +237,17 @@ def test_a_saved_state_quotes_no_problem_and_restores_the_same_report_and_pendin
     extra.write_text(f"// {random.random()}\n" + (KERNELS / "relu.cu").read_text())
     quoting = store / "runs" / "run_2" / "notes.md"
     quoting.write_text(random.choice(sorted(t for t in _problem_lines() if len(t) >= rebuild.MIN_LINE)) + "\n")
+    # a run whose first kernel failed waits at its debugger prompt (judged compile-only here, as a trip would judge it)
+    from skillbase.run.session import resume_run
+    from skillbase.run.store import RunStore
+
+    db = RunStore.open(store)
+    run_1 = db.get_run("run_1")
+    db.set_manifest(run_1.id, {**run_1.manifest, "gpu_run": False})
+    db.close()
+    resume_run("run_1", store_path=store, candidate=(KERNELS / "relu_broken.cu").read_text())
+    debugger = store / "runs" / "run_1" / "g-a1.prompt.md"
+    assert "undeclared_size" in debugger.read_text()
     state = tmp_path / "state.tar.gz"
     saved = rebuild.save_state(state, store)
     assert "runs/run_2/notes.md" in saved["left_out"] and saved["bytes"] == state.stat().st_size
@@ -254,6 +265,9 @@ def test_a_saved_state_quotes_no_problem_and_restores_the_same_report_and_pendin
     done = run_tool(tmp_path, restored, RUNS, None, "--state", str(state))
     assert done.returncode == 0, done.stdout + done.stderr
     assert "missing: runs/run_2/notes.md" in done.stdout and "differs" not in done.stdout
+    assert "1 waiting prompt(s) written again" in done.stdout   # the generator's prompts come with the batch
+    for prompt in sorted(store.glob("runs/run_*/*.prompt.md")):   # the coders' prompts, as the store had them
+        assert (restored / prompt.relative_to(store)).read_text() == prompt.read_text(), prompt
     assert _json("kernelbench report", restored) == _json("kernelbench report", store)
     assert _json("pending", restored) == _json("pending", store)
     assert extra.read_bytes() == (restored / extra.relative_to(store)).read_bytes()
