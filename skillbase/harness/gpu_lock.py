@@ -98,8 +98,11 @@ def device_uuid(device_index: int = 0) -> str:
     return f"index-{physical}"
 
 
-def _lock_name(uuid: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in uuid)
+def gpu_file_name(uuid: str | bytes | None = None, device_index: int = 0) -> str:
+    """The GPU's name as a file name (its UUID: `uuid`, else looked up from `device_index`): the lock file's,
+    and the memory ledger's (harness.gpu_memory), so that both name one GPU alike."""
+    name = format_uuid(uuid) if uuid is not None else device_uuid(device_index)
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
 
 
 @contextlib.contextmanager
@@ -110,7 +113,7 @@ def gpu_lock(device_index: int = 0, *, uuid: str | bytes | None = None, shared: 
     `uuid` names the GPU directly (the worker passes the one CUDA reports); else it is looked up
     from `device_index`. `on_wait` is told once, in a line, when a wait lasts; `phases` (the job's)
     counts the time blocked as `gpu_wait`. Yields the lock file."""
-    name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
+    name = gpu_file_name(uuid, device_index)
     with _held_guard:
         held = _held.get(name)
     if held is not None:
@@ -268,7 +271,7 @@ def _holder(path: Path) -> int | None:
 
 def holds_lock(device_index: int = 0, *, uuid: str | bytes | None = None, exclusive: bool = False) -> bool:
     """Does this process hold the GPU's lock now (exclusively, when asked)?"""
-    name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
+    name = gpu_file_name(uuid, device_index)
     with _held_guard:
         held = _held.get(name)
     return held is not None and (held.exclusive or not exclusive)

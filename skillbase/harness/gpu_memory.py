@@ -154,9 +154,9 @@ def reserve(nbytes: int, capacity: int, *, uuid: str | bytes | None = None, devi
     live reservations (or no other is held). `phases` counts the wait as `memory_wait`; `on_wait` is
     told once, in a line, when it lasts. Yields the bytes reserved. One per job: a process's own earlier
     reservation counts like another's (the worker takes one, for its whole job)."""
-    from skillbase.harness.gpu_lock import _lock_name, device_uuid, format_uuid
+    from skillbase.harness.gpu_lock import gpu_file_name
 
-    name = _lock_name(format_uuid(uuid) if uuid is not None else device_uuid(device_index))
+    name = gpu_file_name(uuid, device_index)
     path = ledger_folder() / f"{name}.ledger"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
