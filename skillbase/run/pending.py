@@ -113,7 +113,8 @@ def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | No
             continue   # paused before batches (or by hand) without a readable request: `resume run_N` re-asks
         member = members.get(run.id)
         folder = candidates_folder(store, settings.get(member.batch_id) if member else None)
-        note = store.last_event(run.id, "candidate-waiting")
+        candidate = folder / f"{run.name}.cu"
+        note = _standing_note(store.last_event_at(run.id, "candidate-waiting"), key, candidate)
         attempt = int(match["attempt"])
         prompt = Path(waiting["prompt"]) if waiting.get("prompt") else None
         found.append(PendingPrompt(
@@ -123,9 +124,21 @@ def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | No
             kind=DEBUGGER if attempt > 0 else GENERATOR if match["generator"] else CODER,
             round=int(match["round"] or 0), attempt=attempt, key=key,
             skill=waiting.get("skill", ""), prompt_path=prompt if prompt and prompt.exists() else None,
-            candidate_path=folder / f"{run.name}.cu", meta_path=folder / f"{run.name}.meta.json",
-            waiting=note["reason"] if note and note.get("key") == key else None))
+            candidate_path=candidate, meta_path=folder / f"{run.name}.meta.json", waiting=note))
     return found
+
+
+def _standing_note(event: tuple[dict, float] | None, key: str, candidate: Path) -> str | None:
+    """Why the last `resume --all` did not judge this prompt's candidate, while it still says so: not once the
+    answer was written after it (a "missing" note with the file now there, say after a store moved machines)."""
+    if event is None or event[0].get("key") != key:
+        return None
+    reason, at = str(event[0].get("reason", "")), event[1]
+    try:
+        written = candidate.stat().st_mtime
+    except OSError:
+        return reason
+    return None if reason.startswith("missing:") or written > at + 1.0 else reason
 
 
 def waiting_key(store: RunStore, run_id: int) -> str | None:

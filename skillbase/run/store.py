@@ -871,9 +871,15 @@ class RunStore:
             tx.event(run_id, "candidate-waiting", {"key": key, "reason": reason})
 
     def last_event(self, run_id: int, kind: str) -> dict | None:
-        row = self.db.execute("SELECT payload_json FROM events WHERE run_id=? AND kind=? ORDER BY id DESC LIMIT 1",
+        found = self.last_event_at(run_id, kind)
+        return found[0] if found else None
+
+    def last_event_at(self, run_id: int, kind: str) -> tuple[dict, float] | None:
+        """The run's latest event of `kind`: its payload and when it was recorded (epoch seconds)."""
+        row = self.db.execute("SELECT payload_json, ts FROM events WHERE run_id=? AND kind=? ORDER BY id DESC LIMIT 1",
                               (run_id, kind)).fetchone()
-        return column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}", dict) if row else None
+        return (column_json(row[0], self.db_path, f"a {kind} event of run_{run_id}", dict), float(row[1])) \
+            if row else None
 
     def report_digests(self) -> set[str]:
         """The artifact digest of every saved Nsight Compute report (the evidence's `.ncu-rep` files)."""

@@ -398,6 +398,31 @@ def test_a_trip_pack_without_reports_leaves_only_the_ncu_reports_behind_and_unpa
         store.close()
 
 
+def test_pending_drops_a_note_once_the_answer_was_written_after_it_and_keeps_one_that_still_holds(suite, tmp_path):
+    """A note says why the last `resume --all` did not judge a prompt's candidate: "missing" stops holding once the
+    file is there (a store brought from the GPU machine, answered here), any note once the answer was written after
+    it; an answer that was there before a "not started: time limit" note is still unjudged, and the note holds."""
+    store_path = tmp_path / "store"
+    start(store_path)
+    resume_all(store_path)                              # nothing answered: every run notes its candidate missing
+    before = pending(store_path)
+    assert all(p["waiting"].startswith("missing: no ") for p in before.values()), before
+    answered, kept, rewritten, unanswered = random.sample(OPS, 4)
+    for op in (answered, kept, rewritten):
+        Path(before[op]["candidate"]).write_text(a_candidate(op, f"note test {random.random()}"))
+    store = RunStore.open(store_path)
+    for op in (kept, rewritten):                        # a later resume stopped by its time limit before these
+        store.note_waiting(int(before[op]["run"].removeprefix("run_")), "r0/v0/a0",
+                           f"not started: time limit ({random.randrange(10**6)})")
+    store.close()
+    later = time.time() + 5
+    os.utime(before[rewritten]["candidate"], (later, later))   # the coder wrote it again after that note
+    after = pending(store_path)
+    assert after[answered]["waiting"] is None and after[rewritten]["waiting"] is None
+    assert after[kept]["waiting"].startswith("not started: time limit (")
+    assert after[unanswered]["waiting"] == before[unanswered]["waiting"]   # still missing: still said
+
+
 @pytest.mark.parametrize("error, action", [(EnvironmentProblem, "interrupted"), (RuntimeError, "failed")])
 def test_pending_gives_this_batchs_reason_for_a_candidate_the_machine_stopped_before_its_judgement(
         suite, tmp_path, monkeypatch, error, action):
