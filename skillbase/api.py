@@ -369,6 +369,14 @@ class Run:
             store.close()
         return Submission(summary["run"], added, summary, self.pending())
 
+    def stop(self, reason: str) -> dict[str, Any]:
+        """End this paused or interrupted run by hand (`skillbase stop`): finished with "stopped by hand:
+        <reason>", its rounds and best kernel kept; returns its summary. Any other state is an InputError."""
+        from skillbase.run.session import stop_run
+
+        self.summary = stop_run(self.ref, reason, self.store)
+        return self.summary
+
     def explain(self, round_idx: int | None = None, fails_only: bool = False) -> dict[str, Any]:
         """Every decision of the run, its evidence and attempts, read from the store alone."""
         from skillbase.run.explain import explain_run

@@ -33,6 +33,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "doctor": ("skillbase.commands.doctor:doctor", "Check the GPU, driver, nvcc, ncu and Python extras."),
     "optimize": ("skillbase.commands.optimize:optimize", "Optimize a kernel round by round, verified and recorded."),
     "resume": ("skillbase.commands.optimize:resume", "Continue a paused or interrupted run."),
+    "stop": ("skillbase.commands.optimize:stop", "End a paused or interrupted run by hand, with a reason."),
     "pending": ("skillbase.commands.pending:pending", "List paused runs: their prompts and where candidates go."),
     "redecide": ("skillbase.commands.redecide:redecide", "Re-decide paused runs' rounds with the current rules."),
     "store": ("skillbase.commands.store:store", "Pack the run store into one file for a trip, and unpack it."),

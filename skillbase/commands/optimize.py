@@ -1,4 +1,4 @@
-"""`skillbase optimize K.cu` and `skillbase resume run_N`."""
+"""`skillbase optimize K.cu`, `skillbase resume run_N` and `skillbase stop run_N`."""
 
 from __future__ import annotations
 
@@ -149,6 +149,25 @@ def resume(run_ref, candidate, all_runs, candidates, batch, gpus, workers_per_gp
     summary = resume_run(run_ref, store_path=store_path,
                          candidate=read_text(Path(candidate)) if candidate else None)
     _print_summary(summary, as_json)
+
+
+@click.command("stop")
+@click.argument("run_ref")
+@click.option("--reason", required=True, help="Why (the run's stop reason: `runs` and `explain` show it).")
+@json_option
+@store_option
+def stop(run_ref: str, reason: str, as_json: bool, store_path) -> None:
+    """End a paused or interrupted run by hand: it is finished with "stopped by hand: REASON", keeps its
+    rounds and best kernel, and leaves `pending` and `resume --all` (a running run is refused)."""
+    from skillbase.run.session import stop_run
+
+    summary = stop_run(run_ref, reason, store_path)
+    if as_json:
+        import json
+
+        click.echo(json.dumps(summary, indent=2, default=str))
+    else:
+        click.echo(f"{summary['run']}: {summary['status']} ({summary['stop_reason']})")
 
 
 def _more_rounds(run_ref, all_runs: bool, more_rounds: int, below_floor: float | None, batch, as_json: bool,

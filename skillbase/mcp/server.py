@@ -186,6 +186,10 @@ def _submit_candidate(config: ServerConfig, args: dict[str, Any], progress: Prog
     return api.Run(args["run"], config.store).submit(source, progress=progress).to_json()
 
 
+def _stop_run(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
+    return api.Run(args["run"], config.store).stop(args["reason"])
+
+
 def _explain(config: ServerConfig, args: dict[str, Any], progress: Progress) -> dict[str, Any]:
     return api.Run(args["run"], config.store).explain(round_idx=args.get("round"),
                                                       fails_only=args.get("fails_only", False))
@@ -253,6 +257,10 @@ TOOLS = {spec.name: spec for spec in (
              {"run": RUN, "candidate_path": _str("A file holding the new kernel's full source."),
               "candidate_source": _str("The new kernel's full source as text.")},
              _submit_candidate, required=("run",), read_only=False),
+    ToolSpec("stop_run", "End a waiting (paused) or interrupted run by hand, with a reason: it is finished, keeps "
+             "its rounds and best kernel, and no longer waits for a candidate. Returns the run's summary.",
+             {"run": RUN, "reason": _str("Why the run is stopped (its stop reason).")}, _stop_run,
+             required=("run", "reason"), read_only=False),
     ToolSpec("explain", "Replay a run's decisions from the store: per round the evidence, the ranked candidates "
              "with their reasons, each attempt's verdict.",
              {"run": RUN, "round": _int("Only this round."),

@@ -115,7 +115,7 @@ def _problem(store: RunStore, member: dict, batch: str, run_id: int | None, gpu:
     if not gpu:
         reason = "compile-only batch (--no-gpu): not verified or timed"
     elif not has_kernel:
-        reason = run.stop_reason if status == RunStatus.FAILED else "waiting for its first kernel"
+        reason = run.stop_reason if status in (RunStatus.FAILED, RunStatus.FINISHED) else "waiting for its first kernel"
     elif not verified:
         reason = f"its first kernel was not timed: {run.stop_reason}"
     elif eager_us is None:

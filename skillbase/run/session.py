@@ -235,6 +235,36 @@ def _ask_generator(store: RunStore, run_id: int, attempt: int, text: str, role: 
                      stop_reason=f"waiting for the first kernel ({key}: the {role} prompt is in {path})")
 
 
+def stop_run(ref, reason: str, store_path=None) -> dict:
+    """End a paused or interrupted run by hand (`skillbase stop`), say because no answer can help it (a task
+    whose reference cannot tell kernels apart) or its rounds are no longer wanted: it is `finished` with
+    "stopped by hand: <reason>", keeps its rounds and best kernel, leaves `pending` and `resume --all`, and
+    `resume` refuses it like any finished run. A running run (its process alive) is refused."""
+    import time
+
+    reason = " ".join(str(reason).split())
+    if not reason:
+        raise InputError("a stop needs a reason (it is the run's stop reason, shown by runs and explain)",
+                         hint='skillbase stop run_N --reason "why"')
+    store = RunStore.open(store_path)
+    try:
+        run = store.get_run(ref)
+        status = store.shown_status(run)
+        if status not in (RunStatus.PAUSED, RunStatus.INTERRUPTED):
+            raise InputError(f"{run.name} is {status}" + (f" ({run.stop_reason})" if run.stop_reason else "") +
+                             ": only a paused or interrupted run can be stopped",
+                             hint="a running run stops with Ctrl-C in its terminal" if status == RunStatus.RUNNING
+                             else "it has ended already; `skillbase explain` shows how")
+        with store.transaction() as tx:
+            tx.event(run.id, "stopped", {"reason": reason, "was": str(status)})
+        store.update_run(run.id, status=RunStatus.FINISHED, stop_reason=f"stopped by hand: {reason}",
+                         finished_at=time.time())
+        (store.location / "runs" / run.name / "waiting.json").unlink(missing_ok=True)   # nothing waits any more
+        return summarise(store, run.id)
+    finally:
+        store.close()
+
+
 DETAILS_KEPT = 4000   # the end of a failure's details that the debugger prompt shows (agents.coder.debugger_prompt)
 
 

@@ -157,10 +157,11 @@ def test_every_json_option_prints_a_known_document():
                "examples copy", "skills new", "skills verify", "rules new", "calibrate", "pending",
                "bench optimize", "bench optimize-report", "store pack", "store unpack",
                "kernelbench import", "kernelbench score", "skills search", "kernelbench optimize",
-               "kernelbench report", "redecide", "kernelbench baselines"}
+               "kernelbench report", "redecide", "kernelbench baselines", "stop"}
     # validated elsewhere: kernelbench score on the GPU (tests/kernelbench/test_kernelbench_gpu.py), kernelbench
     # baselines (the batch document, tests/kernelbench/test_baselines.py), bench optimize
-    # (the batch document, tests/run/test_batch.py); check, profile, bench run, skills verify: the GPU test below
+    # (the batch document, tests/run/test_batch.py), stop (the run-summary document, tests/run/test_stop.py);
+    # check, profile, bench run, skills verify: the GPU test below
     with_json = {" ".join(path) for path, command in _commands(cli, click.Context(cli, info_name="skillbase"), [])
                  if any(p.name == "as_json" for p in command.params)}
     assert with_json - covered == set()

@@ -10,6 +10,7 @@ tests in order, each reading the state the one before left.
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import subprocess
 import sys
@@ -23,7 +24,7 @@ from skillbase import api
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "naive_sgemm"
 TOOLS = {"advise", "evidence", "skills_search", "skills_show", "rules_explain", "check", "profile", "optimize_start",
-         "pending", "submit_candidate", "explain", "report"}
+         "pending", "submit_candidate", "stop_run", "explain", "report"}
 
 pytestmark = pytest.mark.anyio
 
@@ -232,3 +233,17 @@ async def test_root_and_allowed_folders(root):
         allowed = await call(other, "evidence", {"report": str(root / "outside" / "copy.ncu-rep.xz")})
         assert allowed["focus_kernel"] == "sgemm_naive"
         assert "outside the server's folder" in await error_of(other, "evidence", {"report": "../outside/../x.cu"})
+
+
+async def test_a_waiting_run_is_stopped_by_hand_and_leaves_pending(client):
+    started = await call(client, "optimize_start", {"kernel": "sg/naive_sgemm.cu", "no_gpu": True, "rounds": 2,
+                                                    "saved_report": "sg/naive_sgemm.h200.ncu-rep.xz"})
+    assert started["summary"]["status"] == "paused"
+    run = started["run"]
+    reason = f"not wanted any more ({random.randrange(10**6)})"
+    got = await call(client, "stop_run", {"run": run, "reason": reason})
+    assert got["status"] == "finished" and got["stop_reason"] == f"stopped by hand: {reason}"
+    assert run not in {p["run"] for p in (await call(client, "pending", {}))["pending"]}
+    assert "only a paused or interrupted run can be stopped" in await error_of(client, "stop_run",
+                                                                               {"run": run, "reason": "again"})
+    assert "a stop needs a reason" in await error_of(client, "stop_run", {"run": "run_1", "reason": "  "})
