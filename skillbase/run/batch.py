@@ -609,15 +609,16 @@ def judging_s(store: RunStore, attempt) -> float:
     return max(0.0, span - phases.get(GPU_WAIT, 0.0) - phases.get(MEMORY_WAIT, 0.0))
 
 
-def judged_attempts(store: RunStore, run_id: int) -> list:
-    """The run's attempts that reached the judge (not a reply without code, an LLM error, or one still pending)."""
-    return [a for a in store.attempts(run_id) if a["status"] not in (Status.PENDING, Status.NO_CODE, Status.LLM_ERROR)]
+def judged_attempts(attempts: Sequence) -> list:
+    """Those of a run's attempts (`store.attempts`) that reached the judge (not a reply without code, an LLM
+    error, or one still pending)."""
+    return [a for a in attempts if a["status"] not in (Status.PENDING, Status.NO_CODE, Status.LLM_ERROR)]
 
 
 def longest_judging_s(store: RunStore, run_id: int) -> float | None:
     """The longest judging of the run's finished attempts (None: none finished): what its next judgement is
     expected to take at least, whatever shorter jobs the same command ran first (`TimeBudget`)."""
-    spans = [judging_s(store, a) for a in judged_attempts(store, run_id) if a["finished_at"] is not None]
+    spans = [judging_s(store, a) for a in judged_attempts(store.attempts(run_id)) if a["finished_at"] is not None]
     return round(max(spans), 1) if spans else None
 
 

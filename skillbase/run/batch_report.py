@@ -301,7 +301,7 @@ def _run_result(store: RunStore, member, batch: str, engine: bool, size: str, ca
                 vendor: dict) -> RunResult:
     run = store.get_run(member.run_id)
     attempts = store.attempts(run.id)
-    judged = judged_attempts(store, run.id)
+    judged = judged_attempts(attempts)
     verified = [a for a in judged if a["status"] in (Status.ACCEPTED, Status.SLOWER)]
     rounds = store.rounds(run.id)
     decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}

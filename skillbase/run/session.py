@@ -34,7 +34,7 @@ from skillbase.run.explain import explain_run
 from skillbase.run.judges import judge_for
 from skillbase.run.loop import Loop, attempt_key, choose
 from skillbase.run.mechanical import MechanicalApplier
-from skillbase.run.pending import pending_in
+from skillbase.run.pending import pending_in, run_folder
 from skillbase.run.standing import standing_of
 from skillbase.run.store import RunRow, RunStore
 from skillbase.run.types import (
@@ -259,7 +259,7 @@ def stop_run(ref, reason: str, store_path=None) -> dict:
             tx.event(run.id, "stopped", {"reason": reason, "was": str(status)})
         store.update_run(run.id, status=RunStatus.FINISHED, stop_reason=f"stopped by hand: {reason}",
                          finished_at=time.time())
-        (store.location / "runs" / run.name / "waiting.json").unlink(missing_ok=True)   # nothing waits any more
+        (run_folder(store, run.id) / "waiting.json").unlink(missing_ok=True)   # nothing waits any more
         return summarise(store, run.id)
     finally:
         store.close()
@@ -269,7 +269,7 @@ DETAILS_KEPT = 4000   # the end of a failure's details that the debugger prompt 
 
 
 def _generator_prompt_path(store: RunStore, run_id: int, key: str) -> Path:
-    return store.location / "runs" / f"run_{run_id}" / f"{key.replace('/', '-')}.prompt.md"
+    return run_folder(store, run_id) / f"{key.replace('/', '-')}.prompt.md"
 
 
 def _generator_attempt(key: str) -> int:
@@ -310,14 +310,13 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
 
     kernel = Path(run.task_path)
     key = waiting_key(store, run.id)
-    if candidate is None and key is not None and key.startswith("g/") and not _generator_prompt_path(store, run.id,
-                                                                                                       key).exists():
+    waiting = _generator_prompt_path(store, run.id, key) if key is not None and key.startswith("g/") else None
+    if candidate is None and waiting is not None and not waiting.exists():
         _ask_generator(store, run.id, _generator_attempt(key), *_generator_prompt_again(store, run, key))
         return summarise(store, run.id)   # its prompt is gone (a store rebuilt without prompts): written again
-    if candidate is None or key is None or not key.startswith("g/"):
-        asked = f": the {'generator' if key == 'g/a0' else 'debugger'} prompt is in " \
-                f"{_generator_prompt_path(store, run.id, key)}" if key is not None and key.startswith("g/") else \
-            " (the generator prompt)"
+    if candidate is None or waiting is None:
+        asked = (f": the {'generator' if key == 'g/a0' else 'debugger'} prompt is in {waiting}" if waiting is not None
+                 else " (the generator prompt)")
         raise InputError(f"{run.name} waits for its first kernel{asked}",
                          hint=f"write it to a file, then: skillbase resume {run.name} --candidate FILE")
     if kernel.exists():
