@@ -397,9 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.state:
         prompts = [n for n in laid["missing"] if n.endswith(".prompt.md")]
         other = [n for n in laid["missing"] if n not in prompts]
+        # the left-out prompts still absent are those of attempts already answered (their verdicts are in the store)
+        answered = sum(not (args.store / n).exists() for n in prompts)
         print(f"{args.store}: the state of {args.state} laid over it; {len(laid['removed'])} file(s) the saved store "
               f"did not hold removed; {len(rewritten)} waiting prompt(s) written again, "
-              f"{len(prompts) - len(rewritten)} answered one(s) not")
+              f"{answered} prompt(s) of answered attempts not")
         for name in other:
             print(f"  missing: {name}")
         for name in laid["differs"]:

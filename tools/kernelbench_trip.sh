@@ -9,7 +9,7 @@
 #   STEP=baselines bash tools/kernelbench_trip.sh  # unpack $ANSWERS as STEP=resume does, time what every
 #                                               #   member's PyTorch times lack (torch.compile for a batch started
 #                                               #   with --no-compile, eager where it failed; `kernelbench
-#                                               #   baselines`), pack
+#                                               #   baselines`; RETRY_FAILED=1: a failed torch.compile too), pack
 #   STEP=start  bash tools/kernelbench_trip.sh  # only for a batch NOT started here with --defer-baselines:
 #                                               #   unpack $TASKS (kb_tasks/ folders), start the batch (each member
 #                                               #   times PyTorch, then waits for its first kernel), pack
@@ -49,7 +49,8 @@ case $STEP in
       --json ;;
   baselines)
     step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
+    retry=(); [ "${RETRY_FAILED:-0}" = 1 ] && retry+=(--retry-failed)
     step "kernelbench baselines" skillbase kernelbench baselines --store "$STORE" --time-limit "$(left)" \
-      --workers-per-gpu "$WORKERS" --json ;;
+      --workers-per-gpu "$WORKERS" --json "${retry[@]}" ;;
 esac
 pack_store_back "$STORE"

@@ -168,11 +168,13 @@ def optimize(tasks_dir: Path, agent: str, problems: tuple[str, ...], rounds: int
                    "(default: every GPU).")
 @click.option("--time-limit", "time_limit_s", type=click.FloatRange(min=1), default=None,
               help="Start no further timing after this many seconds (run the command again for the rest).")
+@click.option("--retry-failed", is_flag=True,
+              help="Time again a torch.compile that failed to verify (after a harness fix; its reason is replaced).")
 @workers_per_gpu_option
 @store_option
 @json_option
 def baselines(batches: tuple[str, ...], problems: tuple[str, ...], gpus: str | None, time_limit_s: float | None,
-              workers_per_gpu: int, store_path, as_json: bool) -> None:
+              retry_failed: bool, workers_per_gpu: int, store_path, as_json: bool) -> None:
     """Add the PyTorch times the members of KernelBench batches (default: the latest) lack: torch.compile
     for a batch started with --no-compile (or --defer-baselines --no-compile), and eager where its timing
     failed (the device out of memory, say), each timed by the harness on the GPU. A recorded eager time
@@ -185,7 +187,7 @@ def baselines(batches: tuple[str, ...], problems: tuple[str, ...], gpus: str | N
     with ui.progress("kernelbench baselines") as bar:
         outcome = add_missing_baselines(store_path, batches, problems, gpus=comma_list(gpus),
                                         progress=None if as_json else bar.step, time_limit_s=time_limit_s,
-                                        workers_per_gpu=workers_per_gpu)
+                                        workers_per_gpu=workers_per_gpu, retry_failed=retry_failed)
     print_batch_outcome(outcome, as_json)
 
 

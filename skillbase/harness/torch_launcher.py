@@ -98,6 +98,9 @@ class TorchLauncher:
 
     # -- NativeLauncher's interface ---------------------------------------------------------------
     has_setup = True
+    # Its device memory comes from torch's caching allocator, which may still grow its pool on a later call
+    # (the allocation probe then asks for allocation calls on further calls before it fails the launcher).
+    caching_allocator = True
 
     def setup_key(self, scalars: dict[str, Any]) -> tuple:
         return tuple((a.name, scalars[a.name]) for a in self.args if not a.pointer)

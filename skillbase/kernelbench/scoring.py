@@ -56,12 +56,14 @@ class LevelScore:
     geomean_speedup: float | None         # over eager, verified problems with both times
     geomean_vs_compile: float | None      # over torch.compile, likewise
     geomean_of: int                       # how many problems the eager geomean is over
+    geomean_vs_compile_of: int = 0        # how many the torch.compile geomean is over (some have no compile time)
 
     def as_dict(self) -> dict:
         return {"level": self.level, "problems": self.problems, "verified": self.verified,
                 "fast_p": {f"fast_{p:g}": v for p, v in self.fast.items()},
                 "geomean_speedup_vs_eager": self.geomean_speedup,
-                "geomean_speedup_vs_compile": self.geomean_vs_compile, "geomean_over": self.geomean_of}
+                "geomean_speedup_vs_compile": self.geomean_vs_compile, "geomean_over": self.geomean_of,
+                "geomean_vs_compile_over": self.geomean_vs_compile_of}
 
 
 def fast_p(results: Sequence[ProblemResult], p: float) -> float:
@@ -78,10 +80,12 @@ def score_levels(results: Sequence[ProblemResult], ps: Sequence[float] = FAST_P)
     for level in sorted({r.level for r in results}):
         mine = [r for r in results if r.level == level]
         speedups = [r.speedup for r in mine if r.speedup is not None]
+        over_compile = [r.speedup_vs_compile for r in mine if r.speedup_vs_compile is not None]
         scores.append(LevelScore(
             level=level, problems=len(mine), verified=sum(r.verified for r in mine),
             fast={p: fast_p(mine, p) for p in ps}, geomean_speedup=geomean(speedups),
-            geomean_vs_compile=geomean(r.speedup_vs_compile for r in mine), geomean_of=len(speedups)))
+            geomean_vs_compile=geomean(over_compile), geomean_of=len(speedups),
+            geomean_vs_compile_of=len(over_compile)))
     return scores
 
 

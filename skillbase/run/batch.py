@@ -356,10 +356,12 @@ def kernelbench_batches(store: RunStore, batches: Sequence[str | int] = ()) -> l
 def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), problems: Sequence[str] = (),
                           gpus: Sequence[str] = (), executor: Executor | None = None,
                           progress: Callable[[int, int, str], None] | None = None,
-                          time_limit_s: float | None = None, workers_per_gpu: int = 1) -> BatchOutcome:
+                          time_limit_s: float | None = None, workers_per_gpu: int = 1,
+                          retry_failed: bool = False) -> BatchOutcome:
     """Time what the members of the KernelBench `batches` (default: the latest) lack in their PyTorch times
-    (`PYTORCH_STEP`) and merge it into that step: torch.compile where the step holds no compile entry, eager
-    where its eager time is missing (its timing failed: the reason it gave is replaced by the new result).
+    (`PYTORCH_STEP`) and merge it into that step: torch.compile where the step holds no compile entry (or, with
+    `retry_failed`, where it failed to verify), eager where its eager time is missing (its timing failed: the
+    reason it gave is replaced by the new result).
     A recorded eager time is never taken again, since the report divides it by the kernel's time. One GPU
     job per member (`baselines_payload`), on the executor `resume --all` uses (its GPU lock, memory turns
     and `time_limit_s` deferral alike); members with nothing missing, without PyTorch times yet, or not
@@ -387,7 +389,7 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
             run_id = runs.get(member["operator"])
             label = run_name(run_id) if run_id is not None else member["operator"]
             times = store.step_result(run_id, PYTORCH_STEP) if run_id is not None else None
-            wanted = missing_baselines(times) if times is not None else {}
+            wanted = missing_baselines(times, retry_failed) if times is not None else {}
             if run_id is None:
                 reason = "not started (resume --all starts it)"
             elif not row.settings.get("gpu", True):
@@ -397,8 +399,12 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
             elif not any(wanted.values()):
                 reason = "PyTorch eager and torch.compile already timed"
             else:
+                # each PyTorch timing is a whole harness judgement (inputs, reference, verify, time), so the
+                # member's own longest judgement per timing owed is what the job must fit under a time limit
+                longest = longest_judging_s(store, run_id)
                 work.append(Job("pytorch-baselines", "skillbase.run.batch:baselines_payload",
-                                {"store": str(store.location), "run": run_id, **wanted}, label=label))
+                                {"store": str(store.location), "run": run_id, **wanted}, label=label,
+                                estimate_s=None if longest is None else longest * sum(wanted.values())))
                 continue
             members.append(MemberOutcome(label, MemberAction.LEFT_ALONE, f"{member['problem']}: {reason}",
                                          None if run_id is None else str(store.get_run(run_id).status),
@@ -414,11 +420,13 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
         store.close()
 
 
-def missing_baselines(times: dict[str, Any]) -> dict[str, bool]:
+def missing_baselines(times: dict[str, Any], retry_failed: bool = False) -> dict[str, bool]:
     """Which PyTorch times a member's `PYTORCH_STEP` lacks: {"eager": no eager time (its timing failed),
-    "compile": never tried (a torch.compile that failed to verify has its reason and is not tried again)}."""
+    "compile": never tried (a torch.compile that failed to verify has its reason and is not tried again, unless
+    `retry_failed`: after a harness fix)}."""
+    failed = times.get("compile") is None and "compile_reason" in times
     return {"eager": times.get("eager") is None,
-            "compile": "compile" not in times and "compile_reason" not in times}
+            "compile": ("compile" not in times and "compile_reason" not in times) or (retry_failed and failed)}
 
 
 def baselines_payload(payload: dict[str, Any]) -> dict[str, Any]:

@@ -42,6 +42,7 @@ class KernelBenchProblem:
     generator_tries: int
     accepted_skills: list[str]
     reason: str | None                 # why it is not verified (or not timed against PyTorch)
+    compile_reason: str | None = None  # why a verified kernel has no torch.compile time to compare with
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +68,8 @@ class KernelBenchReport:
         """The report as text: one line per problem, one per level."""
         out = []
         for p in self.problems:
-            tail = f"  ({p.reason})" if p.reason else ""
+            why = p.reason or (p.compile_reason and f"no torch.compile time: {p.compile_reason}")
+            tail = f"  ({why})" if why else ""
             out.append(f"{p.problem} [{p.run or 'not started'}, {p.status}]: kernel {_us(p.kernel_us)}, eager "
                        f"{_us(p.eager_us)}, compile {_us(p.compile_us)}; {_x(p.speedup_vs_eager)} over eager, "
                        f"{_x(p.speedup_vs_compile)} over compile, {_x(p.speedup_vs_first)} over the first kernel{tail}")
@@ -75,7 +77,8 @@ class KernelBenchReport:
             fast = ", ".join(f"{k} {v:.0%}" for k, v in level["fast_p"].items())
             out.append(f"level {level['level']}: {level['verified']}/{level['problems']} verified; {fast}; geomean "
                        f"{_x(level['geomean_speedup_vs_eager'])} over eager ({level['geomean_over']} problems), "
-                       f"{_x(level['geomean_speedup_vs_compile'])} over torch.compile")
+                       f"{_x(level['geomean_speedup_vs_compile'])} over torch.compile "
+                       f"({level['geomean_vs_compile_over']} problems)")
         return out
 
 
@@ -122,6 +125,10 @@ def _problem(store: RunStore, member: dict, batch: str, run_id: int | None, gpu:
         reason = pytorch.get("eager_reason") or "PyTorch eager not measured (the member's start was interrupted)"
     else:
         reason = None
+    compile_reason = None
+    if verified and compile_us is None:
+        compile_reason = pytorch.get("compile_reason") or ("not timed yet (skillbase kernelbench baselines times it)"
+                                                           if pytorch else "no PyTorch times yet")
     decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}
     return KernelBenchProblem(
         **base, run=run.name, status=status, verified=verified, first_kernel_us=run.baseline_us if verified else None,
@@ -132,7 +139,7 @@ def _problem(store: RunStore, member: dict, batch: str, run_id: int | None, gpu:
         generator_tries=sum(key.startswith("g/") for key in store.judged_sources(run.id)),
         accepted_skills=[decisions.get(r["idx"]) or "?" for r in store.rounds(run.id)
                          if r["outcome"] == Outcome.ACCEPTED],
-        reason=reason)
+        reason=reason, compile_reason=compile_reason)
 
 
 def _us(value: float | None) -> str:

@@ -57,7 +57,7 @@ class ScriptedSession:
     and `neighbour[k]` bytes for another process; our own pool grows by `pool_growth` per call."""
 
     def __init__(self, per_call: int, neighbour: dict[int, int], pool_growth: int = 0,
-                 allocation_calls: dict[int, tuple[int, str]] | None = None):
+                 allocation_calls: dict[int, tuple[int, str]] | None = None, candidate=None):
         # allocation_calls: with CUPTI windows, {probe call k: (allocation API calls seen, first name)};
         # None: no CUPTI, the observations carry no counts.
         self.allocation_calls = allocation_calls
@@ -65,7 +65,7 @@ class ScriptedSession:
         self.cp = _Cp(self.pool)
         self.device = _Device(free=80 * 2**30)
         self.per_call, self.neighbour, self.pool_growth = per_call, neighbour, pool_growth
-        self.candidate = object()
+        self.candidate = object() if candidate is None else candidate
         self.calls = 0
         self.released = False
 
@@ -172,6 +172,56 @@ def test_no_allocation_call_passes_while_a_neighbour_takes_gibs():
     assert probe.detail.startswith("CUPTI API callbacks: no allocation call inside the launcher on 3 probe calls")
     assert "free device memory changed by -" in probe.detail
     assert session.calls == 4
+
+
+class _CachingAllocatorLauncher:
+    """What the probe reads of a torch launcher: its memory comes from torch's caching allocator."""
+    caching_allocator = True
+
+
+FURTHER = verify.CONFIRM_ALLOCATION_CALLS
+
+
+def test_a_torch_launchers_one_off_pool_growth_in_the_windows_passes_after_further_calls():
+    # The H200, session 24: torch.compile of level1/14 (triu of a matmul) cudaMalloc'd on 1 of 3 probe calls.
+    name = random.choice(["cuMemAlloc_v2", "cudaMalloc_v3020"])
+    at = random.choice([2, 3, 4])
+    session = ScriptedSession(per_call=0, neighbour={}, allocation_calls={at: (1, name)},
+                              candidate=_CachingAllocatorLauncher())
+    result = _run(session, timer=TIMER)
+    probe = _probe(result)
+    assert result.status != "incorrect", result.reason
+    assert probe.ok and probe.conclusive
+    assert probe.detail.startswith(f"CUPTI API callbacks: {name} called inside the launcher on 1 of 3 probe calls "
+                                   f"and on none of {FURTHER} further calls")
+    assert session.calls == 4 + FURTHER
+
+
+def test_a_torch_launcher_that_allocates_again_on_the_further_calls_fails():
+    name = "cudaMalloc_v3020"
+    again = random.sample(range(5, 5 + FURTHER), random.randint(1, FURTHER))
+    session = ScriptedSession(per_call=0, neighbour={}, allocation_calls={k: (1, name) for k in [3, *again]},
+                              candidate=_CachingAllocatorLauncher())
+    result = _run(session, timer=TIMER)
+    assert result.status == "incorrect"
+    assert result.reason == (f"launcher allocates device memory ({name} called inside the launcher on "
+                             f"{1 + len(again)} of {3 + FURTHER} probe calls); a launcher may not allocate")
+    assert not _probe(result).ok
+
+
+def test_a_native_launcher_gets_no_further_calls_one_allocation_fails_it():
+    at = random.choice([2, 3, 4])
+    session = ScriptedSession(per_call=0, neighbour={}, allocation_calls={at: (1, "cuMemAlloc_v2")})
+    result = _run(session, timer=TIMER)
+    assert result.status == "incorrect" and "on 1 of 3 probe calls" in result.reason
+    assert session.calls == 4
+
+
+def test_a_torch_launcher_allocating_nowhere_gets_no_further_calls():
+    session = ScriptedSession(per_call=0, neighbour={}, allocation_calls={1: (1, "cudaMalloc_v3020")},
+                              candidate=_CachingAllocatorLauncher())
+    result = _run(session, timer=TIMER)
+    assert result.status != "incorrect" and session.calls == 4
 
 
 def test_a_timer_whose_windows_did_not_count_falls_back_to_free_memory():

@@ -173,23 +173,83 @@ def test_a_time_limit_defers_the_rest_and_a_later_run_finishes_them(judged, monk
     assert steps(store) == {name: {**recorded[name]["step"], **given[name]} for name in recorded}
 
 
+def test_a_failed_torch_compile_is_timed_again_only_with_retry_failed(judged, monkeypatch):
+    store, recorded = judged
+    failed = random.choice(sorted(recorded))
+    reason = f"incorrect: launcher allocates device memory (cudaMalloc_v3020 ... {random.random()})"
+    runs = RunStore.open(store)
+    with runs.transaction() as tx:
+        for name in recorded:
+            step = {**recorded[name]["step"], "compile": random.uniform(5.0, 500.0)}
+            if name == failed:
+                step.update(compile=None, compile_reason=reason)
+            tx.finish_step(recorded[name]["run"], PYTORCH_STEP, step)
+    runs.close()
+    before = steps(store)
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    add_missing_baselines(store, executor=LocalExecutor([]))
+    assert timer.calls == [] and steps(store) == before                  # by default a failure stands
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]), retry_failed=True)
+    assert timer.calls == [(failed, True, False)]                          # only the failed one, compile only
+    after = steps(store)
+    assert after[failed] == {**recorded[failed]["step"], **timer.given[failed]}
+    assert "compile_reason" not in after[failed]
+    assert {n: s for n, s in after.items() if n != failed} == {n: s for n, s in before.items() if n != failed}
+    assert sorted(m.action for m in outcome.members) == ["left-alone", "left-alone", "timed"]
+    result = run_cli("kernelbench", "baselines", "--help")
+    assert "--retry-failed" in result.stdout
+
+
+def test_a_member_whose_judgements_took_long_is_deferred_by_its_own_estimate_per_timing_owed(judged, monkeypatch):
+    """Session 24: matmul members timed in ~60 s each, then a 6 GB activation member started near the limit and ran
+    past it. Each timing owed is held to the member's own longest judgement: two owed count twice."""
+    from skillbase.run import batch
+
+    store, recorded = judged
+    slow, double, quick = sorted(recorded)
+    longest = random.uniform(80.0, 120.0)            # one owed timing fits the 150 s left, two do not
+    runs = RunStore.open(store)
+    with runs.transaction() as tx:                   # `double` owes eager too (its eager failed)
+        tx.finish_step(recorded[double]["run"], PYTORCH_STEP, {"eager": None, "eager_reason": "crashed: oom"})
+    runs.close()
+    judging = {recorded[slow]["run"]: 400.0, recorded[double]["run"]: longest, recorded[quick]["run"]: None}
+    monkeypatch.setattr(batch, "longest_judging_s", lambda _store, run_id: judging[run_id])
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_missing_baselines(store, executor=LocalExecutor([], deadline=150.0, clock=lambda: timer.now))
+    by_run = {m.label: m for m in outcome.members}
+    assert sorted(c[0] for c in timer.calls) == [quick]
+    for name, took in ((slow, 400.0), (double, 2 * longest)):
+        member = by_run[f"run_{recorded[name]['run']}"]
+        assert member.action == "deferred", member
+        assert member.reason.endswith(f"earlier work took up to {took:.0f} s (run again to continue)"), member.reason
+
+
 def test_the_report_scores_against_the_merged_compile_times(judged, monkeypatch):
     store, recorded = judged
     timer = Timer(failing={"level1_2_ReLU"})
     monkeypatch.setattr(scoring, "time_pytorch", timer)
     before = kernelbench_report(store)
     assert all(p.compile_us is None for p in before.problems)
+    assert {p.compile_reason for p in before.problems} == {"not timed yet (skillbase kernelbench baselines times it)"}
     add_missing_baselines(store, executor=LocalExecutor([]))
     report = kernelbench_report(store)
     for problem in report.problems:
         compile_us = timer.given[problem.task]["compile"]
         assert problem.compile_us == compile_us and problem.eager_us == recorded[problem.task]["step"]["eager"]
         assert problem.speedup_vs_compile == (compile_us / recorded[problem.task]["best"] if compile_us else None)
+        # a failed torch.compile timing gives its reason beside the empty column, in the JSON and the text
+        assert problem.compile_reason == (None if compile_us else timer.given[problem.task]["compile_reason"])
+    failed = next(p for p in report.problems if p.task == "level1_2_ReLU")
+    assert f"no torch.compile time: {failed.compile_reason}" in next(x for x in report.lines()
+                                                                    if x.startswith(failed.problem))
     for level in report.levels():
         ratios = [timer.given[p.task]["compile"] / recorded[p.task]["best"] for p in report.problems
                   if p.level == level["level"] and timer.given[p.task]["compile"] is not None]
         expected = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
         assert (level["geomean_speedup_vs_compile"] is None) == (expected is None)
+        assert level["geomean_vs_compile_over"] == len(ratios)
         if expected is not None:
             assert math.isclose(level["geomean_speedup_vs_compile"], expected, rel_tol=1e-12)
     line = next(x for x in report.lines() if x.startswith("level1/1_Matmul.py"))

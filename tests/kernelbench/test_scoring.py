@@ -31,6 +31,9 @@ def test_geomean_by_level_is_over_verified_problems_with_both_times():
     assert level1.geomean_speedup == pytest.approx(2.0)              # sqrt(4 * 1)
     assert level1.geomean_vs_compile == pytest.approx(math.sqrt(2 * 0.5))
     assert level2.geomean_speedup == pytest.approx(2.0) and level2.geomean_vs_compile is None
+    # each geomean says what it is over: d has no torch.compile time, so level 2's compile geomean is over none
+    assert (level1.geomean_vs_compile_of, level2.geomean_of, level2.geomean_vs_compile_of) == (2, 1, 0)
+    assert level2.as_dict()["geomean_vs_compile_over"] == 0
     assert level1.as_dict()["fast_p"]["fast_1"] == pytest.approx(1 / 3)
 
 
