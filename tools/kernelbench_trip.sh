@@ -10,6 +10,8 @@
 #                                               #   member's PyTorch times lack (torch.compile for a batch started
 #                                               #   with --no-compile, eager where it failed; `kernelbench
 #                                               #   baselines`; RETRY_FAILED=1: a failed torch.compile too), pack
+#   STEP=baselines+resume bash tools/kernelbench_trip.sh  # unpack once, `kernelbench baselines` with BASELINES_SHARE
+#                                               #   % of the time (default 50), then `resume --all` with the rest
 #   STEP=start  bash tools/kernelbench_trip.sh  # only for a batch NOT started here with --defer-baselines:
 #                                               #   unpack $TASKS (kb_tasks/ folders), start the batch (each member
 #                                               #   times PyTorch, then waits for its first kernel), pack
@@ -22,10 +24,10 @@
 # back in $OUT: store.tar.gz (split into store.tar.gz.part-aa, -ab ... over 15 MiB), trip.log (each
 # command's JSON and progress), device.txt, setup.log.
 set -uo pipefail
-STEP=${STEP:?STEP=start, resume or baselines}
+STEP=${STEP:?STEP=start, resume, baselines or baselines+resume}
 LIMIT=${LIMIT:-420} ROUNDS=${ROUNDS:-3} REPAIRS=${REPAIRS:-3} COMPILE=${COMPILE:-1} NO_GPU=${NO_GPU:-0}
 WORKERS=${WORKERS:-1} ANSWERS=${ANSWERS:-trip/kb_answers.tar.gz} TASKS=${TASKS:-trip/kb_tasks.tar.gz} STORE=${STORE:-/tmp/kbstore}
-case $STEP in start|resume|baselines) ;; *) echo "STEP is start, resume or baselines"; exit 2 ;; esac
+case $STEP in start|resume|baselines|baselines+resume) ;; *) echo "STEP is start, resume, baselines or baselines+resume"; exit 2 ;; esac
 ANSWERS=$(realpath -m "$ANSWERS") TASKS=$(realpath -m "$TASKS") STORE=$(realpath -m "$STORE")
 archive=$ANSWERS; [ "$STEP" = start ] && archive=$TASKS
 [ -f "$archive" ] || { echo "no $archive: carry it (the device tool's carry) or name it (ANSWERS=, TASKS=)"; exit 2; }
@@ -42,15 +44,19 @@ case $STEP in
     step "kernelbench optimize" skillbase kernelbench optimize "$STORE/kb_tasks" --agent external \
       --rounds "$ROUNDS" --repairs "$REPAIRS" --store "$STORE" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
       --json "${extra[@]}" ;;
-  resume)
+  *)
     # --force: a warm machine may hold the store of the previous trip; the coders' archive is newer.
     step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
-    step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" --workers-per-gpu "$WORKERS" \
-      --json ;;
-  baselines)
-    step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
-    retry=(); [ "${RETRY_FAILED:-0}" = 1 ] && retry+=(--retry-failed)
-    step "kernelbench baselines" skillbase kernelbench baselines --store "$STORE" --time-limit "$(left)" \
-      --workers-per-gpu "$WORKERS" --json "${retry[@]}" ;;
+    if [ "$STEP" != resume ]; then
+      share=100; [ "$STEP" = baselines+resume ] && share=${BASELINES_SHARE:-50}
+      retry=(); [ "${RETRY_FAILED:-0}" = 1 ] && retry+=(--retry-failed)
+      limit=$(( $(left) * share / 100 )); [ "$limit" -lt 1 ] && limit=1
+      step "kernelbench baselines" skillbase kernelbench baselines --store "$STORE" --time-limit "$limit" \
+        --workers-per-gpu "$WORKERS" --json "${retry[@]}"
+    fi
+    if [ "$STEP" != baselines ]; then
+      step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" \
+        --workers-per-gpu "$WORKERS" --json
+    fi ;;
 esac
 pack_store_back "$STORE"

@@ -13,7 +13,8 @@
 #              checkout)
 #   KB=1       KernelBench trip: `STEP=$KB_STEP ANSWERS=trip/kb_answers.tar.gz tools/kernelbench_trip.sh`
 #              (carry trip/kb_answers.tar.gz; KB_ANSWERS= names another archive); KB_STEP resume (default) judges
-#              the answers, baselines times what the members' PyTorch times lack
+#              the answers, baselines times what the members' PyTorch times lack, baselines+resume does both
+#              (BASELINES_SHARE % of the time for the first, default 50; RETRY_FAILED=1 retimes a failed compile)
 #   CUPTI=1    first, alone on the GPU (it measures the timer): `tools/measure/cupti_overhead.py` with its
 #              default kernels and ncu, bounded to CUPTI_S seconds (default 240); back in $OUT/cupti/
 #   WORKERS    worker processes per GPU for both trips (default 2; 1 for problems of many GB, which two workers
@@ -24,7 +25,7 @@ set -uo pipefail
 R=$PWD; O=${OUT:?run through the device tool, which sets OUT}; T0=$SECONDS
 BUDGET=${BUDGET:-540} GPU_TESTS=${GPU_TESTS:-} LLM=${LLM:-0} KB=${KB:-0} WORKERS=${WORKERS:-2}
 KB_STEP=${KB_STEP:-resume} CUPTI=${CUPTI:-0} CUPTI_S=${CUPTI_S:-240}
-case $KB_STEP in resume|baselines) ;; *) echo "KB_STEP is resume or baselines"; exit 2 ;; esac
+case $KB_STEP in resume|baselines|baselines+resume) ;; *) echo "KB_STEP is resume, baselines or baselines+resume"; exit 2 ;; esac
 RUN=$(realpath -m "${RUN:-results/nvidia-h200/optimize/llm-run-2026-12-02}")
 W=${WORK:-/tmp}   # scratch: logs, the trips' OUT folders and stores (WORK=DIR: the CPU test's own)
 L=$W/logs; rm -rf $L $W/o1 $W/o2; mkdir -p $L

@@ -123,6 +123,28 @@ def test_a_baselines_trip_unpacks_the_answers_runs_kernelbench_baselines_and_pac
     assert (out2 / "store.tar.gz").is_file()
 
 
+def test_a_baselines_and_resume_trip_unpacks_once_and_runs_both_steps(tasks, tmp_path):
+    """STEP=baselines+resume: one unpack, `kernelbench baselines` with its share of the time, then `resume --all`
+    (what a session needs when members owe PyTorch times and answers wait); RETRY_FAILED=1 passes --retry-failed."""
+    archive = tmp_path / "kb_tasks.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        tar.add(tasks, "kb_tasks")
+    started = trip(tmp_path, "out1", STEP="start", NO_GPU="1", TASKS=str(archive), ROUNDS="1")
+    assert started.returncode == 0, started.stdout + started.stderr
+    shutil.rmtree(tmp_path / "device")
+    done = trip(tmp_path, "out2", STEP="baselines+resume", ANSWERS=str(tmp_path / "out1" / "store.tar.gz"),
+                BASELINES_SHARE="40", RETRY_FAILED="1")
+    assert done.returncode == 0, done.stdout + done.stderr
+    out2 = tmp_path / "out2"
+    assert list(steps(out2)) == ["unpack", "kernelbench baselines", "resume --all", "pending"]
+    assert set(steps(out2).values()) == {0}
+    log = (out2 / "trip.log").read_text()
+    command = next(line for line in log.splitlines() if line.startswith("== kernelbench baselines ("))
+    limit = int(command.split("--time-limit ")[1].split()[0])
+    assert 0 < limit <= 300 * 40 // 100 and command.endswith("--json --retry-failed")
+    assert (out2 / "store.tar.gz").is_file()
+
+
 def test_a_trip_refuses_a_missing_archive_or_a_start_over_a_store_with_one_line_before_installing(tmp_path):
     nothing = tmp_path / "nothing.tar.gz"
     for step, setting in (("resume", "ANSWERS"), ("start", "TASKS")):
@@ -136,7 +158,7 @@ def test_a_trip_refuses_a_missing_archive_or_a_start_over_a_store_with_one_line_
     assert (done.returncode, done.stdout) == (
         2, f"{tmp_path / 'device' / 'kbstore'} holds a store already: STEP=resume continues it\n")
     done = trip(tmp_path, "out", STEP="judge")
-    assert (done.returncode, done.stdout) == (2, "STEP is start, resume or baselines\n")
+    assert (done.returncode, done.stdout) == (2, "STEP is start, resume, baselines or baselines+resume\n")
     assert not (tmp_path / "out").exists()      # refused before the install (SETUP="" would run it)
 
 
