@@ -79,4 +79,5 @@ def test_an_unknown_kb_step_is_refused_before_anything_runs(tmp_path):
     env = {**os.environ, "OUT": str(tmp_path), "WORK": str(tmp_path / "work"), "KB_STEP": "judge"}
     done = subprocess.run(["bash", "tools/trips_call.sh"], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=60)
-    assert done.returncode == 2 and done.stdout.strip() == "KB_STEP is resume, baselines or baselines+resume", done.stdout
+    assert done.returncode == 2, done.stdout
+    assert done.stdout.strip() == "KB_STEP is resume, baselines or baselines+resume"
