@@ -553,6 +553,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
             for trial in range(CONFIRM_ALLOCATION_CALLS):
                 session.progress(f"allocation probe {trial + 1}/{CONFIRM_ALLOCATION_CALLS}")
                 obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
+                calls += 1
                 if not obs["final_ok"]:
                     result.fail("incorrect", f"allocation probe call {trial + 1}: output wrong after the call "
                                              f"({obs['reason']})")
