@@ -56,7 +56,7 @@ from skillbase.harness.jobs import Executor, Job, JobResult, interrupted, not_st
 from skillbase.harness.phases import GPU_WAIT, MEMORY_WAIT, judged_line
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
-from skillbase.run.pending import PendingPrompt, pending_in, waiting_key
+from skillbase.run.pending import PendingPrompt, missing_note, pending_in, waiting_key
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import BatchRow, RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
@@ -728,7 +728,7 @@ def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher:
                    judged: dict[str, str]) -> tuple[str, CoderReply | None] | str:
     """The candidate for `prompt` and what its meta file says, or the one-line reason it cannot be judged."""
     if not path.is_file():
-        return f"missing: no {path.name} in {path.parent}"
+        return missing_note(path)
     if path.stat().st_size > MAX_CANDIDATE_BYTES:
         return f"too large: {path.name} is over {MAX_CANDIDATE_BYTES >> 20} MiB (a kernel's source is not)"
     data = path.read_bytes()

@@ -130,15 +130,22 @@ def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | No
 
 def _standing_note(event: tuple[dict, float] | None, key: str, candidate: Path) -> str | None:
     """Why the last `resume --all` did not judge this prompt's candidate, while it still says so: not once the
-    answer was written after it (a "missing" note with the file now there, say after a store moved machines)."""
+    answer was written after it (a "missing" note with the file now there, say after a store moved machines).
+    A "missing" note that still holds names the file where this store expects it (the note was written where the
+    batch ran: a store packed on the GPU machine names that machine's folder)."""
     if event is None or event[0].get("key") != key:
         return None
     reason, at = str(event[0].get("reason", "")), event[1]
     try:
         written = candidate.stat().st_mtime
     except OSError:
-        return reason
+        return missing_note(candidate) if reason.startswith("missing:") else reason
     return None if reason.startswith("missing:") or written > at + 1.0 else reason
+
+
+def missing_note(candidate: Path) -> str:
+    """The note of a prompt whose candidate file is not there: one place for `resume --all` and `pending`."""
+    return f"missing: no {candidate.name} in {candidate.parent}"
 
 
 def waiting_key(store: RunStore, run_id: int) -> str | None:

@@ -423,6 +423,22 @@ def test_pending_drops_a_note_once_the_answer_was_written_after_it_and_keeps_one
     assert after[unanswered]["waiting"] == before[unanswered]["waiting"]   # still missing: still said
 
 
+def test_a_missing_note_written_on_another_machine_names_the_file_where_this_store_expects_it(suite, tmp_path):
+    """A store packed on the GPU machine carries its "missing" notes with that machine's folder (/tmp/kbstore/...);
+    while the file is still missing, `pending` says where it is expected here."""
+    store_path = tmp_path / "store"
+    start(store_path)
+    before = pending(store_path)
+    op = random.choice(OPS)
+    run = int(before[op]["run"].removeprefix("run_"))
+    elsewhere = f"/tmp/device-{random.randrange(10**6)}/batches/batch_1/candidates"
+    store = RunStore.open(store_path)
+    store.note_waiting(run, "r0/v0/a0", f"missing: no run_{run}.cu in {elsewhere}")
+    store.close()
+    candidate = Path(before[op]["candidate"])
+    assert pending(store_path)[op]["waiting"] == f"missing: no {candidate.name} in {candidate.parent}"
+
+
 @pytest.mark.parametrize("error, action", [(EnvironmentProblem, "interrupted"), (RuntimeError, "failed")])
 def test_pending_gives_this_batchs_reason_for_a_candidate_the_machine_stopped_before_its_judgement(
         suite, tmp_path, monkeypatch, error, action):
