@@ -121,22 +121,23 @@ def verdict_of(result: CheckResult) -> Verdict:
                          hint="change the task's sizes or inputs so that its reference tells kernels apart "
                               "(docs/harness.md, 'Spec sanity'), then `skillbase resume`")
     details, phases = result.log or "", dict(result.phases_s)    # where the time went, gpu_wait among it
+    memory = dict(result.memory)
     if result.status != "ok":
         timing = result.summary()
         return Verdict(status=STATUS_OF_CHECK.get(result.status, Status.CRASHED), reason=result.reason,
                        runtime_us=timing.candidate_us if result.status == "quarantined" else None, details=details,
-                       phases_s=phases)
+                       phases_s=phases, memory=memory)
     runtime_us, baseline_us, speedup, spread, verdicts = result.summary()
     if baseline_us is None:
         return Verdict(status=Status.ACCEPTED, reason="verified and timed", runtime_us=runtime_us, spread=spread,
-                       details=details, phases_s=phases)
+                       details=details, phases_s=phases, memory=memory)
     faster = speedup is not None and speedup > 1 and "slower" not in verdicts and "faster" in verdicts
     reason = (f"{speedup:.3f}x vs the current best ({', '.join(verdicts)} per size; spread {spread:.1%})"
               if speedup is not None else "no timing")
     return Verdict(status=Status.ACCEPTED if faster else Status.SLOWER,
                    reason=reason if faster else f"no speedup beyond the measured spread: {reason}",
                    runtime_us=runtime_us, baseline_us=baseline_us, speedup=speedup, spread=spread, details=details,
-                   phases_s=phases)
+                   phases_s=phases, memory=memory)
 
 
 def time_baseline(task_path: Path, source: str, preset: str | None = None) -> Verdict:

@@ -335,7 +335,8 @@ def _resume_generator(store: RunStore, run, candidate: str | None, reply: CoderR
         tx.finish_step(run.id, f"{key}/candidate", {"source": digest, "kind": "generator", "reply": meta})
         # the details as the debugger reads them, so that its prompt can be written again from the store
         tx.finish_step(run.id, f"{key}/verdict", {"status": status, "reason": verdict.reason,
-                                                  "details": (getattr(verdict, "details", "") or "")[-DETAILS_KEPT:]})
+                                                  "details": (getattr(verdict, "details", "") or "")[-DETAILS_KEPT:],
+                                                  "memory": dict(getattr(verdict, "memory", {}) or {})})
     attempt = _generator_attempt(key)
     if status in PASSING:
         kernel.write_text(candidate)

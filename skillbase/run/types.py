@@ -106,6 +106,8 @@ class Verdict:
     spread: float | None = None
     details: str = ""           # compiler log / verifier report, for the debugger
     phases_s: dict[str, float] = field(default_factory=dict)   # where the judging's time went (harness.phases)
+    # the device bytes the judging reserved and its allocators' peaks (CheckResult.memory): the estimate checked
+    memory: dict[str, int | str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
