@@ -104,15 +104,20 @@ def test_a_start_trip_and_a_resume_trip_carry_the_tasks_the_answers_and_the_firs
     assert [(p.run, p.key) for p in list_pending(here)] == [("run_2", "g/a0")]
 
 
-def test_a_baselines_trip_unpacks_the_answers_runs_kernelbench_baselines_and_packs_the_store_back(tasks, tmp_path):
-    """STEP=baselines on the CPU: a compile-only batch has no PyTorch times to add to (each member says so); the
-    GPU side (torch.compile timed into each member) is tests/kernelbench/test_baselines.py's, with a double."""
+def compile_only_trip(tasks: Path, tmp_path: Path) -> None:
+    """A compile-only batch started by a first trip (its store in out1/store.tar.gz), the device then emptied."""
     archive = tmp_path / "kb_tasks.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
         tar.add(tasks, "kb_tasks")
     started = trip(tmp_path, "out1", STEP="start", NO_GPU="1", TASKS=str(archive), ROUNDS="1")
     assert started.returncode == 0, started.stdout + started.stderr
     shutil.rmtree(tmp_path / "device")
+
+
+def test_a_baselines_trip_unpacks_the_answers_runs_kernelbench_baselines_and_packs_the_store_back(tasks, tmp_path):
+    """STEP=baselines on the CPU: a compile-only batch has no PyTorch times to add to (each member says so); the
+    GPU side (torch.compile timed into each member) is tests/kernelbench/test_baselines.py's, with a double."""
+    compile_only_trip(tasks, tmp_path)
     done = trip(tmp_path, "out2", STEP="baselines", ANSWERS=str(tmp_path / "out1" / "store.tar.gz"))
     assert done.returncode == 0, done.stdout + done.stderr
     out2 = tmp_path / "out2"
@@ -126,12 +131,7 @@ def test_a_baselines_trip_unpacks_the_answers_runs_kernelbench_baselines_and_pac
 def test_a_baselines_and_resume_trip_unpacks_once_and_runs_both_steps(tasks, tmp_path):
     """STEP=baselines+resume: one unpack, `kernelbench baselines` with its share of the time, then `resume --all`
     (what a session needs when members owe PyTorch times and answers wait); RETRY_FAILED=1 passes --retry-failed."""
-    archive = tmp_path / "kb_tasks.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        tar.add(tasks, "kb_tasks")
-    started = trip(tmp_path, "out1", STEP="start", NO_GPU="1", TASKS=str(archive), ROUNDS="1")
-    assert started.returncode == 0, started.stdout + started.stderr
-    shutil.rmtree(tmp_path / "device")
+    compile_only_trip(tasks, tmp_path)
     done = trip(tmp_path, "out2", STEP="baselines+resume", ANSWERS=str(tmp_path / "out1" / "store.tar.gz"),
                 BASELINES_SHARE="40", RETRY_FAILED="1")
     assert done.returncode == 0, done.stdout + done.stderr
