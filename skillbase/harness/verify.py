@@ -514,9 +514,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
         obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
         calls += 1
         api.append(_memory_calls(obs))
-        if not obs["final_ok"]:
-            result.fail("incorrect",
-                        f"launch-stream probe call {calls}: output wrong after the call ({obs['reason']})")
+        if _output_wrong(obs, f"launch-stream probe call {calls}", result):
             return False
         finding = probe_finding(obs, plan.spin_ms)
         if finding is not None:
@@ -524,9 +522,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
             again = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
             calls += 1
             api.append(_memory_calls(again))
-            if not again["final_ok"]:
-                result.fail("incorrect",
-                            f"launch-stream probe call {calls}: output wrong after the call ({again['reason']})")
+            if _output_wrong(again, f"launch-stream probe call {calls}", result):
                 return False
             confirmed = probe_finding(again, plan.spin_ms)
             if confirmed is not None and confirmed[0] == finding[0]:
@@ -554,9 +550,7 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
                 session.progress(f"allocation probe {trial + 1}/{CONFIRM_ALLOCATION_CALLS}")
                 obs = session.probe_call(session.candidate, case, spin_ms=plan.spin_ms, timer=timer)
                 calls += 1
-                if not obs["final_ok"]:
-                    result.fail("incorrect", f"allocation probe call {trial + 1}: output wrong after the call "
-                                             f"({obs['reason']})")
+                if _output_wrong(obs, f"allocation probe call {trial + 1}", result):
                     return False
                 further.append(_memory_calls(obs))
         if all(seen is not None for seen in further):
@@ -576,6 +570,14 @@ def _probes(session, case, plan: VerifyPlan, result: CheckResult, timer) -> bool
     if memory.failure:
         result.fail("incorrect", memory.failure)
         return False
+    return True
+
+
+def _output_wrong(obs: dict, call: str, result: CheckResult) -> bool:
+    """Whether a probe call left the outputs wrong; if so `result` fails, naming the call."""
+    if obs["final_ok"]:
+        return False
+    result.fail("incorrect", f"{call}: output wrong after the call ({obs['reason']})")
     return True
 
 
@@ -614,19 +616,18 @@ def _allocation_calls_verdict(api: list[dict], leaked: int, further: list[dict] 
     mib = 2 ** 20
     memory = f"free device memory changed by {-leaked / mib:.1f} MiB meanwhile (the whole device's: not used)"
     allocating = [seen for seen in api if seen["allocations"]]
+    again = [seen for seen in further if seen["allocations"]]
+    name = next((seen["name"] for seen in [*allocating, *again] if seen["name"]), "an allocation function")
     frees = sum(seen["frees"] for seen in api)
-    if allocating and further and not any(seen["allocations"] for seen in further):
-        name = next((seen["name"] for seen in allocating if seen["name"]), "an allocation function")
+    if allocating and further and not again:
         return _AllocationVerdict(Probe(
             "allocating-launcher", True,
             f"CUPTI API callbacks: {name} called inside the launcher on {len(allocating)} of {len(api)} probe calls "
             f"and on none of {len(further)} further calls: its caching allocator's pool grew once, the "
             f"implementation does not allocate per call; {memory}"))
     if further:   # it allocated again: every call it allocated on counts
-        allocating += [seen for seen in further if seen["allocations"]]
-        api = [*api, *further]
+        allocating, api = [*allocating, *again], [*api, *further]
     if allocating:
-        name = next((seen["name"] for seen in allocating if seen["name"]), "an allocation function")
         seen = f"{name} called inside the launcher on {len(allocating)} of {len(api)} probe calls"
         return _AllocationVerdict(Probe("allocating-launcher", False, f"CUPTI API callbacks: {seen}; {memory}"),
                                   f"launcher allocates device memory ({seen}); a launcher may not allocate")
