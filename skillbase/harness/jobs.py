@@ -58,7 +58,7 @@ class Job:
     # each and rewrites the payload's paths under them (what the job writes there stays in the copy).
     folders: tuple[str, ...] = ()
     # Seconds this job is known to take from its own history (a run's longest judging so far), which
-    # `TimeBudget` holds it to beside its kind's longest; None: nothing known beyond its kind.
+    # `TimeBudget` prefers to its kind's longest; None: nothing known beyond its kind.
     estimate_s: float | None = None
 
     def to_json(self) -> dict[str, Any]:
@@ -144,6 +144,8 @@ NOT_STARTED = "not started: the time limit was reached (run again to continue)"
 # What a job of each kind is expected to take before one has run in this command (seconds): a
 # KernelBench judgement on an H200 took 33-218 s, a plain task's a few seconds to a minute.
 DEFAULT_ESTIMATE_S = {"advance-run": 60.0, "start-run": 60.0, "pytorch-baselines": 60.0}
+# A job's own history is from another command, perhaps with fewer neighbours on its GPU: this much more.
+OWN_HISTORY_MARGIN = 1.5
 WHAT = {"advance-run": "a judgement", "start-run": "a run's start", "bench-measure": "a measurement",
         "pytorch-baselines": "a PyTorch eager or torch.compile timing"}
 
@@ -155,10 +157,13 @@ def not_started(error: str | None) -> bool:
 
 class TimeBudget:
     """The one rule for starting a job under a time limit: not after the deadline, and not when the
-    time left is shorter than the longest job of the same kind seen so far (or, before any, its
-    `DEFAULT_ESTIMATE_S`), nor than the job's own `estimate_s` (a run whose earlier judgements took
-    400 s is not started with 100 s left because this command's first judgements were short): a
-    job started then would overrun the limit the caller set. Each job is
+    time left is shorter than what the job is expected to take: the longest job of the same kind seen
+    so far (or, before any, its `DEFAULT_ESTIMATE_S`), unless the job carries its own history
+    (`estimate_s`, its task's longest earlier judgement). A longer history rules (a run whose earlier
+    judgements took 400 s is not started with 100 s left because this command's first judgements were
+    short); a shorter one rules with `OWN_HISTORY_MARGIN` for neighbours it did not have then, up to the
+    kind's figure (in a batch of mixed sizes the slowest task's 240 s must not hold back a task that
+    takes 30 s). A job started past that would overrun the limit the caller set. Each job is
     judged on its own, so the rule holds however many run at once: with several workers on one GPU
     a job's measured wall time includes its waits for the neighbours' exclusive phases, and that
     longer figure is what the next job must fit."""
@@ -180,8 +185,13 @@ class TimeBudget:
         needed = self.longest.get(job.kind, 0.0)
         what = WHAT.get(job.kind, f"a {job.kind} job")
         took = f"{what} took up to" if job.kind in self.seen else f"{what} is expected to take"
-        if job.estimate_s is not None and job.estimate_s > needed:
-            needed, took = job.estimate_s, f"{job.label or 'this job'}'s earlier work took up to"
+        if job.estimate_s is not None:
+            own = f"{job.label or 'this job'}'s earlier work took up to"
+            if job.estimate_s >= needed:
+                needed, took = job.estimate_s, own
+            elif job.estimate_s * OWN_HISTORY_MARGIN < needed:
+                needed = job.estimate_s * OWN_HISTORY_MARGIN
+                took = f"{own} {job.estimate_s:.0f} s, so allowing"
         if left < needed:
             return f"not started: time limit: ~{left:.0f} s left, {took} {needed:.0f} s (run again to continue)"
         return None

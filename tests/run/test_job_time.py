@@ -12,7 +12,15 @@ from types import SimpleNamespace
 import pytest
 
 from skillbase.harness import jobs
-from skillbase.harness.jobs import DEFAULT_ESTIMATE_S, NOT_STARTED, Job, LocalExecutor, TimeBudget, not_started
+from skillbase.harness.jobs import (
+    DEFAULT_ESTIMATE_S,
+    NOT_STARTED,
+    OWN_HISTORY_MARGIN,
+    Job,
+    LocalExecutor,
+    TimeBudget,
+    not_started,
+)
 from skillbase.harness.phases import Phases, collecting, judged_line, merge, record
 
 
@@ -139,8 +147,18 @@ def test_a_job_whose_own_history_is_longer_than_its_kinds_waits_for_that_much_ti
     assert not_started(refused) and f"run_7's earlier work took up to {own:.0f} s" in refused, refused
     assert budget.refusal(Job("advance-run", "fake:judge", label="run_8")) is None     # no history: its kind's 60 s
     assert TimeBudget(clock.now + own + 1, clock).refusal(slow) is None
-    short = Job("advance-run", "fake:judge", label="run_9", estimate_s=1.0)     # shorter than its kind: the kind rules
-    assert "is expected to take" in TimeBudget(clock.now + 30, clock).refusal(short)
+    # Shorter than its kind: its own history with a margin for neighbours, up to the kind's figure (60 s here).
+    kind = DEFAULT_ESTIMATE_S["advance-run"]
+    quick = random.uniform(5, 0.9 * kind / OWN_HISTORY_MARGIN)
+    short = Job("advance-run", "fake:judge", label="run_9", estimate_s=quick)
+    allowing = quick * OWN_HISTORY_MARGIN
+    assert TimeBudget(clock.now + allowing + 1, clock).refusal(short) is None
+    refused = TimeBudget(clock.now + allowing - 1, clock).refusal(short)
+    assert not_started(refused) and f"run_9's earlier work took up to {quick:.0f} s, so allowing {allowing:.0f} s" \
+        in refused, refused
+    near = Job("advance-run", "fake:judge", label="run_10", estimate_s=0.9 * kind)   # x1.5 would pass the kind's
+    assert "is expected to take 60 s" in TimeBudget(clock.now + kind - 1, clock).refusal(near)
+    assert TimeBudget(clock.now + kind + 1, clock).refusal(near) is None
     assert Job.from_json(slow.to_json()) == slow                                        # the estimate travels (Ray)
 
 
