@@ -9,7 +9,8 @@
 #   STEP=baselines bash tools/kernelbench_trip.sh  # unpack $ANSWERS as STEP=resume does, time what every
 #                                               #   member's PyTorch times lack (torch.compile for a batch started
 #                                               #   with --no-compile, eager where it failed; `kernelbench
-#                                               #   baselines`; RETRY_FAILED=1: a failed torch.compile too), pack
+#                                               #   baselines`; RETRY_FAILED=1: a failed torch.compile too;
+#                                               #   BASELINES_PROBLEMS="level1/14 level2/3": only these), pack
 #   STEP=baselines+resume bash tools/kernelbench_trip.sh  # unpack once, `kernelbench baselines` with BASELINES_SHARE
 #                                               #   % of the time (default 50), then `resume --all` with the rest
 #   STEP=start  bash tools/kernelbench_trip.sh  # only for a batch NOT started here with --defer-baselines:
@@ -49,10 +50,11 @@ case $STEP in
     step unpack skillbase store unpack "$ANSWERS" --store "$STORE" --force || exit 2
     if [ "$STEP" != resume ]; then
       share=100; [ "$STEP" = baselines+resume ] && share=${BASELINES_SHARE:-50}
-      retry=(); [ "${RETRY_FAILED:-0}" = 1 ] && retry+=(--retry-failed)
+      extra=(); [ "${RETRY_FAILED:-0}" = 1 ] && extra+=(--retry-failed)
+      for p in ${BASELINES_PROBLEMS:-}; do extra+=(--problems "$p"); done
       limit=$(( $(left) * share / 100 )); [ "$limit" -lt 1 ] && limit=1
       step "kernelbench baselines" skillbase kernelbench baselines --store "$STORE" --time-limit "$limit" \
-        --workers-per-gpu "$WORKERS" --json "${retry[@]}"
+        --workers-per-gpu "$WORKERS" --json "${extra[@]}"
     fi
     if [ "$STEP" != baselines ]; then
       step "resume --all" skillbase resume --all --store "$STORE" --time-limit "$(left)" \

@@ -14,7 +14,8 @@
 #   KB=1       KernelBench trip: `STEP=$KB_STEP ANSWERS=trip/kb_answers.tar.gz tools/kernelbench_trip.sh`
 #              (carry trip/kb_answers.tar.gz; KB_ANSWERS= names another archive); KB_STEP resume (default) judges
 #              the answers, baselines times what the members' PyTorch times lack, baselines+resume does both
-#              (BASELINES_SHARE % of the time for the first, default 50; RETRY_FAILED=1 retimes a failed compile)
+#              (BASELINES_SHARE % of the time for the first, default 50; RETRY_FAILED=1 retimes a failed compile;
+#              BASELINES_PROBLEMS="level1/14 level2/3" times only those members)
 #   CUPTI=1    first, alone on the GPU (it measures the timer): `tools/measure/cupti_overhead.py` with its
 #              default kernels and ncu, bounded to CUPTI_S seconds (default 240); back in $OUT/cupti/
 #   WORKERS    worker processes per GPU for both trips (default 2; 1 for problems of many GB, which two workers

@@ -94,6 +94,10 @@ class TorchLauncher:
         fn = getattr(module, self.name, None)
         if not callable(fn):
             raise LoadError(f"{label}: {source.name} defines no function '{self.name}'")
+        if compile:
+            # Past its recompile limit dynamo runs the function eager, silently: a "torch.compile" time would then
+            # be eager's (KernelBench's adapter 1, session 25). Make that a failure of this launcher instead.
+            torch._dynamo.config.fail_on_recompile_limit_hit = True
         self.fn = torch.compile(fn) if compile else fn
 
     # -- NativeLauncher's interface ---------------------------------------------------------------

@@ -18,9 +18,14 @@ from skillbase.bench.results import geomean
 from skillbase.errors import InputError
 
 __all__ = ["ProblemResult", "LevelScore", "ScoreReport", "fast_p", "geomean", "score_levels", "score_tasks",
-           "time_pytorch", "FAST_P"]
+           "time_pytorch", "compile_time", "adapter_of", "FAST_P", "COMPILE_SOUND_FROM"]
 
 FAST_P = (0.0, 1.0, 1.5, 2.0)
+# The first adapter version (task_files.ADAPTER_VERSION) whose torch.compile compiles the forward pass. Under
+# version 1 the harness's switches between the scored and the irregular size made dynamo recompile the adapter's
+# bookkeeping until its recompile limit, after which it ran eager: its "torch.compile" times are eager's
+# (session 25, tools/measure/torch_compile_check.py: level2/7 4725 us compiled, 7398 us through the harness).
+COMPILE_SOUND_FROM = 2
 
 
 @dataclass(frozen=True)
@@ -153,9 +158,31 @@ def time_pytorch(folder: Path, compile: bool = True, eager: bool = True) -> dict
     for label, use_compile in (("eager", False), ("compile", True)):
         if not (compile if use_compile else eager):
             continue
+        if use_compile:
+            times["compile_adapter"] = adapter_of(folder)   # which adapter the figure came through (compile_time)
         done = evaluate(Path(folder) / "torch.task.yaml", candidate=Path(folder) / "kb_task.py",
                         options=Options(torch_compile=use_compile))
         times[label] = done.summary().candidate_us if done.status == "ok" else None
         if done.status != "ok":
             times[f"{label}_reason"] = f"{done.status}: {done.reason}"
     return times
+
+
+def adapter_of(folder: Path) -> int:
+    """The adapter version of an imported task folder (its problem.json; 0 before the numbering)."""
+    import json
+
+    try:
+        return int(json.loads((Path(folder) / "problem.json").read_text()).get("adapter") or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def compile_time(times: dict) -> tuple[float | None, str | None]:
+    """A member's torch.compile time from its recorded PyTorch times (µs), or None and why: a time taken through
+    an adapter older than `COMPILE_SOUND_FROM` is eager's and does not count."""
+    if times.get("compile") is not None and int(times.get("compile_adapter") or 1) < COMPILE_SOUND_FROM:
+        return None, (f"its torch.compile time ({times['compile']:.1f} µs) came through adapter "
+                      f"{int(times.get('compile_adapter') or 1)}, where torch.compile fell back to eager: refresh the "
+                      "task (kernelbench import --refresh) and time it again (kernelbench baselines)")
+    return times.get("compile"), times.get("compile_reason")

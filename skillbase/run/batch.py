@@ -367,6 +367,7 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
     and `time_limit_s` deferral alike); members with nothing missing, without PyTorch times yet, or not
     started are left alone, each with its reason."""
     from skillbase.kernelbench.importer import task_names
+    from skillbase.kernelbench.scoring import COMPILE_SOUND_FROM, adapter_of
 
     store = RunStore.open(store_path, read_only=True)   # each job writes its member's step itself
     made = None
@@ -398,6 +399,9 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
                 reason = "no PyTorch times yet (resume --all takes them when it judges the first kernel)"
             elif not any(wanted.values()):
                 reason = "PyTorch eager and torch.compile already timed"
+            elif wanted["compile"] and adapter_of(Path(store.get_run(run_id).task_path).parent) < COMPILE_SOUND_FROM:
+                reason = ("its task folder's adapter predates torch.compile compiling there (it would time eager "
+                          "again): refresh it first (skillbase kernelbench import PATH --refresh --out TASKS_DIR)")
             else:
                 # each PyTorch timing is a whole harness judgement (inputs, reference, verify, time), so the
                 # member's own longest judgement per timing owed is what the job must fit under a time limit
@@ -409,6 +413,9 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
             members.append(MemberOutcome(label, MemberAction.LEFT_ALONE, f"{member['problem']}: {reason}",
                                          None if run_id is None else str(store.get_run(run_id).status),
                                          None if run_id is None else label))
+        # The quickest first: under a time limit the most members get their times (an activation's timing of
+        # 6 GB tensors takes minutes, a GEMM's half of one). Unknown estimates last, in member order.
+        work.sort(key=lambda job: (job.estimate_s is None, job.estimate_s or 0.0))
         if executor is None:
             executor = made = _executor("local", bool(work), gpus, time_limit_s, None, workers_per_gpu)
         outcome = _run_jobs(store, batch_name(rows[0].id) if len(rows) == 1 else None, work, executor, progress)
@@ -423,10 +430,14 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
 def missing_baselines(times: dict[str, Any], retry_failed: bool = False) -> dict[str, bool]:
     """Which PyTorch times a member's `PYTORCH_STEP` lacks: {"eager": no eager time (its timing failed),
     "compile": never tried (a torch.compile that failed to verify has its reason and is not tried again, unless
-    `retry_failed`: after a harness fix)}."""
+    `retry_failed`: after a harness fix; or timed through an adapter whose torch.compile ran eager)}."""
+    from skillbase.kernelbench.scoring import compile_time
+
     failed = times.get("compile") is None and "compile_reason" in times
+    stale = times.get("compile") is not None and compile_time(times)[0] is None   # eager's, through an old adapter
     return {"eager": times.get("eager") is None,
-            "compile": ("compile" not in times and "compile_reason" not in times) or (retry_failed and failed)}
+            "compile": ("compile" not in times and "compile_reason" not in times) or (retry_failed and failed)
+            or stale}
 
 
 def baselines_payload(payload: dict[str, Any]) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from skillbase.documents import versioned
-from skillbase.kernelbench.scoring import ProblemResult, score_levels
+from skillbase.kernelbench.scoring import ProblemResult, compile_time, score_levels
 from skillbase.run.batch import PYTORCH_STEP, kernelbench_batches
 from skillbase.run.store import RunStore, batch_name
 from skillbase.run.types import Outcome, RunStatus
@@ -114,7 +114,7 @@ def _problem(store: RunStore, member: dict, batch: str, run_id: int | None, gpu:
     verified = gpu and has_kernel and run.baseline_us is not None
     kernel_us = (run.best_us or run.baseline_us) if verified else None
     pytorch = store.step_result(run.id, PYTORCH_STEP) or {}
-    eager_us, compile_us = pytorch.get("eager"), pytorch.get("compile")
+    eager_us, (compile_us, no_compile_because) = pytorch.get("eager"), compile_time(pytorch)
     if not gpu:
         reason = "compile-only batch (--no-gpu): not verified or timed"
     elif not has_kernel:
@@ -127,8 +127,8 @@ def _problem(store: RunStore, member: dict, batch: str, run_id: int | None, gpu:
         reason = None
     compile_reason = None
     if verified and compile_us is None:
-        compile_reason = pytorch.get("compile_reason") or ("not timed yet (skillbase kernelbench baselines times it)"
-                                                           if pytorch else "no PyTorch times yet")
+        compile_reason = no_compile_because or ("not timed yet (skillbase kernelbench baselines times it)"
+                                                if pytorch else "no PyTorch times yet")
     decisions = {d["round_idx"]: d["chosen_skill"] for d in store.decisions(run.id)}
     return KernelBenchProblem(
         **base, run=run.name, status=status, verified=verified, first_kernel_us=run.baseline_us if verified else None,

@@ -26,6 +26,7 @@ from skillbase.documents import DOCUMENTS, schema_path
 from skillbase.harness.jobs import LocalExecutor
 from skillbase.kernelbench import scoring
 from skillbase.kernelbench.importer import import_problems
+from skillbase.kernelbench.task_files import ADAPTER_VERSION
 from skillbase.run.batch import PYTORCH_STEP, add_missing_baselines
 from skillbase.run.kernelbench_report import kernelbench_report
 from skillbase.run.store import RunStore
@@ -63,6 +64,7 @@ class Timer:
         if compile:
             times.update({"compile": None, "compile_reason": f"error: inductor failed {random.random()}"}
                          if name in self.failing else {"compile": random.uniform(5.0, 500.0)})
+            times["compile_adapter"] = scoring.adapter_of(folder)    # as time_pytorch records it
         self.given[name] = times
         return times
 
@@ -132,7 +134,7 @@ def test_a_failed_eager_time_is_taken_again_with_what_else_is_missing_and_a_reco
     with runs.transaction() as tx:   # one member's eager failed (no compile either), another's failed after compile
         tx.finish_step(recorded[failed]["run"], PYTORCH_STEP, {"eager": None, "eager_reason": reason})
         tx.finish_step(recorded[timed_both]["run"], PYTORCH_STEP,
-                       {"eager": None, "eager_reason": reason, "compile": 12.5})
+                       {"eager": None, "eager_reason": reason, "compile": 12.5, "compile_adapter": ADAPTER_VERSION})
     runs.close()
     timer = Timer()
     monkeypatch.setattr(scoring, "time_pytorch", timer)
@@ -142,7 +144,7 @@ def test_a_failed_eager_time_is_taken_again_with_what_else_is_missing_and_a_reco
     assert asked == {failed: (True, True), timed_both: (False, True), third: (True, False)}
     after = steps(store)
     assert after[failed] == timer.given[failed] and "eager_reason" not in after[failed]    # the reason is replaced
-    assert after[timed_both] == {"compile": 12.5, **timer.given[timed_both]}
+    assert after[timed_both] == {"compile": 12.5, "compile_adapter": ADAPTER_VERSION, **timer.given[timed_both]}
     assert after[third] == {**recorded[third]["step"], **timer.given[third]}               # its eager kept as it was
     reasons = {m.label: m.reason for m in outcome.members}
     run = f"run_{recorded[failed]['run']}"
@@ -180,7 +182,7 @@ def test_a_failed_torch_compile_is_timed_again_only_with_retry_failed(judged, mo
     runs = RunStore.open(store)
     with runs.transaction() as tx:
         for name in recorded:
-            step = {**recorded[name]["step"], "compile": random.uniform(5.0, 500.0)}
+            step = {**recorded[name]["step"], "compile": random.uniform(5.0, 500.0), "compile_adapter": ADAPTER_VERSION}
             if name == failed:
                 step.update(compile=None, compile_reason=reason)
             tx.finish_step(recorded[name]["run"], PYTORCH_STEP, step)
@@ -224,6 +226,64 @@ def test_a_member_whose_judgements_took_long_is_deferred_by_its_own_estimate_per
         member = by_run[f"run_{recorded[name]['run']}"]
         assert member.action == "deferred", member
         assert member.reason.endswith(f"earlier work took up to {took:.0f} s (run again to continue)"), member.reason
+
+
+def test_a_compile_time_through_adapter_1_is_taken_again_once_the_task_is_refreshed(judged, monkeypatch):
+    """Session 25: under adapter 1 torch.compile ran eager. Such a time is owed again; a member whose task folder is
+    still at adapter 1 is left alone with the refresh command (it would time eager once more)."""
+    store, recorded = judged
+    stale, old_folder, current = random.sample(sorted(recorded), 3)
+    runs = RunStore.open(store)
+    folders = {m.operator: Path(runs.get_run(m.run_id).task_path).parent for m in runs.batch_members()}
+    with runs.transaction() as tx:
+        for name in recorded:
+            step = {**recorded[name]["step"], "compile": random.uniform(5.0, 500.0)}   # no compile_adapter: 1
+            if name == current:
+                step["compile_adapter"] = ADAPTER_VERSION
+            tx.finish_step(recorded[name]["run"], PYTORCH_STEP, step)
+    runs.close()
+    facts = json.loads((folders[old_folder] / "problem.json").read_text())
+    (folders[old_folder] / "problem.json").write_text(json.dumps({**facts, "adapter": 1}))
+    before = steps(store)
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
+    assert timer.calls == [(stale, True, False)]                       # compile only, eager kept
+    after = steps(store)
+    assert after[stale] == {**before[stale], **timer.given[stale]}
+    assert after[stale]["compile_adapter"] == ADAPTER_VERSION
+    assert after[old_folder] == before[old_folder] and after[current] == before[current]
+    reasons = {m.label: m.reason for m in outcome.members}
+    assert "--refresh" in reasons[f"run_{recorded[old_folder]['run']}"]
+    assert reasons[f"run_{recorded[current]['run']}"].endswith("PyTorch eager and torch.compile already timed")
+    report = {p.task: p for p in kernelbench_report(store).problems}
+    assert report[stale].compile_us == timer.given[stale]["compile"]
+    assert report[old_folder].compile_us is None and "fell back to eager" in report[old_folder].compile_reason
+
+
+def test_the_quickest_members_are_timed_first_and_a_short_one_is_not_held_back_by_a_long_one(judged, monkeypatch):
+    """Session 24: a 240 s activation timed first left no time for the 30 s GEMMs behind it. The jobs run quickest
+    first (a member without history last), and a member's own short history, with its margin, decides whether it
+    still fits after a long one ran."""
+    from skillbase.harness.jobs import OWN_HISTORY_MARGIN, Job, JobResult, TimeBudget
+    from skillbase.run import batch
+
+    store, recorded = judged
+    slow, quick, unknown = random.sample(sorted(recorded), 3)
+    short = random.uniform(5.0, 20.0)
+    judging = {recorded[slow]["run"]: random.uniform(100.0, 200.0), recorded[quick]["run"]: short,
+               recorded[unknown]["run"]: None}
+    monkeypatch.setattr(batch, "longest_judging_s", lambda _store, run_id: judging[run_id])
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    add_missing_baselines(store, executor=LocalExecutor([]))
+    assert [c[0] for c in timer.calls] == [quick, slow, unknown]
+
+    # After a long timing of its kind, a member whose own judgements were short still starts when they fit.
+    budget = TimeBudget(deadline=1000.0, clock=lambda: 1000.0 - short * OWN_HISTORY_MARGIN - 1)
+    budget.ran(JobResult(0, Job("pytorch-baselines", "x:y"), None, wall_s=300.0))
+    assert budget.refusal(Job("pytorch-baselines", "x:y", estimate_s=short)) is None
+    assert budget.refusal(Job("pytorch-baselines", "x:y")) is not None     # no history: the 300 s rules
 
 
 def test_the_report_scores_against_the_merged_compile_times(judged, monkeypatch):
@@ -292,8 +352,11 @@ def test_the_compile_only_timing_runs_the_harness_once_through_torch_compile(tmp
             return type("Summary", (), {"candidate_us": us})()
 
     monkeypatch.setattr(runtime, "evaluate", lambda task, candidate, options: asked.append(options) or Done())
-    assert scoring.time_pytorch(tmp_path, compile=True, eager=False) == {"compile": us}
+    (tmp_path / "problem.json").write_text(json.dumps({"adapter": ADAPTER_VERSION}))
+    # The adapter the compile time came through is recorded with it (scoring.compile_time).
+    assert scoring.time_pytorch(tmp_path, compile=True, eager=False) == {"compile": us,
+                                                                         "compile_adapter": ADAPTER_VERSION}
     assert [o.torch_compile for o in asked] == [True]
     asked.clear()
-    assert set(scoring.time_pytorch(tmp_path)) == {"eager", "compile"}
+    assert set(scoring.time_pytorch(tmp_path)) == {"eager", "compile", "compile_adapter"}
     assert [o.torch_compile for o in asked] == [False, True]
