@@ -399,6 +399,10 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
                 reason = "no PyTorch times yet (resume --all takes them when it judges the first kernel)"
             elif not any(wanted.values()):
                 reason = "PyTorch eager and torch.compile already timed"
+            elif _ended_without_kernel(store.get_run(run_id)):
+                # nothing of it is scored against PyTorch (level2/9 of the H200 run: stopped by hand, its
+                # reference all zeros), so a timing would spend minutes of GPU on every call
+                reason = f"ended without a kernel to compare ({store.get_run(run_id).stop_reason})"
             elif wanted["compile"] and adapter_of(Path(store.get_run(run_id).task_path).parent) < COMPILE_SOUND_FROM:
                 reason = ("its task folder's adapter predates torch.compile compiling there (it would time eager "
                           "again): refresh it first (skillbase kernelbench import PATH --refresh --out TASKS_DIR)")
@@ -425,6 +429,11 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
         if made is not None:
             made.close()
         store.close()
+
+
+def _ended_without_kernel(run) -> bool:
+    """A member that finished or failed before any kernel of its own was verified (no task digest)."""
+    return run.status in (RunStatus.FINISHED, RunStatus.FAILED) and not run.manifest.get("task_digest")
 
 
 def missing_baselines(times: dict[str, Any], retry_failed: bool = False) -> dict[str, bool]:

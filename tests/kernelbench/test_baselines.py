@@ -261,6 +261,27 @@ def test_a_compile_time_through_adapter_1_is_taken_again_once_the_task_is_refres
     assert report[old_folder].compile_us is None and "fell back to eager" in report[old_folder].compile_reason
 
 
+def test_a_member_that_ended_without_a_kernel_is_left_alone(judged, monkeypatch):
+    """Session 25: level2/9 (stopped by hand, its reference all zeros) owed an eager time that nothing would ever
+    be compared with, and took a timing job on every call."""
+    store, recorded = judged
+    ended = random.choice(sorted(recorded))
+    why = f"stopped by hand: its PyTorch reference is all zeros {random.random()}"
+    runs = RunStore.open(store)
+    run = runs.get_run(recorded[ended]["run"])
+    runs.set_manifest(run.id, {k: v for k, v in run.manifest.items() if k != "task_digest"})
+    runs.update_run(run.id, status=random.choice([RunStatus.FINISHED, RunStatus.FAILED]), stop_reason=why)
+    with runs.transaction() as tx:
+        tx.finish_step(run.id, PYTORCH_STEP, {"eager": None, "eager_reason": "crashed: x"})
+    runs.close()
+    timer = Timer()
+    monkeypatch.setattr(scoring, "time_pytorch", timer)
+    outcome = add_missing_baselines(store, executor=LocalExecutor([]))
+    assert ended not in [c[0] for c in timer.calls] and len(timer.calls) == len(recorded) - 1
+    member = next(m for m in outcome.members if m.label == f"run_{recorded[ended]['run']}")
+    assert member.action == "left-alone" and member.reason.endswith(f"ended without a kernel to compare ({why})")
+
+
 def test_the_quickest_members_are_timed_first_and_a_short_one_is_not_held_back_by_a_long_one(judged, monkeypatch):
     """Session 24: a 240 s activation timed first left no time for the 30 s GEMMs behind it. The jobs run quickest
     first (a member without history last), and a member's own short history, with its margin, decides whether it
