@@ -75,7 +75,7 @@ def render_evidence(candidate: Candidate | None) -> str:
 
 
 def render_memory(state: LoopState) -> str:
-    return "\n".join(f"- {t.skill}: {t.status}" for t in state.tried)
+    return "\n".join(f"- {t.skill}: {t.status}" + (f" ({t.note})" if t.note else "") for t in state.tried)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ Collaborators (`skillbase.run.types`), each replaceable:
 
 from __future__ import annotations
 
+import difflib
 import itertools
 import json
 import time
@@ -189,12 +190,15 @@ class Loop:
         skill, params = decision["skill"], decision["params"]
         candidate = next((Candidate.from_stored(c) for c in decision["candidates"] if c["skill"] == skill), None)
         best: dict | None = None
+        last: dict = {}
         for variant_idx, variant in enumerate(self.applier.variants(skill, params, state)):
             verdict = self._attempts(prefix, idx, variant_idx, skill, variant, state, candidate)
+            last = verdict
             if verdict["status"] == Status.ACCEPTED and (best is None or verdict["runtime_us"] < best["runtime_us"]):
                 best = verdict
+        note = round_note(skill, best or last, state.best_source, self.store.artifacts.get_text)
         outcome = self._step(f"{prefix}/outcome", lambda: self._outcome(idx, skill, params, start_digest, best))
-        self._apply_outcome(outcome, state)
+        self._apply_outcome(outcome, state, note)
         return Outcome(outcome["status"])
 
     def _attempts(self, prefix: str, idx: int, variant_idx: int, skill: str, params: dict, state: LoopState,
@@ -268,8 +272,8 @@ class Loop:
             tx.finish_round(self.run_id, idx, status)
         return result, rows
 
-    def _apply_outcome(self, outcome: dict, state: LoopState) -> None:
-        advance(state, outcome, self.store.artifacts.get_text)
+    def _apply_outcome(self, outcome: dict, state: LoopState, note: str = "") -> None:
+        advance(state, outcome, self.store.artifacts.get_text, note)
         best = outcome.get("best")
         if outcome["status"] == Outcome.ACCEPTED and best:
             self.store.update_run(self.run_id, best_us=state.best_us, best_kernel=best["source"])
@@ -322,11 +326,11 @@ def decision_of(candidates: list[Candidate], trace_text: str, tabu: list[list],
             "stop": held_back.because if held_back else None}, trace
 
 
-def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str]) -> None:
-    """A finished round's outcome step applied to the loop's state: the tabu list, what was tried, the
-    best kernel (`read_text` reads an artifact)."""
+def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str], note: str = "") -> None:
+    """A finished round's outcome step applied to the loop's state: the tabu list, what was tried (with
+    `round_note`'s note), the best kernel (`read_text` reads an artifact)."""
     state.tabu.append(tabu_key(outcome["skill"], outcome["params"], outcome["start_digest"]))
-    state.tried.append(Tried(skill=outcome["skill"], status=Outcome(outcome["status"])))
+    state.tried.append(Tried(skill=outcome["skill"], status=Outcome(outcome["status"]), note=note))
     best = outcome.get("best")
     if outcome["status"] == Outcome.ACCEPTED and best:
         state.best_source = read_text(best["source"])
@@ -345,6 +349,7 @@ def replayed_state(store: RunStore, run_id: int, task_source: str, round_idx: in
         outcome = store.step_result(run_id, f"r{idx}/outcome")
         if outcome is None:
             return None
+        last: dict = {}
         for variant_idx in itertools.count():   # the tokens of every try, as the loop adds them up
             tries = (store.step_result(run_id, f"{attempt_key(idx, variant_idx, attempt)}/candidate")
                      for attempt in itertools.count())
@@ -352,8 +357,45 @@ def replayed_state(store: RunStore, run_id: int, task_source: str, round_idx: in
             if not produced:
                 break
             state.tokens_used += sum(step.get("tokens", 0) for step in produced)
-        advance(state, outcome, store.artifacts.get_text)
+            last = store.step_result(run_id, f"{attempt_key(idx, variant_idx, len(produced) - 1)}/verdict") or last
+        note = round_note(outcome["skill"], outcome.get("best") or last, state.best_source, store.artifacts.get_text)
+        advance(state, outcome, store.artifacts.get_text, note)
     return state
+
+
+NOTE_CHARS = 160   # a note's description of a free choice: one line of the prompt's memory
+
+
+def round_note(skill: str | None, verdict: dict, start_source: str, read_text: Callable[[str], str]) -> str:
+    """What a finished round measured, for the next prompts' memory: its accepted or last verdict's status and
+    speedup over the kernel it started from ("slower 0.99x"), and for a free choice the change the candidate's own
+    comments describe (their first line that the kernel it started from does not have): without it the coder sees
+    "free-choice: rejected" four times and proposes the same change again (session 25: spmm_csc's vector atomics)."""
+    if not verdict or not verdict.get("status"):
+        return ""
+    speedup = f"{verdict['speedup']:.2f}x" if verdict.get("speedup") else ""
+    # accepted: the round's status says so already; else which failure (slower, incorrect, build-failed ...)
+    status = "" if verdict["status"] == Status.ACCEPTED else str(verdict["status"])
+    note = " ".join(filter(None, (status, speedup)))
+    if skill == FREE_CHOICE and verdict.get("source"):
+        said = _new_comment(read_text(verdict["source"]), start_source)
+        if said:
+            note += f": {said}"
+    return note
+
+
+def _new_comment(source: str, start_source: str) -> str:
+    """The first `//` comment line of `source`'s opening lines that `start_source` has no close likeness of (a
+    title line the coder reworded is not a description of the change), shortened."""
+    def comments(text: str) -> list[str]:
+        return [" ".join(line.strip().lstrip("/").split()) for line in text.splitlines()[:60]
+                if line.strip().startswith("//")]
+
+    before = comments(start_source)
+    for text in comments(source):
+        if len(text) > 8 and not any(difflib.SequenceMatcher(None, text, old).ratio() > 0.75 for old in before):
+            return text if len(text) <= NOTE_CHARS else text[:NOTE_CHARS - 1].rstrip() + "…"
+    return ""
 
 
 def choose(candidates: list[Candidate], tabu: list[list], kernel_digest: str) -> Candidate | None:

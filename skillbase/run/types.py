@@ -254,6 +254,9 @@ class Settings:
 class Tried:
     skill: str
     status: Outcome
+    # What the round's last try measured, and for a free choice the change its code says it made
+    # (`loop.round_note`): "slower 0.99x: 128-bit vector atomics". Empty where nothing was judged.
+    note: str = ""
 
 
 @dataclass
