@@ -378,7 +378,10 @@ def round_note(skill: str | None, verdict: dict, start_source: str, read_text: C
     status = "" if verdict["status"] == Status.ACCEPTED else str(verdict["status"])
     note = " ".join(filter(None, (status, speedup)))
     if skill == FREE_CHOICE and verdict.get("source"):
-        said = _new_comment(read_text(verdict["source"]), start_source)
+        try:
+            said = _new_comment(read_text(verdict["source"]), start_source)
+        except InputError:   # a missing or corrupt artifact: the note goes without it, the run does not stop
+            said = ""
         if said:
             note += f": {said}"
     return note

@@ -48,6 +48,16 @@ def test_a_free_choice_note_quotes_the_change_the_candidate_describes_not_its_re
         f"slower {slower:.2f}x"                                          # no new comment: the figure alone
 
 
+def test_a_missing_artifact_leaves_the_description_out_and_does_not_stop_the_run():
+    from skillbase.errors import InputError
+
+    def missing(digest):
+        raise InputError(f"artifact {digest[:12]} is missing")
+
+    slower = random.uniform(0.5, 0.99)
+    assert round_note(FREE_CHOICE, verdict("slower", slower), START, missing) == f"slower {slower:.2f}x"
+
+
 def test_the_memory_shows_each_round_with_its_note():
     state = LoopState(best_source=START, tried=[Tried("mem.vectorize", Outcome.ACCEPTED, "1.68x"),
                                                 Tried(FREE_CHOICE, Outcome.REJECTED, "slower 0.99x: float4 atomics"),
