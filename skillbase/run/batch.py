@@ -388,6 +388,7 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
         for row, member in picked:
             runs = {m.operator: m.run_id for m in store.batch_members(row.id)}
             run_id = runs.get(member["operator"])
+            run = store.get_run(run_id) if run_id is not None else None
             label = run_name(run_id) if run_id is not None else member["operator"]
             times = store.step_result(run_id, PYTORCH_STEP) if run_id is not None else None
             wanted = missing_baselines(times, retry_failed) if times is not None else {}
@@ -399,11 +400,11 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
                 reason = "no PyTorch times yet (resume --all takes them when it judges the first kernel)"
             elif not any(wanted.values()):
                 reason = "PyTorch eager and torch.compile already timed"
-            elif _ended_without_kernel(store.get_run(run_id)):
+            elif _ended_without_kernel(run):
                 # nothing of it is scored against PyTorch (level2/9 of the H200 run: stopped by hand, its
                 # reference all zeros), so a timing would spend minutes of GPU on every call
-                reason = f"ended without a kernel to compare ({store.get_run(run_id).stop_reason})"
-            elif wanted["compile"] and adapter_of(Path(store.get_run(run_id).task_path).parent) < COMPILE_SOUND_FROM:
+                reason = f"ended without a kernel to compare ({run.stop_reason})"
+            elif wanted["compile"] and adapter_of(Path(run.task_path).parent) < COMPILE_SOUND_FROM:
                 reason = ("its task folder's adapter predates torch.compile compiling there (it would time eager "
                           "again): refresh it first (skillbase kernelbench import PATH --refresh --out TASKS_DIR)")
             else:
@@ -415,7 +416,7 @@ def add_missing_baselines(store_path=None, batches: Sequence[str | int] = (), pr
                                 estimate_s=None if longest is None else longest * sum(wanted.values())))
                 continue
             members.append(MemberOutcome(label, MemberAction.LEFT_ALONE, f"{member['problem']}: {reason}",
-                                         None if run_id is None else str(store.get_run(run_id).status),
+                                         None if run is None else str(run.status),
                                          None if run_id is None else label))
         # The quickest first: under a time limit the most members get their times (an activation's timing of
         # 6 GB tensors takes minutes, a GEMM's half of one). Unknown estimates last, in member order.

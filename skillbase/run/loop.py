@@ -196,9 +196,8 @@ class Loop:
             last = verdict
             if verdict["status"] == Status.ACCEPTED and (best is None or verdict["runtime_us"] < best["runtime_us"]):
                 best = verdict
-        note = round_note(skill, best or last, state.best_source, self.store.artifacts.get_text)
         outcome = self._step(f"{prefix}/outcome", lambda: self._outcome(idx, skill, params, start_digest, best))
-        self._apply_outcome(outcome, state, note)
+        self._apply_outcome(outcome, state, last)
         return Outcome(outcome["status"])
 
     def _attempts(self, prefix: str, idx: int, variant_idx: int, skill: str, params: dict, state: LoopState,
@@ -272,8 +271,8 @@ class Loop:
             tx.finish_round(self.run_id, idx, status)
         return result, rows
 
-    def _apply_outcome(self, outcome: dict, state: LoopState, note: str = "") -> None:
-        advance(state, outcome, self.store.artifacts.get_text, note)
+    def _apply_outcome(self, outcome: dict, state: LoopState, last: dict | None = None) -> None:
+        advance(state, outcome, self.store.artifacts.get_text, last)
         best = outcome.get("best")
         if outcome["status"] == Outcome.ACCEPTED and best:
             self.store.update_run(self.run_id, best_us=state.best_us, best_kernel=best["source"])
@@ -326,9 +325,11 @@ def decision_of(candidates: list[Candidate], trace_text: str, tabu: list[list],
             "stop": held_back.because if held_back else None}, trace
 
 
-def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str], note: str = "") -> None:
+def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str], last: dict | None = None) -> None:
     """A finished round's outcome step applied to the loop's state: the tabu list, what was tried (with
-    `round_note`'s note), the best kernel (`read_text` reads an artifact)."""
+    `round_note`'s note of its accepted verdict, else `last`, the round's last verdict), the best kernel
+    (`read_text` reads an artifact)."""
+    note = round_note(outcome["skill"], outcome.get("best") or last or {}, state.best_source, read_text)
     state.tabu.append(tabu_key(outcome["skill"], outcome["params"], outcome["start_digest"]))
     state.tried.append(Tried(skill=outcome["skill"], status=Outcome(outcome["status"]), note=note))
     best = outcome.get("best")
@@ -358,8 +359,7 @@ def replayed_state(store: RunStore, run_id: int, task_source: str, round_idx: in
                 break
             state.tokens_used += sum(step.get("tokens", 0) for step in produced)
             last = store.step_result(run_id, f"{attempt_key(idx, variant_idx, len(produced) - 1)}/verdict") or last
-        note = round_note(outcome["skill"], outcome.get("best") or last, state.best_source, store.artifacts.get_text)
-        advance(state, outcome, store.artifacts.get_text, note)
+        advance(state, outcome, store.artifacts.get_text, last)
     return state
 
 

@@ -17,6 +17,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
+from skillbase.harness.torch_launcher import warm_up_tensors  # noqa: E402
 from skillbase.kernelbench.importer import import_problems  # noqa: E402
 from skillbase.kernelbench.scoring import COMPILE_SOUND_FROM, adapter_of, compile_time  # noqa: E402
 from skillbase.kernelbench.task_files import ADAPTER_VERSION  # noqa: E402
@@ -33,14 +34,16 @@ def load_module(folder: Path):
 
 
 def launcher_args(module, folder: Path, size: str, seed: int) -> list:
-    """The launcher's arguments at one size: the task's own inputs from its hook, an output full of NaN."""
+    """The launcher's arguments at one size: the task's own inputs from its hook, outputs full of NaN."""
     spec = load_task(folder / "torch.task.yaml", check_launcher=False)
     sizes = dict(spec.irregular) if size == "irregular" else dict(spec.presets[next(iter(spec.presets))])
-    resolved = spec.resolve(sizes)
+    scalars = spec.resolve(sizes).scalars
     host = module.make_inputs(sizes, np.random.default_rng(seed))
-    return [torch.from_numpy(np.ascontiguousarray(host[a.name])) if a.name in host
-            else torch.full(resolved.arg(a.name).shape, float("nan")) if a.pointer
-            else resolved.scalars[a.name] for a in spec.args]
+    tensors = warm_up_tensors(spec, scalars, "cpu", host=host)
+    for name, tensor in tensors.items():
+        if name not in host:
+            tensor.fill_(float("nan"))
+    return [tensors[a.name] if a.pointer else scalars[a.name] for a in spec.args]
 
 
 @pytest.mark.parametrize("problem", ["1_Conv2d_ReLU_BiasAdd", "2_Gemm_Scale_ReLU"])

@@ -32,26 +32,19 @@ def load(folder: Path):
     return module
 
 
-def arguments(module, folder: Path, torch, size: str | None = None):
+def arguments(module, folder: Path, size: str | None = None, device: str = "cuda"):
     """The launcher's arguments at one of the task's sizes (default: its first preset): inputs from its hook,
-    an empty output, the size scalars."""
+    empty outputs (the torch launcher's own warm-up tensors), the size scalars."""
     import numpy as np
 
+    from skillbase.harness.torch_launcher import warm_up_tensors
     from skillbase.task import load_task
 
     spec = load_task(folder / "torch.task.yaml", check_launcher=False)
     sizes = dict(spec.irregular) if size == "irregular" else dict(spec.presets[size or next(iter(spec.presets))])
-    resolved = spec.resolve(sizes)
-    host = module.make_inputs(sizes, np.random.default_rng(1))
-    args = []
-    for a in spec.args:
-        if a.name in host:
-            args.append(torch.from_numpy(np.ascontiguousarray(host[a.name])).cuda())
-        elif a.pointer:
-            args.append(torch.empty(resolved.arg(a.name).shape, device="cuda"))
-        else:
-            args.append(resolved.scalars[a.name])
-    return args
+    scalars = spec.resolve(sizes).scalars
+    tensors = warm_up_tensors(spec, scalars, device, host=module.make_inputs(sizes, np.random.default_rng(1)))
+    return [tensors[a.name] if a.pointer else scalars[a.name] for a in spec.args]
 
 
 def timed(fn, args, calls: int, torch) -> float:
@@ -79,7 +72,7 @@ def main() -> int:
 
     folder = options.folder.resolve()
     module = load(folder)
-    args = arguments(module, folder, torch)
+    args = arguments(module, folder)
     report: dict = {"task": folder.name, "torch": torch.__version__}
     report["eager_us"] = timed(module.kb_forward, args, options.calls, torch)
     graphs: list[int] = []
@@ -99,7 +92,7 @@ def main() -> int:
     plain = torch.compile(module.kb_forward)   # the default backend, as the harness compiles it
     report["compile_default_us"] = timed(plain, args, options.calls, torch)
     # The harness verifies at the irregular size between calls at the scored one: switch back and forth.
-    irregular = arguments(module, folder, torch, "irregular")
+    irregular = arguments(module, folder, "irregular")
     for _ in range(3):
         plain(*irregular)
         plain(*args)
