@@ -1,7 +1,8 @@
 """Where a GPU job's time goes: wall seconds per phase, measured where the work happens.
 
 The worker times its own phases (`load`: the task and the libraries, torch included; `inputs`: the
-task's make_inputs; `reference`: the reference outputs; `verify`: the candidate's calls and the
+task's make_inputs, a hook's device-to-host copies included; `upload`: the pristine inputs copied to the device,
+at every `prepare`; `reference`: the reference outputs; `verify`: the candidate's calls and the
 comparisons; `timing`; `run`: a profiled run's calls) with a `Phases`, exclusively: a phase entered
 inside another (inputs drawn while timing) pauses the outer one, so the phases never add up to more
 than the wall time. `gpu_wait` is the time a job was blocked waiting for its GPU's lock

@@ -215,7 +215,7 @@ class Session:
         if case is not None:
             self.setup(case.resolved.scalars, case.host_inputs)
             if not case.pristine:
-                with self.phases("inputs"):
+                with self.phases("upload"):
                     case.pristine.update(self._upload(case.host_inputs))
             return case
         resolved = self.spec.resolve(sizes)
@@ -226,7 +226,7 @@ class Session:
         # Before the reference runs at this size, outside every timed window; a torch launcher warms up on
         # these inputs (of the task's own kind) rather than drawing another set.
         self.setup(resolved.scalars, host)
-        with self.phases("inputs"):
+        with self.phases("upload"):
             pristine = self._upload(host)
         outputs = [a for a in self.args if a.pointer and a.written]
         tolerance = {}

@@ -107,6 +107,8 @@ def test_a_judgement_draws_each_case_and_its_reference_once(counted, monkeypatch
     assert max(draws.values()) == 1, draws
     assert sum(references.values()) == 6, references
     assert candidate.setup_calls == 3, "warmed up at the first size, the irregular one, the first again"
+    # Drawing and uploading are counted apart: on the H200 an upload of a 6 GiB case is its own seconds.
+    assert {"inputs", "upload", "reference"} <= set(session.phases.seconds), session.phases.seconds
     # A reused case is uploaded afresh from its host inputs (verification poisoned its copies), and its
     # reference is the one computed when it was drawn.
     for case in value_sets:

@@ -135,5 +135,5 @@ def test_a_judgement_says_where_its_time_went(tasks):
     result = _evaluate(relu, time=True)
     wall = time.monotonic() - started
     assert result.status == "ok", result.reason
-    assert {"compile", "load", "inputs", "reference", "verify", "timing", "worker"} <= set(result.phases_s)
+    assert {"compile", "load", "inputs", "upload", "reference", "verify", "timing", "worker"} <= set(result.phases_s)
     assert all(v >= 0 for v in result.phases_s.values()) and sum(result.phases_s.values()) <= wall

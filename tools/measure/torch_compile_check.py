@@ -71,6 +71,14 @@ def main() -> int:
     import torch._dynamo.utils as dynamo_utils
 
     folder = options.folder.resolve()
+    missing = [name for name in ("kb_task.py", "torch.task.yaml") if not (folder / name).is_file()]
+    if missing:
+        print(f"error: {folder}: no {' or '.join(missing)} here; give an imported KernelBench task folder "
+              "(STORE/kb_tasks/<problem>, made by `skillbase kernelbench import`)", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("error: no CUDA device: this tool times the task on the GPU", file=sys.stderr)
+        return 2
     module = load(folder)
     args = arguments(module, folder)
     report: dict = {"task": folder.name, "torch": torch.__version__}
