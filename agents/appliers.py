@@ -30,6 +30,7 @@ from skillbase.agents.coder import (
     debugger_prompt,
     extract_cuda,
     free_coder_prompt,
+    open_coder_prompt,
 )
 from skillbase.agents.tokens import count_tokens
 from skillbase.corpus.model import HEADINGS, Skill
@@ -69,9 +70,30 @@ def render_evidence(candidate: Candidate | None) -> str:
     if candidate.because:
         lines.append(str(candidate.because))
     for row in candidate.focus:
-        lines.append(f"- {row.name} = {row.observed}"
-                     + (f" (threshold {row.threshold})" if row.threshold is not None else ""))
+        line = f"- {row.name} = {_value(row.observed)}" + (
+            f" (threshold {_value(row.threshold)})" if row.threshold is not None else "")
+        if line not in lines:        # two leaves of a rule reading the same quantity against the same threshold
+            lines.append(line)
     return "\n".join(lines)
+
+
+def _value(value: Any) -> str:
+    """A measured value for a prompt: a float to three significant digits (0.3137254901960784 -> 0.314)."""
+    return _fig(value) if isinstance(value, float) else str(value)
+
+
+def render_diagnosis(proposals: tuple[Candidate, ...], title_of: Callable[[str], str | None]) -> str:
+    """The engine's proposals for an open choice, in its order: each skill, its title, the rule's estimate, its
+    reason and the focus rows it read (`render_evidence` per proposal)."""
+    parts = []
+    for rank, proposal in enumerate(proposals, 1):
+        title = title_of(proposal.skill)
+        estimate = (f"; the rule's estimate: {proposal.time_saved_fraction:.0%} of the time at stake"
+                    if proposal.time_saved_fraction else "")
+        head = f"{rank}. `{proposal.skill}`" + (f" ({title})" if title else "") + estimate
+        body = render_evidence(proposal)
+        parts.append(head + ("\n" + "\n".join(f"   {line}" for line in body.splitlines()) if body else ""))
+    return "\n".join(parts)
 
 
 def render_memory(state: LoopState) -> str:
@@ -229,10 +251,16 @@ class PromptBuilder:
 
     def build(self, request: ApplyRequest, state: LoopState) -> Prompt:
         standing = render_standing(self.standing(state) if self.standing is not None else None)
-        if (request.attempt == 0 or not request.history) and request.skill == FREE_CHOICE:
+        first = request.attempt == 0 or not request.history
+        if first and request.skill == FREE_CHOICE and request.diagnosis:
+            # engine on, every proposal tried on this kernel: the choice is the coder's, the profile's evidence stays
+            return open_coder_prompt(launcher=self.launcher, diagnosis=render_diagnosis(request.diagnosis, self._title),
+                                     memory=render_memory(state), standing=standing, kernel_name=self.kernel_name,
+                                     kernel=state.best_source)
+        if first and request.skill == FREE_CHOICE:
             return free_coder_prompt(launcher=self.launcher, memory=render_memory(state), standing=standing,
                                      kernel_name=self.kernel_name, kernel=state.best_source)
-        if request.attempt == 0 or not request.history:
+        if first:
             skill = self.skill_lookup(request.skill)
             return coder_prompt(launcher=self.launcher, skill_id=request.skill,
                                 skill_title=skill.title if skill is not None else request.skill,
@@ -246,6 +274,11 @@ class PromptBuilder:
         return debugger_prompt(launcher=self.launcher, skill_id=skill_id, failure_kind=last.status,
                                error=(last.details or last.reason), history=earlier,
                                kernel=last.source if last.source is not None else state.best_source)
+
+
+    def _title(self, skill_id: str) -> str | None:
+        skill = self.skill_lookup(skill_id)
+        return skill.title if skill is not None else None
 
 
 class LLMApplier:

@@ -64,6 +64,16 @@ def free_coder_prompt(*, launcher: str, memory: str, kernel_name: str, kernel: s
     return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
 
 
+def open_coder_prompt(*, launcher: str, diagnosis: str, memory: str, kernel_name: str, kernel: str,
+                      standing: str = "", version: int | None = None) -> Prompt:
+    """An engine-on run's free choice: every skill the engine proposed was tried on this kernel. The free prompt's
+    rules, standing and kernel, and the engine's proposals with their evidence (the profile's diagnosis)."""
+    template = load_prompt("coder_open", version)
+    user = template.render(launcher=launcher, diagnosis=diagnosis, memory=memory or "(nothing yet)",
+                           standing=standing or UNKNOWN_STANDING, kernel_name=kernel_name, kernel=kernel)
+    return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
+
+
 def debugger_prompt(*, launcher: str, skill_id: str, failure_kind: str, error: str, history: str, kernel: str,
                     version: int | None = None) -> Prompt:
     template = load_prompt("debugger", version)

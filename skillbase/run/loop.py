@@ -189,10 +189,11 @@ class Loop:
 
         skill, params = decision["skill"], decision["params"]
         candidate = next((Candidate.from_stored(c) for c in decision["candidates"] if c["skill"] == skill), None)
+        diagnosis = diagnosis_of(decision["candidates"], skill)
         best: dict | None = None
         last: dict = {}
         for variant_idx, variant in enumerate(self.applier.variants(skill, params, state)):
-            verdict = self._attempts(prefix, idx, variant_idx, skill, variant, state, candidate)
+            verdict = self._attempts(prefix, idx, variant_idx, skill, variant, state, candidate, diagnosis)
             last = verdict
             if verdict["status"] == Status.ACCEPTED and (best is None or verdict["runtime_us"] < best["runtime_us"]):
                 best = verdict
@@ -201,14 +202,14 @@ class Loop:
         return Outcome(outcome["status"])
 
     def _attempts(self, prefix: str, idx: int, variant_idx: int, skill: str, params: dict, state: LoopState,
-                  candidate: Candidate | None) -> dict:
+                  candidate: Candidate | None, diagnosis: tuple[Candidate, ...] = ()) -> dict:
         """One candidate and up to `repairs` repairs of it; returns the last verdict step's result."""
         history: list[PastTry] = []
         verdict: dict = {}
         for attempt in range(self.settings.repairs + 1):
             key = attempt_key(idx, variant_idx, attempt)
             request = ApplyRequest(skill=skill, params=params, attempt=attempt, key=key, history=tuple(history),
-                                   candidate=candidate)
+                                   candidate=candidate, diagnosis=diagnosis)
             produced = self._step(f"{key}/candidate", partial(self._produce, idx, request, state))
             state.tokens_used += produced.get("tokens", 0)
             verdict = self._step(f"{key}/verdict", partial(self._judge, idx, request, produced, state))
@@ -323,6 +324,16 @@ def decision_of(candidates: list[Candidate], trace_text: str, tabu: list[list],
     return {"skill": chosen.skill if chosen else None, "params": chosen.params if chosen else {},
             "candidates": [c.stored() for c in candidates], "reason": reason,
             "stop": held_back.because if held_back else None}, trace
+
+
+def diagnosis_of(candidates: list[dict], skill: str | None) -> tuple[Candidate, ...]:
+    """For the coder's free choice in an engine-on run: the engine's proposals this decision ranked (stored form),
+    those its agent can apply, in its order. The free choice is taken only when each of them was already tried on
+    this kernel, but their evidence is still the profile's diagnosis, which the coder's prompt shows. Empty for a
+    skill the engine chose, and with the engine off (the ablation: its decision holds the free choice alone)."""
+    if skill != FREE_CHOICE:
+        return ()
+    return tuple(Candidate.from_stored(c) for c in candidates if c["skill"] != FREE_CHOICE and c["applicable"])
 
 
 def advance(state: LoopState, outcome: dict, read_text: Callable[[str], str], last: dict | None = None) -> None:

@@ -63,7 +63,7 @@ from skillbase.errors import EnvironmentProblem, InputError
 from skillbase.evidence import Evidence
 from skillbase.harness import env
 from skillbase.run.evidence import STATIC_REFRESH, static_refresh_line, with_todays_static
-from skillbase.run.loop import attempt_key, decision_of, replayed_state, run_ended
+from skillbase.run.loop import attempt_key, decision_of, diagnosis_of, replayed_state, run_ended
 from skillbase.run.pending import GENERATOR, PendingPrompt, pending_in, run_folder
 from skillbase.run.session import make_decide, mechanical_applier, prompt_builder, recorded_standing, unchanged_task
 from skillbase.run.store import RunRow, RunStore, parse_batch_ref
@@ -281,7 +281,8 @@ def _decide_again(store: RunStore, run: RunRow, deciders: _Deciders, dry_run: bo
     key = attempt_key(idx, 0, 0)
     candidate = next((Candidate.from_stored(c) for c in new["candidates"] if c["skill"] == new["skill"]), None)
     request = ApplyRequest(skill=new["skill"] or old["skill"], attempt=0, key=key, candidate=candidate,
-                           params=applier.variants(new["skill"], new["params"], state)[0] if new["skill"] else {})
+                           params=applier.variants(new["skill"], new["params"], state)[0] if new["skill"] else {},
+                           diagnosis=diagnosis_of(new["candidates"], new["skill"]))
     prompt = prompts.build(request, state) if new["skill"] and external else None
     path = applier.prompt_path(request)
     old_id = decisions[-1]["id"]

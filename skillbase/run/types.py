@@ -189,6 +189,9 @@ class ApplyRequest:
     history: tuple[PastTry, ...] = ()
     candidate: Candidate | None = None   # the decision's entry for the skill: its evidence
     external_source: str | None = None   # `resume --candidate`: the kernel someone wrote for this try
+    # An engine-on free choice (every proposal tried on this kernel): the engine's proposals and their evidence,
+    # which the coder's prompt shows as the profile's diagnosis (`loop.diagnosis_of`); empty otherwise.
+    diagnosis: tuple[Candidate, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -369,3 +369,46 @@ def test_the_stop_holds_at_or_above_the_threshold_and_says_where_the_kernel_stan
     assert near(0.7499, 0.75) is None
     assert near(0.99, 0.0) is None                                   # 0: never
     assert near(1.4, 1.0) == "the kernel runs at 140 % of its roofline floor (at or past it; --stop-at-floor 1)"
+
+
+# -- the free choice's prompt -------------------------------------------------------------------------
+
+def _waiting_prompt(store_path: Path, run_id: int) -> tuple[str, str]:
+    [waiting] = [p for p in list_pending(store_path) if p.run_id == run_id]
+    document = json.loads((waiting.prompt_path.parent / "waiting.json").read_text())
+    return waiting.prompt_path.read_text(), document["template"]
+
+
+def test_an_engine_on_free_choice_shows_the_profiles_evidence_and_engine_off_does_not(task, tmp_path):
+    """Engine on, every proposal tried on the kernel: the coder still sees what the profile says (each proposal's
+    rule reason and focus rows, in the engine's order). The ablation's prompt stays the kernel and the task alone."""
+    share = random.Random().uniform(0.05, 0.7)        # below the stop: the free choice is offered
+    on = run_loop(task, tmp_path / "on", share, coder_settings(),
+                  applier=lambda folder: WaitsForTheFreeChoice(task, folder))
+    off = run_loop(task, tmp_path / "off", share, coder_settings(engine=False),
+                   applier=lambda folder: WaitsForTheFreeChoice(task, folder))
+    on_prompt, on_template = _waiting_prompt(tmp_path / "on", on)
+    off_prompt, off_template = _waiting_prompt(tmp_path / "off", off)
+    assert (on_template, off_template) == ("coder_open.v1", "coder_free.v3")
+
+    store = RunStore.open(tmp_path / "on")
+    proposals = tried(tmp_path / "on", on)            # the engine's proposals, each tried once on the kernel
+    [decision] = store.decisions(on, len(proposals))
+    ranked = [c for c in json.loads(decision["candidates_json"]) if c["skill"] != FREE_CHOICE and c["applicable"]]
+    assert sorted(c["skill"] for c in ranked) == sorted(proposals)
+    shown = on_prompt.split("## What the profile shows\n", 1)[1].split("\n## ", 1)[0]
+    positions = [shown.index(f"`{c['skill']}`") for c in ranked]
+    assert positions == sorted(positions), "in the engine's order"
+    for c in ranked:
+        assert c["because"].splitlines()[0] in shown
+        for row in c["focus"]:
+            assert f"- {row['name']} = " in shown
+    assert "## What the profile shows" not in off_prompt and "`" + ranked[0]["skill"] + "`" not in off_prompt
+    # the rest is the free prompt's: the same rules and standing (same times: nothing was accepted), the same kernel
+    assert _before("## What the profile shows", on_prompt) == _before("## The optimization", off_prompt)
+    assert on_prompt.split("## The current best kernel", 1)[1] == off_prompt.split("## The current best kernel", 1)[1]
+
+
+def _before(heading: str, text: str) -> str:
+    assert heading in text, text
+    return text.split(heading, 1)[0]
