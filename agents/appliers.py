@@ -78,8 +78,12 @@ def render_evidence(candidate: Candidate | None) -> str:
 
 
 def _value(value: Any) -> str:
-    """A measured value for a prompt: a float to three significant digits (0.3137254901960784 -> 0.314)."""
-    return _fig(value) if isinstance(value, float) else str(value)
+    """A value for a prompt: a float to three significant digits without trailing zeros (0.3137254901960784 -> 0.314,
+    0.2 -> 0.2, 33816576.0 -> 33816576)."""
+    if not isinstance(value, float):
+        return str(value)
+    text = _fig(value)
+    return text.rstrip("0").rstrip(".") if "." in text else text
 
 
 def render_diagnosis(proposals: tuple[Candidate, ...], title_of: Callable[[str], str | None]) -> str:
@@ -274,7 +278,6 @@ class PromptBuilder:
         return debugger_prompt(launcher=self.launcher, skill_id=skill_id, failure_kind=last.status,
                                error=(last.details or last.reason), history=earlier,
                                kernel=last.source if last.source is not None else state.best_source)
-
 
     def _title(self, skill_id: str) -> str | None:
         skill = self.skill_lookup(skill_id)

@@ -412,3 +412,18 @@ def test_an_engine_on_free_choice_shows_the_profiles_evidence_and_engine_off_doe
 def _before(heading: str, text: str) -> str:
     assert heading in text, text
     return text.split(heading, 1)[0]
+
+
+def test_evidence_rows_show_three_significant_digits_and_a_repeated_row_once():
+    from skillbase.agents.appliers import render_evidence
+    from skillbase.run.types import Candidate, EvidenceRow
+
+    share = random.Random().uniform(0.2, 0.5)
+    rows = (EvidenceRow("global_atomic_share", share, 0.2), EvidenceRow("global_atomic_share", share, 0.2),
+            EvidenceRow("global_atomic_share", share, 0.3), EvidenceRow("src_shuffles", 0, None))
+    text = render_evidence(Candidate("atom.warp_aggregated", 0.5, 0.3, ("r",), "atomics", focus=rows))
+    shown = f"{share:.3f}".rstrip("0")
+    assert text.splitlines() == ["atomics", f"- global_atomic_share = {shown} (threshold 0.2)",
+                                 f"- global_atomic_share = {shown} (threshold 0.3)", "- src_shuffles = 0"]
+    big = render_evidence(Candidate("x", 0.5, None, (), "", focus=(EvidenceRow("roofline_bytes", 33816576.0, 0.0),)))
+    assert big == "- roofline_bytes = 33816576 (threshold 0)"
