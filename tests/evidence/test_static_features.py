@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from skillbase.errors import InputError
+from skillbase.evidence.model import focus_static_kernel
 from skillbase.evidence.static.features import static_features
 
 STATIC = Path(__file__).resolve().parents[1] / "fixtures" / "static"
@@ -599,8 +600,36 @@ def test_helpers_from_a_header_beside_the_source(tmp_path):
     result = static_features(source)
     assert result["kernels"]["gemm"]["tensor_cores"]["mma_sync"] is True
     assert result["file"]["headers"] == ["mma_ptx.cuh"]
-    assert "header_kernel" not in result["kernels"]                    # a header's kernels are not this source's
+    # a header's kernel is compiled into this source too: its own entry, saying where it is defined
+    assert result["kernels"]["header_kernel"]["defined_in"] == "mma_ptx.cuh"
+    assert result["kernels"]["header_kernel"]["line"] == MMA_HELPER.count("\n") + 3
+    assert "defined_in" not in result["kernels"]["tiled"]
     assert result["kernels"]["tiled"]["shared"]["static_bytes"] == 32 * 33 * 4   # its constants size the tiles
+
+
+def test_a_kernel_defined_in_a_header_is_the_sources_and_its_own_wins_a_clash(tmp_path):
+    """The CUDA samples' layout: `app.cu` holds the launcher, `app_kernel.cuh` the kernel (nvcc compiles both
+    as one translation unit). Before, such a source had "no __global__ kernel" and got no advice."""
+    (tmp_path / "app_kernel.cuh").write_text(
+        "#pragma once\n__device__ float twice(float v) { return 2.f * v; }\n"
+        "__global__ void scale(const float* x, float* y, int n) {\n"
+        "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)\n"
+        "    y[i] = twice(x[i]);\n"
+        "}\n__global__ void clash(float* y) { y[0] = 1.f; }\n")
+    source = tmp_path / "app.cu"
+    source.write_text('#include "app_kernel.cuh"\n'
+                      "__global__ void clash(float* y) { __shared__ float t[8]; t[0] = 2.f; y[0] = t[0]; }\n"
+                      'extern "C" void app(const float* x, float* y, int n) { scale<<<132, 256>>>(x, y, n); }\n')
+    result = static_features(source)
+    scale = result["kernels"]["scale"]
+    assert scale["defined_in"] == "app_kernel.cuh" and scale["line"] == 3
+    assert scale["loops"]["count"] == 1 and scale["host"]["launchers"] == ["app"]
+    assert "defined_in" not in result["kernels"]["clash"]                       # the source's own, not the header's
+    assert result["kernels"]["clash"]["shared"]["static_bytes"] == 32
+    assert focus_static_kernel(result)[0] == "scale"                            # what its launcher starts
+    (tmp_path / "alone.cu").write_text('#include "absent.cuh"\nint main() { return 0; }\n')
+    with pytest.raises(InputError, match="no __global__ kernel found"):
+        static_features(tmp_path / "alone.cu")
 
 
 def test_headers_in_an_include_folder_need_it_named(tmp_path):

@@ -55,6 +55,7 @@ class _FileAnalysis:
         self.functions: dict[str, Any] = {}      # __device__ / host helpers by name
         self.typedefs: dict[str, str] = {}       # file-scope `typedef X T;` / `using T = X;`: T -> X
         self.kernels: list[tuple[str, Any]] = []
+        self.header_kernels: list[tuple[str, Any, str]] = []   # (name, node, the header's file name)
         self.launchers: list[tuple[str, Any]] = []
         self.folder = folder                     # the source's own folder: where nvcc looks first for "x.cuh"
         self.include_dirs = [Path(d) for d in include_dirs]
@@ -64,6 +65,7 @@ class _FileAnalysis:
     def run(self) -> dict[str, Any]:
         self._collect()
         self._collect_headers()
+        origin = self._adopt_header_kernels()
         parse_errors = self._parse_errors()
         if not self.kernels:
             if parse_errors:
@@ -78,6 +80,8 @@ class _FileAnalysis:
             kernels[key] = kernel_features(node, self.constants, self.functions, self._functor_params(node),
                                            typedefs=self.typedefs)
             kernels[key]["host"] = self._host(name, launch_nodes)
+            if name in origin:
+                kernels[key]["defined_in"] = origin[name]     # its `line` is the header's
             for instance, bound in self._function_arguments(name, node):
                 # what this instantiation runs: its function-pointer arguments' helpers, loops and all
                 kernels[instance] = kernel_features(node, self.constants, self.functions, bound,
@@ -139,9 +143,10 @@ class _FileAnalysis:
     def _collect(self) -> None:
         self._collect_from(self.root, header=False)
 
-    def _collect_from(self, root, header: bool) -> None:
-        """Constants, helpers, kernels and launchers of one parsed file; a header adds helpers and
-        constants only (its kernels and launchers are not this source's)."""
+    def _collect_from(self, root, header: bool, origin: str = "") -> None:
+        """Constants, helpers, kernels and launchers of one parsed file; a header (`origin`, its file name)
+        adds helpers and constants, and its kernels aside (`_adopt_header_kernels`); its launchers are not
+        this source's."""
         for node in syntax.walk(root):
             if node.type == "preproc_def":
                 name, value = node.child_by_field_name("name"), node.child_by_field_name("value")
@@ -163,7 +168,9 @@ class _FileAnalysis:
                 if not name:
                     continue
                 if header:
-                    if not syntax.is_kernel(node):
+                    if syntax.is_kernel(node):
+                        self.header_kernels.append((name, node, origin))
+                    else:
                         self.functions.setdefault(name, node)
                 elif syntax.is_kernel(node):
                     self.kernels.append((name, node))
@@ -213,8 +220,22 @@ class _FileAnalysis:
                 tree = syntax.parse(text)
                 self._header_trees.append(tree)
                 self.headers.append(found.name)
-                self._collect_from(tree.root_node, header=True)
+                self._collect_from(tree.root_node, header=True, origin=found.name)
                 pending.append((tree.root_node, found.parent))
+
+    def _adopt_header_kernels(self) -> dict[str, str]:
+        """The `__global__` kernels of the project headers this source includes are its kernels too: nvcc compiles
+        them into this translation unit, and a profile names them (the CUDA samples' `BlackScholes.cu` launches
+        the kernel its `BlackScholes_kernel.cuh` defines). A kernel of the source's own wins over a header's of
+        the same name. Returns {kernel: header} for those adopted."""
+        taken = {name for name, _ in self.kernels}
+        origin = {}
+        for name, node, header in self.header_kernels:
+            if name not in taken:
+                taken.add(name)
+                self.kernels.append((name, node))
+                origin[name] = header
+        return origin
 
     def _resolve(self, name: str, folder: Path | None) -> Path | None:
         for base in ([folder] if folder is not None else []) + self.include_dirs:
@@ -456,9 +477,10 @@ def static_features(path_or_text: str | Path, name: str | None = None,
     its parameter followed into the helper that instance runs (the generic `kernels["k"]` cannot know it).
 
     The `__device__` helpers of the project headers it includes with quotes (found beside the file
-    or in INCLUDE_DIRS, as nvcc's `-I`) count as part of the kernels that call them; `file.headers`
-    names the headers read. Raises InputError (one line) when the file is unreadable or holds no
-    parseable kernel.
+    or in INCLUDE_DIRS, as nvcc's `-I`) count as part of the kernels that call them, and their `__global__`
+    kernels are the file's kernels too (each marked `defined_in` with the header's name; a kernel the file
+    defines itself wins over a header's of the same name); `file.headers` names the headers read. Raises
+    InputError (one line) when the file is unreadable or holds no parseable kernel.
     """
     folder = None
     if isinstance(path_or_text, Path) or ("\n" not in str(path_or_text) and Path(str(path_or_text)).suffix):
