@@ -30,7 +30,6 @@ from skillbase.agents.coder import (
     debugger_prompt,
     extract_cuda,
     free_coder_prompt,
-    open_coder_prompt,
 )
 from skillbase.agents.tokens import count_tokens
 from skillbase.corpus.model import HEADINGS, Skill
@@ -256,14 +255,11 @@ class PromptBuilder:
     def build(self, request: ApplyRequest, state: LoopState) -> Prompt:
         standing = render_standing(self.standing(state) if self.standing is not None else None)
         first = request.attempt == 0 or not request.history
-        if first and request.skill == FREE_CHOICE and request.diagnosis:
-            # engine on, every proposal tried on this kernel: the choice is the coder's, the profile's evidence stays
-            return open_coder_prompt(launcher=self.launcher, diagnosis=render_diagnosis(request.diagnosis, self._title),
-                                     memory=render_memory(state), standing=standing, kernel_name=self.kernel_name,
-                                     kernel=state.best_source)
         if first and request.skill == FREE_CHOICE:
+            # engine on, every proposal tried on this kernel: the choice is the coder's, the profile's evidence stays
+            diagnosis = render_diagnosis(request.diagnosis, self._title) if request.diagnosis else ""
             return free_coder_prompt(launcher=self.launcher, memory=render_memory(state), standing=standing,
-                                     kernel_name=self.kernel_name, kernel=state.best_source)
+                                     diagnosis=diagnosis, kernel_name=self.kernel_name, kernel=state.best_source)
         if first:
             skill = self.skill_lookup(request.skill)
             return coder_prompt(launcher=self.launcher, skill_id=request.skill,

@@ -56,19 +56,12 @@ FREE_CHOICE = "free-choice"
 
 
 def free_coder_prompt(*, launcher: str, memory: str, kernel_name: str, kernel: str, standing: str = "",
-                      version: int | None = None) -> Prompt:
-    """The coder prompt without the engine: the same rules, standing and kernel, the choice left to the coder."""
-    template = load_prompt("coder_free", version)
-    user = template.render(launcher=launcher, memory=memory or "(nothing yet)", standing=standing or UNKNOWN_STANDING,
-                           kernel_name=kernel_name, kernel=kernel)
-    return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
-
-
-def open_coder_prompt(*, launcher: str, diagnosis: str, memory: str, kernel_name: str, kernel: str,
-                      standing: str = "", version: int | None = None) -> Prompt:
-    """An engine-on run's free choice: every skill the engine proposed was tried on this kernel. The free prompt's
-    rules, standing and kernel, and the engine's proposals with their evidence (the profile's diagnosis)."""
-    template = load_prompt("coder_open", version)
+                      diagnosis: str = "", version: int | None = None) -> Prompt:
+    """The coder prompt without the engine's choice: the same rules, standing and kernel, the choice left to the coder.
+    Engine off (the ablation): `coder_free`. Engine on with every proposal tried on the kernel, `diagnosis` holds
+    those proposals with their evidence (`appliers.render_diagnosis`): `coder_open`, the same prompt plus that
+    section. `version` is the version of the template the choice names."""
+    template = load_prompt("coder_open" if diagnosis else "coder_free", version)
     user = template.render(launcher=launcher, diagnosis=diagnosis, memory=memory or "(nothing yet)",
                            standing=standing or UNKNOWN_STANDING, kernel_name=kernel_name, kernel=kernel)
     return Prompt(template, [{"role": "system", "content": _SYSTEM}, {"role": "user", "content": user}])
