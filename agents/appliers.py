@@ -62,17 +62,19 @@ def render_card(skill: Skill | None) -> str:
 
 
 def render_evidence(candidate: Candidate | None) -> str:
-    """Only what the firing rules read (CUDAMaster's filtering): their reasons and focus rows."""
+    """Only what the firing rules read (CUDAMaster's filtering): their reasons and focus rows, a quantity once with
+    every threshold its leaves compared it against (rules test one quantity in several leaves)."""
     if candidate is None:
         return ""
-    lines = []
-    if candidate.because:
-        lines.append(str(candidate.because))
+    thresholds: dict[tuple[str, str], list[str]] = {}
     for row in candidate.focus:
-        line = f"- {row.name} = {_value(row.observed)}" + (
-            f" (threshold {_value(row.threshold)})" if row.threshold is not None else "")
-        if line not in lines:        # two leaves of a rule reading the same quantity against the same threshold
-            lines.append(line)
+        seen = thresholds.setdefault((row.name, _value(row.observed)), [])
+        if row.threshold is not None and _value(row.threshold) not in seen:
+            seen.append(_value(row.threshold))
+    lines = [str(candidate.because)] if candidate.because else []
+    for (name, value), limits in thresholds.items():
+        said = f" (threshold{'s' if len(limits) > 1 else ''} {', '.join(limits)})" if limits else ""
+        lines.append(f"- {name} = {value}{said}")
     return "\n".join(lines)
 
 
@@ -89,12 +91,17 @@ def render_diagnosis(proposals: tuple[Candidate, ...], title_of: Callable[[str],
     """The engine's proposals for an open choice, in its order: each skill, its title, the rule's estimate, its
     reason and the focus rows it read (`render_evidence` per proposal)."""
     parts = []
+    shown: dict[str, str] = {}   # a body already written -> its skill: two rules can fire on one finding
     for rank, proposal in enumerate(proposals, 1):
         title = title_of(proposal.skill)
         estimate = (f"; the rule's estimate: {proposal.time_saved_fraction:.0%} of the time at stake"
                     if proposal.time_saved_fraction else "")
         head = f"{rank}. `{proposal.skill}`" + (f" ({title})" if title else "") + estimate
         body = render_evidence(proposal)
+        if body in shown:
+            body = f"The same evidence as `{shown[body]}` above."
+        elif body:
+            shown[body] = proposal.skill
         parts.append(head + ("\n" + "\n".join(f"   {line}" for line in body.splitlines()) if body else ""))
     return "\n".join(parts)
 

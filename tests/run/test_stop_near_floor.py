@@ -414,16 +414,38 @@ def _before(heading: str, text: str) -> str:
     return text.split(heading, 1)[0]
 
 
-def test_evidence_rows_show_three_significant_digits_and_a_repeated_row_once():
+def test_evidence_rows_show_three_significant_digits_and_a_quantity_once_with_its_thresholds():
     from skillbase.agents.appliers import render_evidence
     from skillbase.run.types import Candidate, EvidenceRow
 
     share = random.Random().uniform(0.2, 0.5)
-    rows = (EvidenceRow("global_atomic_share", share, 0.2), EvidenceRow("global_atomic_share", share, 0.2),
-            EvidenceRow("global_atomic_share", share, 0.3), EvidenceRow("src_shuffles", 0, None))
+    rows = (EvidenceRow("global_atomic_share", share, 0.2), EvidenceRow("src_shuffles", 0, None),
+            EvidenceRow("global_atomic_share", share, 0.2), EvidenceRow("global_atomic_share", share, 0.3))
     text = render_evidence(Candidate("atom.warp_aggregated", 0.5, 0.3, ("r",), "atomics", focus=rows))
     shown = f"{share:.3f}".rstrip("0")
-    assert text.splitlines() == ["atomics", f"- global_atomic_share = {shown} (threshold 0.2)",
-                                 f"- global_atomic_share = {shown} (threshold 0.3)", "- src_shuffles = 0"]
-    big = render_evidence(Candidate("x", 0.5, None, (), "", focus=(EvidenceRow("roofline_bytes", 33816576.0, 0.0),)))
+    assert text.splitlines() == ["atomics", f"- global_atomic_share = {shown} (thresholds 0.2, 0.3)",
+                                 "- src_shuffles = 0"]
+    # a leaf without a threshold adds nothing to the same quantity read with one
+    big = render_evidence(Candidate("x", 0.5, None, (), "", focus=(EvidenceRow("roofline_bytes", 33816576.0, 0.0),
+                                                                     EvidenceRow("roofline_bytes", 33816576.0, None))))
     assert big == "- roofline_bytes = 33816576 (threshold 0)"
+    # two observations of one name that differ are two rows (nothing merged that the profile did not say once)
+    two = render_evidence(Candidate("x", 0.5, None, (), "", focus=(EvidenceRow("waves", 1.5, 1.0),
+                                                                     EvidenceRow("waves", 7.0, 20.0))))
+    assert two.splitlines() == ["- waves = 1.5 (threshold 1)", "- waves = 7 (threshold 20)"]
+
+
+def test_a_proposal_with_the_evidence_of_an_earlier_one_refers_to_it():
+    from skillbase.agents.appliers import render_diagnosis
+    from skillbase.run.types import Candidate, EvidenceRow
+
+    loads = random.Random().uniform(2.0, 3.0)
+    focus = (EvidenceRow("global_ld_per_ffma", loads, 2.0),)
+    proposals = (Candidate("cmp.thread_coarsening", 0.5, 0.5, ("r",), "threads reload operands", focus=focus),
+                 Candidate("cmp.register_tiling", 0.5, 0.5, ("r",), "threads reload operands", focus=focus),
+                 Candidate("occ.achieved_gap", 0.2, 0.17, ("r",), "warps finish apart", focus=()))
+    text = render_diagnosis(proposals, lambda skill: None)
+    assert text.count("threads reload operands") == 1 and text.count("global_ld_per_ffma") == 1
+    assert "2. `cmp.register_tiling`; the rule's estimate: 50% of the time at stake\n" \
+           "   The same evidence as `cmp.thread_coarsening` above." in text
+    assert "3. `occ.achieved_gap`; the rule's estimate: 17% of the time at stake\n   warps finish apart" in text
