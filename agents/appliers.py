@@ -69,8 +69,9 @@ def render_evidence(candidate: Candidate | None) -> str:
     thresholds: dict[tuple[str, str], list[str]] = {}
     for row in candidate.focus:
         seen = thresholds.setdefault((row.name, _value(row.observed)), [])
-        if row.threshold is not None and _value(row.threshold) not in seen:
-            seen.append(_value(row.threshold))
+        limit = None if row.threshold is None else _value(row.threshold)
+        if limit is not None and limit not in seen:
+            seen.append(limit)
     lines = [str(candidate.because)] if candidate.because else []
     for (name, value), limits in thresholds.items():
         said = f" (threshold{'s' if len(limits) > 1 else ''} {', '.join(limits)})" if limits else ""
@@ -263,7 +264,8 @@ class PromptBuilder:
         standing = render_standing(self.standing(state) if self.standing is not None else None)
         first = request.attempt == 0 or not request.history
         if first and request.skill == FREE_CHOICE:
-            # engine on, every proposal tried on this kernel: the choice is the coder's, the profile's evidence stays
+            # the coder's own choice: engine off, or engine on with every proposal tried on this kernel, where the
+            # profile's evidence stays in the prompt as the diagnosis (coder_open)
             diagnosis = render_diagnosis(request.diagnosis, self._title) if request.diagnosis else ""
             return free_coder_prompt(launcher=self.launcher, memory=render_memory(state), standing=standing,
                                      diagnosis=diagnosis, kernel_name=self.kernel_name, kernel=state.best_source)
