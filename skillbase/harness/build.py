@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from skillbase.config import cache_root, env_paths, private_dir
+from skillbase.cuda.includes import local_includes
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.static_check import banned_identifier
@@ -245,31 +246,15 @@ def base_flags(arch: str, compile_only: bool) -> list[str]:
     return kind + ["-O3", "-lineinfo", "-Xptxas", "-v"] + arch_flags(arch)
 
 
-_INCLUDE = re.compile(rb'^\s*#\s*include\s*"([^"]+)"', re.M)
-
-
-def _local_includes(path: Path, seen: set[Path]) -> list[tuple[str, bytes]]:
-    """(name, bytes) of every quoted include reachable from `path` that exists beside its includer."""
-    out = []
-    for match in _INCLUDE.finditer(path.read_bytes()):
-        target = (path.parent / match.group(1).decode("utf-8", "replace")).resolve()
-        if target in seen or not target.is_file():
-            continue
-        seen.add(target)
-        out.append((str(target), target.read_bytes()))
-        out.extend(_local_includes(target, seen))
-    return out
-
-
 def _cache_key(source: Path, flags: list[str], nvcc_version: str) -> str:
     digest = hashlib.sha256()
     for part in (b"skillbase-build-v1", str(source.resolve()).encode(), source.read_bytes(),
                  json.dumps(flags).encode(), nvcc_version.encode()):
         digest.update(len(part).to_bytes(8, "little"))
         digest.update(part)
-    for name, data in _local_includes(source.resolve(), {source.resolve()}):
-        digest.update(name.encode())
-        digest.update(hashlib.sha256(data).digest())
+    for header in local_includes(source.read_bytes(), source.resolve().parent, {source.resolve()}):
+        digest.update(str(header).encode())
+        digest.update(hashlib.sha256(header.read_bytes()).digest())
     return digest.hexdigest()
 
 

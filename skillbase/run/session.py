@@ -28,7 +28,7 @@ from skillbase.engine import Engine
 from skillbase.errors import EnvironmentProblem, InputError, SkillbaseError
 from skillbase.harness import env
 from skillbase.harness.runtime import require_gpu
-from skillbase.harness.scratch import copy_spec
+from skillbase.harness.scratch import copy_headers, copy_spec
 from skillbase.run.evidence import EvidenceCollector
 from skillbase.run.explain import explain_run
 from skillbase.run.judges import judge_for
@@ -150,10 +150,12 @@ def summarise(store: RunStore, run_id: int) -> dict:
         folder = store.location / "runs" / run.name
         folder.mkdir(parents=True, exist_ok=True)
         best_path = folder / "best.cu"
-        best_path.write_text(store.artifacts.get_text(run.best_kernel))
+        best_source = store.artifacts.get_text(run.best_kernel)
+        best_path.write_text(best_source)
         spec = Path(run.task_path).with_name(Path(run.task_path).stem + ".task.yaml")
         if spec.exists():
             copy_spec(spec, folder / "best.task.yaml")   # with its reference and hooks: best.cu checks as it stands
+        copy_headers(best_source, Path(run.task_path), folder)   # and its local headers, when it has any
     rounds = []
     for entry in report["rounds"]:
         accepted = [a for a in entry["attempts"] if a["status"] == Status.ACCEPTED]

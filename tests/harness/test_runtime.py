@@ -170,3 +170,57 @@ def test_the_harness_running_out_of_device_memory_is_the_machines_problem_not_a_
     assert diagnose(0, "", False, 1, payload["error"]) == ("crashed", f"CUDA error: {diagnose_cuda(launch.message)}")
     payload, _ = worker._error_payload(LaunchError("candidate: cudaErrorIllegalAddress"))
     assert diagnose(0, "", False, 1, payload["error"])[0] == "crashed"
+
+
+@pytest.mark.nvcc
+def test_a_candidate_copy_carries_its_local_headers_and_builds_in_the_cache(tmp_path, monkeypatch):
+    """A kernel that includes a header beside it and one above its folder builds in the user's folder; its
+    candidates are built from a copy in the cache, which must carry both headers, laid out alike."""
+    from skillbase.harness.build import build
+    from skillbase.harness.scratch import copy_headers, scratch_copy
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    project = tmp_path / "project"
+    (project / "kernels" / "detail").mkdir(parents=True)
+    (project / "util").mkdir()
+    scale = random.randint(2, 9)
+    (project / "util" / "math.cuh").write_text(f"#pragma once\n#define SCALE {scale}.0f\n")
+    (project / "kernels" / "detail" / "index.cuh").write_text(
+        '#pragma once\n#include "../../util/math.cuh"\n'
+        '__device__ int at() { return blockIdx.x * blockDim.x + threadIdx.x; }\n')
+    body = ('#include "detail/index.cuh"\n'
+            '__global__ void k(float* y, int n) { int i = at(); if (i < n) y[i] *= SCALE; }\n'
+            'extern "C" void launch(float* y, int n) { k<<<(n + 255) / 256, 256>>>(y, n); }\n')
+    task = project / "kernels" / "scale.cu"
+    task.write_text(body)
+    (project / "kernels" / "scale.task.yaml").write_text("launcher: launch\n")
+    assert build(task, arch="sm_90", compile_only=True).ptxas   # as the user builds it (raises BuildError otherwise)
+
+    copy = scratch_copy(task, body.replace("y[i] *= SCALE", "y[i] = y[i] * SCALE"))
+    cache = tmp_path / "cache" / "candidates"
+    assert copy.relative_to(cache).parts[1:] == ("kernels", "scale.cu")   # one folder down: ../../util resolves
+    folder = cache / copy.relative_to(cache).parts[0]
+    assert (folder / "util" / "math.cuh").read_text().endswith(f"SCALE {scale}.0f\n")
+    assert (folder / "kernels" / "detail" / "index.cuh").exists() and (copy.parent / "scale.task.yaml").exists()
+    assert "k" in str(build(copy, arch="sm_90", compile_only=True).ptxas)
+    # A header edited is another copy (and so another build), never a stale one.
+    (project / "util" / "math.cuh").write_text("#pragma once\n#define SCALE 1.5f\n")
+    again = scratch_copy(task, copy.read_text())
+    assert again != copy and (again.parents[1] / "util" / "math.cuh").read_text().endswith("1.5f\n")
+    # best.cu in a run's folder: the headers inside the task's folder come with it, the one above is named.
+    best = tmp_path / "run_1"
+    best.mkdir()
+    above = copy_headers(body, task, best)
+    assert (best / "detail" / "index.cuh").exists() and above == [(project / "util" / "math.cuh").resolve()]
+
+
+def test_a_kernel_without_local_headers_is_copied_flat(tmp_path, monkeypatch):
+    from skillbase.harness.scratch import scratch_copy
+
+    monkeypatch.setenv("SKILLBASE_CACHE", str(tmp_path / "cache"))
+    task = tmp_path / "k.cu"
+    (tmp_path / "fixed.cuh").write_text("#pragma once\n")
+    task.write_text('#include "cuda_runtime.h"\n#include <cstdio>\n')
+    # nvcc's own header is not local; one named by its absolute path is read in place, wherever the copy is
+    copy = scratch_copy(task, f'#include "cuda_runtime.h"\n#include "{tmp_path / "fixed.cuh"}"\n// candidate\n')
+    assert copy.parent.parent == tmp_path / "cache" / "candidates" and sorted(os.listdir(copy.parent)) == ["k.cu"]
