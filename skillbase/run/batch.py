@@ -54,9 +54,15 @@ from skillbase.harness.build import build_all
 from skillbase.harness.executors import make_executor
 from skillbase.harness.jobs import Executor, Job, JobResult, interrupted, not_started
 from skillbase.harness.phases import GPU_WAIT, MEMORY_WAIT, judged_line
-from skillbase.run.artifacts import digest_bytes
 from skillbase.run.judges import judge_for
-from skillbase.run.pending import PendingPrompt, missing_note, pending_in, waiting_key
+from skillbase.run.pending import (
+    MAX_CANDIDATE_BYTES,
+    PendingPrompt,
+    judged_again,
+    missing_note,
+    pending_in,
+    waiting_key,
+)
 from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
 from skillbase.run.store import BatchRow, RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
@@ -742,8 +748,6 @@ def _quiet(message: str) -> None:
 
 # -- candidates -----------------------------------------------------------------------------------
 
-MAX_CANDIDATE_BYTES = 4 << 20
-
 
 def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher: str | None,
                    judged: dict[str, str]) -> tuple[str, CoderReply | None] | str:
@@ -771,10 +775,8 @@ def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher:
         return f"not CUDA: {path.name} defines no __global__ kernel"
     if launcher and not re.search(rf"\b{re.escape(launcher)}\s*\(", source):
         return f"for another task: {path.name} does not define this task's launcher {launcher}()"
-    digest = digest_bytes(source.encode("utf-8"))
-    for key, seen in judged.items():
-        if seen == digest:
-            return f"for another prompt: {path.name} was already judged for {key}; {prompt.key} needs a new candidate"
+    if again := judged_again(path, source, judged, prompt.key):
+        return again
     reply = _read_meta(meta_path, prompt)
     if isinstance(reply, str):
         return reply

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from skillbase.documents import versioned
+from skillbase.run.artifacts import digest_bytes
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref
 from skillbase.run.types import RunStatus
 
@@ -28,6 +29,7 @@ CODER = "coder"          # a first try at applying the round's skill
 DEBUGGER = "debugger"    # a repair of the try before it (its error is in the prompt)
 GENERATOR = "generator"  # the first kernel of a task written from its PyTorch reference
 KINDS = (CODER, DEBUGGER, GENERATOR)   # what a waiting prompt asks for (the documents' `kind`)
+MAX_CANDIDATE_BYTES = 4 << 20          # a kernel's source is not larger
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,8 @@ def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | No
         member = members.get(run.id)
         folder = candidates_folder(store, settings.get(member.batch_id) if member else None)
         candidate = folder / f"{run.name}.cu"
-        note = _standing_note(store.last_event_at(run.id, "candidate-waiting"), key, candidate)
+        note = _standing_note(store.last_event_at(run.id, "candidate-waiting"), key, candidate) \
+            or _judged_already(store, run.id, candidate, key)
         attempt = int(match["attempt"])
         prompt = Path(waiting["prompt"]) if waiting.get("prompt") else None
         found.append(PendingPrompt(
@@ -141,6 +144,27 @@ def _standing_note(event: tuple[dict, float] | None, key: str, candidate: Path) 
     except OSError:
         return missing_note(candidate) if reason.startswith("missing:") else reason
     return None if reason.startswith("missing:") or written > at + 1.0 else reason
+
+
+def judged_again(path: Path, source: str, judged: dict[str, str], key: str) -> str | None:
+    """The note of a candidate whose source was already judged in its run (`judged`: artifact digest by step
+    key), as a file left from the last trip is: one place for `resume --all` and `pending`."""
+    digest = digest_bytes(source.encode("utf-8"))
+    earlier = next((k for k, seen in judged.items() if seen == digest), None)
+    return None if earlier is None else \
+        f"for another prompt: {path.name} was already judged for {earlier}; {key} needs a new candidate"
+
+
+def _judged_already(store: RunStore, run_id: int, candidate: Path, key: str) -> str | None:
+    """`judged_again`'s note for the file now at `candidate`, read as it stands (None when it is not a
+    plain readable kernel source: `resume --all` says what is wrong with it)."""
+    try:
+        if not candidate.is_file() or candidate.stat().st_size > MAX_CANDIDATE_BYTES:
+            return None
+        source = candidate.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    return judged_again(candidate, source, store.judged_sources(run_id), key)
 
 
 def missing_note(candidate: Path) -> str:

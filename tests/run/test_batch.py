@@ -113,7 +113,10 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
     assert judged["run"] == waiting["relu"]["run"] and "r0/v0/a0: unverified" in judged["reason"]
 
     after = pending(store_path)
-    assert (after["relu"]["key"], after["relu"]["kind"], after["relu"]["waiting"]) == ("r1/v0/a0", "coder", None)
+    assert (after["relu"]["key"], after["relu"]["kind"]) == ("r1/v0/a0", "coder")
+    # The judged file is still there: `pending` says so at once, as the next `resume --all` would.
+    assert after["relu"]["waiting"] == f"for another prompt: {good.name} was already judged for r0/v0/a0; " \
+                                       "r1/v0/a0 needs a new candidate"
     assert after["gelu"]["key"] == "r0/v0/a0" and after["gelu"]["waiting"].startswith("empty:")
     assert after["elu"]["waiting"].startswith("missing:")
     assert after["sigmoid"]["waiting"].startswith("not CUDA:")
