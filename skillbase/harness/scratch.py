@@ -33,39 +33,37 @@ def scratch_copy(task_path: Path, source: str) -> Path:
     moves the kernel down into the copy by as many folders, so the relative include still resolves."""
     spec = task_path.with_name(task_path.stem + ".task.yaml")
     home = task_path.resolve().parent
-    headers = [h for h in _spec_headers(spec) if h != task_path.resolve()]
+    names = spec_files(spec) if spec.exists() else []
+    headers = [h for h in _spec_headers(spec, names) if h != task_path.resolve()]
     headers += local_includes(source.encode(), home, {task_path.resolve(), *headers}, relative_only=True)
     root = home
     while not all(h.is_relative_to(root) for h in headers) and root != root.parent:
         root = root.parent   # the nearest folder above every header and the task
     key = hashlib.sha256(source.encode())
     if spec.exists():
-        for name, path in ((spec.name, spec), *((n, spec.parent / n) for n in spec_files(spec))):
+        for name, path in ((spec.name, spec), *((n, spec.parent / n) for n in names)):
             if path.is_file():
                 key.update(b"\0" + name.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     if root != home:
         key.update(b"\0home\0" + str(home.relative_to(root)).encode())
-    for header in headers:
-        name = str(header.relative_to(root)).encode()
-        key.update(b"\0" + name + b"\0" + hashlib.sha256(header.read_bytes()).digest())
+    placed = [(header.relative_to(root), header.read_bytes()) for header in headers]
+    for name, data in placed:
+        key.update(b"\0" + str(name).encode() + b"\0" + hashlib.sha256(data).digest())
     folder = cache_root() / "candidates" / key.hexdigest()[:16]
     path = folder / home.relative_to(root) / task_path.name
-    path.parent.mkdir(parents=True, exist_ok=True)
     _write_if_changed(path, source.encode())
-    for header in headers:
-        (folder / header.relative_to(root)).parent.mkdir(parents=True, exist_ok=True)
-        _write_if_changed(folder / header.relative_to(root), header.read_bytes())
+    for name, data in placed:
+        _write_if_changed(folder / name, data)
     if spec.exists():
         copy_spec(spec, path.parent / spec.name)
     return path
 
 
-def _spec_headers(spec: Path) -> list[Path]:
-    """The local headers of the CUDA files a spec names (a CUDA reference's includes travel with it)."""
-    if not spec.exists():
-        return []
+def _spec_headers(spec: Path, names: list[str]) -> list[Path]:
+    """The local headers of the CUDA files a spec names (`names`, its `spec_files`): a CUDA reference's includes
+    travel with it."""
     seen: set[Path] = set()
-    for name in spec_files(spec):
+    for name in names:
         path = spec.parent / name
         if path.suffix in (".cu", ".cuh") and path.is_file():
             local_includes(path.read_bytes(), path.resolve().parent, seen, relative_only=True)
@@ -81,7 +79,6 @@ def copy_headers(source: str, task_path: Path, target_folder: Path) -> list[Path
         if not header.is_relative_to(home):
             above.append(header)
             continue
-        (target_folder / header.relative_to(home)).parent.mkdir(parents=True, exist_ok=True)
         _write_if_changed(target_folder / header.relative_to(home), header.read_bytes())
     return above
 
@@ -92,17 +89,18 @@ def copy_spec(spec: Path, target: Path) -> None:
     _write_if_changed(target, spec.read_bytes())
     for name in spec_files(spec):
         if (spec.parent / name).is_file():
-            (target.parent / name).parent.mkdir(parents=True, exist_ok=True)
             _write_if_changed(target.parent / name, (spec.parent / name).read_bytes())
 
 
 def _write_if_changed(target: Path, data: bytes) -> None:
-    """`data` into `target` unless it holds it already; written aside and renamed, never truncated in place."""
+    """`data` into `target` (its folders made) unless it holds it already; written aside and renamed, never
+    truncated in place."""
     try:
         if target.read_bytes() == data:
             return
     except OSError:
         pass
+    target.parent.mkdir(parents=True, exist_ok=True)
     write_bytes_atomically(target, data)
 
 
