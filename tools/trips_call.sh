@@ -18,6 +18,7 @@
 #              BASELINES_PROBLEMS="level1/14 level2/3" times only those members)
 #   CUPTI=1    first, alone on the GPU (it measures the timer): `tools/measure/cupti_overhead.py` with its
 #              default kernels and ncu, bounded to CUPTI_S seconds (default 240); back in $OUT/cupti/
+#   EXPECT_GPU the GPU name (nvidia-smi's) the trip's runs were timed on: on another, the call stops before setup
 #   WORKERS    worker processes per GPU for both trips (default 2; 1 for problems of many GB, which two workers
 #              and a GPU test can run out of device memory)
 # Carry .whl (the install) and, for KB=1, trip/kb_answers.tar.gz. Back in $OUT: llm-store.tar.gz(.part-*),
@@ -32,6 +33,9 @@ W=${WORK:-/tmp}   # scratch: logs, the trips' OUT folders and stores (WORK=DIR: 
 L=$W/logs; rm -rf $L $W/o1 $W/o2; mkdir -p $L
 export SKILLBASE_CACHE=${SKILLBASE_CACHE:-/tmp/sbcache}
 trap 'tar -czf $O/logs.tar.gz -C $W logs' EXIT
+GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1); echo "gpu: ${GPU:-none}"
+# before setup: `resume` refuses a run timed on another GPU model, so such a machine would only cost time
+if [ -n "${EXPECT_GPU:-}" ] && [ "$GPU" != "$EXPECT_GPU" ]; then echo "not $EXPECT_GPU: nothing run"; exit 3; fi
 if [ "${SETUP:-}" != skip ]; then   # SETUP=skip: skillbase already on PATH (a warm machine, the CPU test)
   source tools/device_setup.sh > $L/setup.log 2>&1 || { tail -20 $L/setup.log; exit 1; }
 fi

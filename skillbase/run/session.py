@@ -110,6 +110,7 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
                          hint="--candidate answers a run paused by --agent external")
     if run.manifest.get("from_reference") and not run.manifest.get("task_digest"):
         return _resume_generator(store, run, candidate, reply, progress)   # still waiting for its first kernel
+    same_gpu(run)
     kernel = unchanged_task(run)
     stored = run.manifest.get("settings") or {}
     settings = Settings.from_stored(stored)
@@ -121,6 +122,17 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     # paused run's live starter (a test, an MCP server) look like an owner still driving it.
     store.update_run(run.id, stop_reason=None)
     return _execute(store, run.id, kernel, settings, wired, candidate, progress)
+
+
+def same_gpu(run: RunRow) -> None:
+    """Refuse to go on with a timed run on a GPU of another model than the one it was timed on: its baseline
+    and best would be figures of one GPU and its next verdicts, evidence and roofline floor of another, and its
+    speedup a ratio of the two. Away from any GPU a run goes on only as far as it needs none (`_GpuElsewhere`)."""
+    recorded, here = run.manifest.get("gpu"), env.gpu_name()
+    if run.manifest.get("gpu_run", True) and run.baseline_us is not None and recorded and here and here != recorded:
+        raise InputError(f"{run.name} was timed on {recorded}, this machine's GPU is {here}: its speedup would "
+                         "divide one GPU's time by another's",
+                         hint=f"resume it on a machine with {recorded}, or start a new run here")
 
 
 def task_digest(kernel: Path) -> str:

@@ -389,3 +389,20 @@ def test_bad_input_is_one_line_and_changes_nothing(task, tmp_path, capsys):
     with pytest.raises(SkillbaseError, match="no batch batch_7"):
         reopen(store_path, all_runs=True, more_rounds=1, batch="batch_7")
     assert snapshot(store_path) == before
+
+
+def test_a_timed_run_does_not_go_on_on_another_gpu_model(task, tmp_path, monkeypatch, capsys):
+    """A run timed on the H200 and resumed on an H100 (the device tool lends either): its baseline and best
+    are H200 times, so its next verdict, evidence and floor would be another GPU's and its speedup a ratio of
+    the two. It is refused in one line naming both GPUs, and nothing in the store changes."""
+    store_path = tmp_path / "store"
+    paused = h200_run(task, store_path, random.Random().uniform(0.1, 0.4), rounds=3, waits_at=1)
+    before = snapshot(store_path)
+    other = random.choice(["NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB"])
+    monkeypatch.setattr("skillbase.harness.env.gpu_name", lambda: other)
+    with pytest.raises(InputError, match=f"{paused} was timed on {H200}, this machine's GPU is {other}"):
+        resume_run(paused, store_path=store_path, candidate=TILED, progress=lambda m: 0)
+    code, out, err = run_main(capsys, "resume", paused, "--candidate", str(task), "--store", str(store_path))
+    assert code == 2 and "Traceback" not in err and f"resume it on a machine with {H200}" in err, (code, out, err)
+    assert snapshot(store_path) == before
+    assert RunStore.open(store_path).get_run(paused).status == RunStatus.PAUSED
