@@ -44,7 +44,7 @@ from typing import Any
 
 from skillbase.agents.appliers import CoderReply
 from skillbase.agents.client import ChatClient, load_config
-from skillbase.agents.coder import NoCodeInReply, extract_cuda
+from skillbase.agents.coder import NoCodeInReply
 from skillbase.bench.runner import check_workers_per_gpu, visible_devices
 from skillbase.bench.suite import discover, select
 from skillbase.documents import versioned
@@ -58,6 +58,7 @@ from skillbase.run.judges import judge_for
 from skillbase.run.pending import (
     MAX_CANDIDATE_BYTES,
     PendingPrompt,
+    candidate_source,
     judged_again,
     missing_note,
     pending_in,
@@ -765,12 +766,10 @@ def read_candidate(path: Path, meta_path: Path, prompt: PendingPrompt, launcher:
         return f"binary: {path.name} is not UTF-8 text"
     if "\0" in text:
         return f"binary: {path.name} holds NUL bytes"
-    source = text
-    if "```" in text:   # a reply with the file in a fence, as a chat model writes it
-        try:
-            source = extract_cuda(text, launcher or "launch")
-        except NoCodeInReply as problem:
-            return f"not CUDA: {path.name}: {problem.message.replace('the LLM reply', 'the reply')}"
+    try:
+        source = candidate_source(text, launcher)
+    except NoCodeInReply as problem:
+        return f"not CUDA: {path.name}: {problem.message.replace('the LLM reply', 'the reply')}"
     if "__global__" not in source:
         return f"not CUDA: {path.name} defines no __global__ kernel"
     if launcher and not re.search(rf"\b{re.escape(launcher)}\s*\(", source):

@@ -17,7 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from skillbase.agents.coder import extract_cuda
 from skillbase.documents import versioned
+from skillbase.errors import SkillbaseError
 from skillbase.run.artifacts import digest_bytes
 from skillbase.run.store import RunStore, batch_name, parse_batch_ref
 from skillbase.run.types import RunStatus
@@ -155,14 +157,22 @@ def judged_again(path: Path, source: str, judged: dict[str, str], key: str) -> s
         f"for another prompt: {path.name} was already judged for {earlier}; {key} needs a new candidate"
 
 
+def candidate_source(text: str, launcher: str | None) -> str:
+    """The kernel source a candidate file holds: the file itself, or the CUDA file in its fence when it is a
+    reply as a chat model writes it (`NoCodeInReply` when that fence is missing or wrong). The judged source,
+    so an answer left from the last trip is known whether or not it was fenced."""
+    return extract_cuda(text, launcher or "launch") if "```" in text else text
+
+
 def _judged_already(store: RunStore, run_id: int, candidate: Path, key: str) -> str | None:
     """`judged_again`'s note for the file now at `candidate`, read as it stands (None when it is not a
-    plain readable kernel source: `resume --all` says what is wrong with it)."""
+    readable kernel source: `resume --all` says what is wrong with it)."""
     try:
         if not candidate.is_file() or candidate.stat().st_size > MAX_CANDIDATE_BYTES:
             return None
-        source = candidate.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        source = candidate_source(candidate.read_text(encoding="utf-8"),
+                                  store.get_run(run_id).manifest.get("launcher"))
+    except (OSError, UnicodeDecodeError, SkillbaseError):
         return None
     return judged_again(candidate, source, store.judged_sources(run_id), key)
 

@@ -101,8 +101,8 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
         assert entry["candidate"].endswith(f"{entry['run']}.cu") and entry["waiting"] is None
 
     # One good candidate (with its meta file), one empty, one missing, one not CUDA.
-    good = Path(waiting["relu"]["candidate"])
-    good.write_text(a_candidate("relu", "grid-stride"))
+    good = Path(waiting["relu"]["candidate"])     # a reply as a chat model writes it: the file in a fence
+    good.write_text(f"Grid-stride loop:\n\n```cuda\n{a_candidate('relu', 'grid-stride')}```\nDone.\n")
     Path(waiting["relu"]["meta"]).write_text(json.dumps({"model": "claude helper of the lead", "wall_s": 12.5,
                                                          "reply_tokens": 321}))
     Path(waiting["gelu"]["candidate"]).write_text("\n  \n")
@@ -114,7 +114,8 @@ def test_a_batch_flows_from_prompts_to_candidates_to_the_next_prompts(suite, tmp
 
     after = pending(store_path)
     assert (after["relu"]["key"], after["relu"]["kind"]) == ("r1/v0/a0", "coder")
-    # The judged file is still there: `pending` says so at once, as the next `resume --all` would.
+    # The judged file is still there: `pending` says so at once, as the next `resume --all` would (its fence
+    # taken off first, as the judged source was).
     assert after["relu"]["waiting"] == f"for another prompt: {good.name} was already judged for r0/v0/a0; " \
                                        "r1/v0/a0 needs a new candidate"
     assert after["gelu"]["key"] == "r0/v0/a0" and after["gelu"]["waiting"].startswith("empty:")
