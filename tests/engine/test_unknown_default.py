@@ -115,12 +115,13 @@ def test_a_valid_default_validates_clean(tmp_path):
     assert not [p for p in _problems(tmp_path, VOCABULARY + HEADROOM) if "headroom" in p or "floor_share" in p]
 
 
-def test_the_built_in_vocabulary_gives_a_default_to_the_floor_headroom_only():
-    # A default is a statement of what unknown means; each one is a decision, listed here on purpose.
+def test_the_built_in_vocabulary_gives_a_default_to_the_floor_headroom_and_the_gather_fact_only():
+    # A default is a statement of what unknown means; each one is a decision, listed here on purpose: no bound on
+    # the floor headroom, and no gather known without the source (the mem.coalesce rules keep firing on counters).
     engine = Engine.load()
     entries = engine.vocabulary.entries
     defaults = {name: entry.default for name, entry in entries.items() if entry.default is not MISSING}
-    assert defaults == {"memory_floor_headroom": 1.0}
+    assert defaults == {"memory_floor_headroom": 1.0, "src_gathers_only_uncoalesced": False}
 
 
 def test_the_floor_headroom_is_the_time_above_the_floor_and_no_bound_outside_it():

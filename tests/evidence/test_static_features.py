@@ -1009,3 +1009,34 @@ def test_parameter_types_read_through_file_aliases(tmp_path):
     assert kernels["gemm_bf16"]["params"][0]["type"] == "const T* __restrict__"
     assert kernels["scale_half"]["global_access"]["half_pointer_inputs"] == 2     # `using H = __half;`
     assert kernels["scale_float"]["global_access"]["half_pointer_inputs"] == 0    # float, through two aliases
+
+
+# -- gathers: a lane-varying index that is data, as opposed to a walk from a loaded base --
+
+SPARSE = ("__global__ void csr_thread_row(const int* rowptr, const int* col, const float* val, const float* x,\n"
+          "                               float* y, int m) {\n"
+          "  int row = blockIdx.x * blockDim.x + threadIdx.x;\n  if (row >= m) return;\n  float s = 0.f;\n"
+          "  for (int k = rowptr[row]; k < rowptr[row + 1]; ++k) s += val[k] * x[col[k]];\n  y[row] = s;\n}\n"
+          "__global__ void coo_grid_stride(const int* col, const float* val, const float* x, float* out, int nnz) {\n"
+          "  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < nnz; i += blockDim.x * gridDim.x) {\n"
+          "    int c = col[i];\n    out[i] = val[i] * __ldg(&x[c]);\n  }\n}\n"
+          "__global__ void based_walk(const int* start, const float* val, float* y, int len) {\n"
+          "  int t = blockIdx.x * blockDim.x + threadIdx.x;\n  float s = 0.f;\n"
+          "  for (int j = 0; j < len; ++j) s += val[start[t] + j];\n  y[t] = s;\n}\n"
+          "__global__ void embedding(const int* ids, const float* table, float* out, int d) {\n"
+          "  int w = (blockIdx.x * blockDim.x + threadIdx.x) / 32, lane = threadIdx.x % 32;\n"
+          "  out[w * d + lane] = table[ids[w] * d + lane];\n}\n")
+
+
+def test_a_load_indexed_by_data_is_a_gather_and_a_walk_from_a_loaded_base_is_not():
+    # issue 16: the LLM run's sparse kernels, rows read a warp at a time, kept 63 % excess sectors from x[col[k]]
+    # alone; mem.coalesce was chosen five times and never won: the feature tells that gather from a walk
+    kernels = static_features(SPARSE)["kernels"]
+    gathered = {name: kernels[name]["global_access"]["gathered"] for name in kernels}
+    # x[col[k]] (k a row's counter) and __ldg(&x[c]) with c = col[i]: gathers; val[k] and val[i] are not
+    assert gathered["csr_thread_row"] == 1 and gathered["coo_grid_stride"] == 1
+    # val[start[t] + j]: each thread walks from its loaded base (a warp per row coalesces it), not a gather
+    assert gathered["based_walk"] == 0 and kernels["based_walk"]["global_access"]["unknown"] == 1
+    # ids[w] is one per warp: table[ids[w] * d + lane] is lane-consecutive, coalesced, not a gather
+    g = kernels["embedding"]["global_access"]
+    assert (gathered["embedding"], g["unknown"]) == (0, 0) and g["coalesced"] >= 2

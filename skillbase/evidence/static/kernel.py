@@ -281,7 +281,7 @@ class KernelFeatures:
         self.compile_time = compile_time or set()   # template value parameters: constants of unknown value
         self.g = {"loads": 0, "stores": 0, "vector_loads": 0, "vector_stores": 0, "max_vector_bytes": 0,
                   "ldg": 0, "cache_hint_calls": 0, "coalesced": 0, "strided": 0, "broadcast": 0, "unknown": 0,
-                  "thread_invariant_loads": 0,
+                  "thread_invariant_loads": 0, "gathered": 0,
                   "loads_in_loops": 0, "pairwise_loads": 0, "reread_loops": 0, "staging_loops": 0,
                   "struct_field_accesses": 0, "data_indexed_atomics": 0, "loads_in_store_free_loops": 0}
         self.reduction = {"tree_loops": 0, "tree_loops_below_warp": 0, "modulo_branches": 0}
@@ -782,6 +782,8 @@ class KernelFeatures:
                     and self._mentions_loop_var(index, runtime_only=True)):
                 # every lane reads the same element, a new one each step of a run-time loop
                 self._broadcast_walks[param] = self._broadcast_walks.get(param, 0) + 1
+        if is_load and info.tx == UNKNOWN and index is not None and self._gathers(index):
+            self.g["gathered"] += 1
         if is_load and info.tx == NONE and not info.thread:
             # the same element for every thread of the block (a table of taps or coefficients), not merely for
             # a warp (a GEMM's A[row * K + k] with row from threadIdx.y): what __constant__ can hold
@@ -808,6 +810,19 @@ class KernelFeatures:
                 self.g["vector_loads"] += 1
         self.g["max_vector_bytes"] = max(self.g["max_vector_bytes"], vector)
         self.g[{UNIT: "coalesced", STRIDED: "strided", NONE: "broadcast", UNKNOWN: "unknown"}[info.tx]] += 1
+
+    def _gathers(self, index) -> bool:
+        """Whether a lane-varying index is data: a value loaded at a thread's index (`x[col[k]]`, `x[c]` with
+        `c = col[k]`), so each lane's address is wherever the data points and no thread mapping coalesces it. A
+        loop counter read outside every inner subscript makes it a walk from a loaded base instead
+        (`val[k]` for `k` from `rowptr[row]`, `val[rowptr[row] + k]`), which a warp per row does coalesce."""
+        counters = set(self._loop_vars)
+        inner = {id(n) for sub in syntax.walk(index) if sub.type == "subscript_expression"
+                 for n in syntax.walk(sub)}
+        if any(n.type == "identifier" and syntax.text(n) in counters and id(n) not in inner
+               for n in syntax.walk(index)):
+            return False
+        return self._data_dependence(index, skip=counters) is True
 
     def _deref(self, node, is_store: bool, in_callee: bool) -> None:
         """`*reinterpret_cast<float4*>(&p[i])`, `*(p + i)`: a global access through a pointer."""
@@ -1113,7 +1128,11 @@ class KernelFeatures:
         if alias is None:
             return
         vec = vector_type_in(next((p["type"] for p in self.params if p["name"] == alias[0]), ""))
-        self._count_access(alias[1], TYPE_BYTES[vec] if vec else 0, is_store, not is_store, param=alias[0])
+        inner = unwrap(address.child_by_field_name("argument")) if address is not None \
+            and address.type == "pointer_expression" else None
+        index = subscript_index(inner) if inner is not None and inner.type == "subscript_expression" else None
+        self._count_access(alias[1], TYPE_BYTES[vec] if vec else 0, is_store, not is_store, param=alias[0],
+                           index=index)
 
     def _atomic(self, target, loop_depth: int) -> None:
         self.atomics["total"] += 1
