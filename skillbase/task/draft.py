@@ -14,7 +14,7 @@ from pathlib import Path
 
 from skillbase.cuda.launchers import Launcher, launchers
 from skillbase.errors import InputError
-from skillbase.task.dtypes import DTYPES, c_type_dtypes
+from skillbase.task.dtypes import DTYPES, STREAM_HINT, STREAM_TYPES, c_type_dtypes
 
 __all__ = ["draft_spec"]
 
@@ -78,6 +78,10 @@ def draft_spec(cu_path: str | Path, launcher: str | None = None) -> tuple[str, l
     for i, p in enumerate(fn.params):
         where = f"args[{i}] ({p.name})"
         compatible = c_type_dtypes(p.type)
+        if compatible is None and not p.pointer and p.type.strip() in STREAM_TYPES:
+            arg_lines.append(f"  - {{name: {p.name}, dtype: i64, value: 0}}   # TODO: drop this stream parameter")
+            todo.append(f"{where}: a {p.type} parameter; {STREAM_HINT}")
+            continue
         if compatible is None:
             dtype = "f32"
             todo.append(f"{where}.dtype: C type '{p.type}' has no dtype; f32 is a placeholder")

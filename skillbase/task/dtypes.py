@@ -95,3 +95,9 @@ def to_storage(values: np.ndarray, name: str) -> np.ndarray:
         return float32_to_bf16_bits(values)
     return np.asarray(values).astype(DTYPES[name].storage, copy=False)
 
+
+# A stream parameter: the harness owns the stream (the legacy default stream, which `<<<>>>` uses and its probes hold
+# and time) and passes none, so a launcher that takes one cannot be called as it stands.
+STREAM_TYPES = frozenset({"cudaStream_t", "CUstream", "cudaStream_t const", "const cudaStream_t"})
+STREAM_HINT = ("drop the stream parameter and launch on the default stream (`<<<grid, block, smem>>>` or stream 0): "
+               "the harness calls the launcher on it and times that stream")

@@ -27,7 +27,7 @@ from skillbase.datafile.problems import suggestions
 from skillbase.datafile.yamldoc import load_yaml
 from skillbase.errors import InputError
 from skillbase.task import generators, inputs
-from skillbase.task.dtypes import DTYPES, SIGNIFICAND_BITS, c_type_dtypes
+from skillbase.task.dtypes import DTYPES, SIGNIFICAND_BITS, STREAM_HINT, STREAM_TYPES, c_type_dtypes
 from skillbase.task.expr import Expr, ExprError, parse_expr
 
 __all__ = ["ArgSpec", "TaskSpec", "ResolvedArg", "ResolvedTask", "Tolerance", "load_task", "spec_path_for",
@@ -775,7 +775,8 @@ def check_against_launcher(spec: TaskSpec) -> None:
                              f"({' or '.join(compatible)})")
         if compatible is None and not p.pointer:
             raise InputError(f"{path}: {where}: the harness cannot pass '{_c_param(p)}' by value",
-                             hint="scalars must be int, float, double, size_t … (see docs/task-format.md)")
+                             hint=STREAM_HINT if p.type.strip() in STREAM_TYPES else
+                             "scalars must be int, float, double, size_t … (see docs/task-format.md)")
     _check_hooks(spec, found)
 
 

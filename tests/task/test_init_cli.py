@@ -100,3 +100,18 @@ def test_integer_inputs_get_a_warning(tmp_path):
     cu.write_text('extern "C" void gather(const int* idx, const float* src, float* dst, int n) {}\n')
     _, todo = draft_spec(cu)
     assert any("idx" in line and "indices" in line for line in todo)
+
+
+def test_a_stream_parameter_is_named_with_what_to_do(tmp_path, capsys):
+    # a launcher written for a framework takes the stream it launches on; the harness owns the stream, so the
+    # draft and `check` both say to drop it (not "1.0 is a placeholder" for a cudaStream_t scalar)
+    cu = tmp_path / "scale.cu"
+    cu.write_text("__global__ void k(const float* x, float* y, int n) {}\n"
+                  'extern "C" void scale(const float* x, float* y, int n, cudaStream_t stream) '
+                  "{ k<<<(n + 255) / 256, 256, 0, stream>>>(x, y, n); }\n")
+    code, out, err = run_cli(["init", str(cu)], capsys)
+    assert code == 0, err
+    assert "args[3] (stream): a cudaStream_t parameter; drop the stream parameter" in out
+    assert "placeholder" not in next(line for line in out.splitlines() if "args[3]" in line)
+    code, out, err = run_cli(["check", str(cu)], capsys)
+    assert code == 2 and "cannot pass 'cudaStream_t stream' by value" in err and "drop the stream parameter" in err
