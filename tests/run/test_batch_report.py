@@ -113,6 +113,9 @@ def test_the_report_summarises_what_the_store_recorded(tmp_path, monkeypatch):
     assert overall_on["fast_1_5"] == sum(s > 1.5 for s in finals) / len(finals)
     assert overall_on["verified_attempt_rate"] == 0.5
     assert overall_on["at_or_above_vendor"] == (1.0 if mm["speedup"] >= vendor else 0.0)
+    # the vendor's own speedup over the naive baseline, beside ours on the same (one) operator
+    assert math.isclose(overall_on["geomean_vendor_speedup"], vendor)
+    assert math.isclose(overall_on["geomean_speedup_vendor_covered"], mm["speedup"])
     bounded = [r for r in report.runs if r.engine and r.floor_speedup is not None]
     assert overall_on["with_floor"] == len(bounded) > 0
     assert math.isclose(overall_on["geomean_floor_speedup"],
