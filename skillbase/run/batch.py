@@ -64,7 +64,7 @@ from skillbase.run.pending import (
     pending_in,
     waiting_key,
 )
-from skillbase.run.session import generate_from_reference, resume_run, start_generator_run, start_run
+from skillbase.run.session import generate_from_reference, other_gpu, resume_run, start_generator_run, start_run
 from skillbase.run.store import BatchRow, RunStore, batch_name, parse_batch_ref, run_name
 from skillbase.run.transfer import Shipment
 from skillbase.run.types import MemberAction, Outcome, RunStatus, Settings, Status
@@ -514,10 +514,21 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
         needs_gpu = False
         killed = _killed(store, wanted)   # first: a killed run may be paused again, and judged below
         owed = _baselines_owed(store, wanted)
+        # here, before anything is built: a run timed on another GPU model is not judged on this one (on Ray the
+        # jobs run on other machines, whose GPUs the run's own resume checks)
+        here = executor_kind == "local" if executor is None else not executor.remote
+        for run_id in list(killed):
+            run = store.get_run(run_id)
+            if here and (refused := other_gpu(run)) is not None:
+                killed.remove(run_id)
+                members.append(MemberOutcome(run.name, MemberAction.LEFT_ALONE, "; ".join(refused),
+                                             store.shown_status(run), run.name))
         for prompt in pending_in(store, wanted):
             run = store.get_run(prompt.run_id)
             cu, meta = _candidate_paths(prompt, candidates)
-            read = read_candidate(cu, meta, prompt, run.manifest.get("launcher"), store.judged_sources(run.id))
+            refused = other_gpu(run) if here else None
+            read = "; ".join(refused) if refused is not None else \
+                read_candidate(cu, meta, prompt, run.manifest.get("launcher"), store.judged_sources(run.id))
             if isinstance(read, str):
                 store.note_waiting(run.id, prompt.key, read)
                 members.append(MemberOutcome(prompt.run, MemberAction.WAITING, read, RunStatus.PAUSED, prompt.run))

@@ -86,7 +86,8 @@ class MemberAction(StrEnum):
     INTERRUPTED = "interrupted"          # the machine stopped its job (out of memory, a dead worker): resume again
     FAILED = "failed"                    # its job failed
     REOPENED = "reopened"                # its --rounds raised; what became of it then is its status and the reason
-    LEFT_ALONE = "left-alone"            # not ended for `rounds`, not picked by --below-floor, or already timed
+    LEFT_ALONE = "left-alone"            # not ended for `rounds`, not picked by --below-floor, already timed, or
+                                         # timed on another GPU model than this machine's
     TIMED = "timed"                      # `kernelbench baselines` timed its PyTorch torch.compile
 
 

@@ -406,3 +406,28 @@ def test_a_timed_run_does_not_go_on_on_another_gpu_model(task, tmp_path, monkeyp
     assert code == 2 and "Traceback" not in err and f"resume it on a machine with {H200}" in err, (code, out, err)
     assert snapshot(store_path) == before
     assert RunStore.open(store_path).get_run(paused).status == RunStatus.PAUSED
+
+
+def test_resume_all_leaves_a_run_timed_on_another_gpu_model_waiting_before_building_anything(task, tmp_path,
+                                                                                              monkeypatch):
+    """`resume --all` on an H100 with answers for runs timed on the H200 (the trip that would have mixed them):
+    each such run stays waiting with the reason, its candidate is not built or judged, and the batch goes on."""
+    import skillbase.run.batch as batch_module
+
+    store_path = tmp_path / "store"
+    paused = h200_run(task, store_path, random.Random().uniform(0.1, 0.4), rounds=3, waits_at=1)
+    [prompt] = list_pending(store_path)
+    prompt.candidate_path.parent.mkdir(parents=True, exist_ok=True)
+    prompt.candidate_path.write_text(TILED)
+    store = RunStore.open(store_path)
+    attempts = len(store.attempts(store.get_run(paused).id))
+    monkeypatch.setattr("skillbase.harness.env.gpu_name", lambda: "NVIDIA H100 80GB HBM3")
+    monkeypatch.setattr(batch_module, "prebuild_candidates", lambda *a, **k: pytest.fail("built a refused candidate"))
+    outcome = batch_module.resume_all(store_path)
+    [member] = outcome.members
+    assert (member.label, member.action) == (paused, "waiting")
+    assert member.reason.startswith(f"{paused} was timed on {H200}, this machine's GPU is NVIDIA H100 80GB HBM3")
+    assert member.reason.endswith(f"resume it on a machine with {H200}, or start a new run here")
+    [still] = list_pending(store_path)
+    assert still.key == prompt.key and still.waiting == member.reason
+    assert len(store.attempts(store.get_run(paused).id)) == attempts
