@@ -516,17 +516,18 @@ def resume_all(store_path=None, candidates: Path | None = None, batch: str | int
         owed = _baselines_owed(store, wanted)
         # here, before anything is built: a run timed on another GPU model is not judged on this one (on Ray the
         # jobs run on other machines, whose GPUs the run's own resume checks)
-        here = executor_kind == "local" if executor is None else not executor.remote
+        local = executor_kind == "local" if executor is None else not executor.remote
+        here = env.gpu_name() if local else None   # once: nvidia-smi per run would add seconds to a batch
         for run_id in list(killed):
             run = store.get_run(run_id)
-            if here and (refused := other_gpu(run)) is not None:
+            if (refused := other_gpu(run, here)) is not None:
                 killed.remove(run_id)
                 members.append(MemberOutcome(run.name, MemberAction.LEFT_ALONE, "; ".join(refused),
                                              store.shown_status(run), run.name))
         for prompt in pending_in(store, wanted):
             run = store.get_run(prompt.run_id)
             cu, meta = _candidate_paths(prompt, candidates)
-            refused = other_gpu(run) if here else None
+            refused = other_gpu(run, here)
             read = "; ".join(refused) if refused is not None else \
                 read_candidate(cu, meta, prompt, run.manifest.get("launcher"), store.judged_sources(run.id))
             if isinstance(read, str):

@@ -124,12 +124,12 @@ def resume_run(ref, store_path=None, candidate: str | None = None,
     return _execute(store, run.id, kernel, settings, wired, candidate, progress)
 
 
-def other_gpu(run: RunRow) -> tuple[str, str] | None:
-    """(why, what to do) when `run` was timed on a GPU of another model than this machine's: its baseline and
-    best are figures of that GPU, its next verdicts, evidence and roofline floor would be this one's, and its
-    speedup a ratio of the two. None when it may go on here (the same model, no GPU here: a run then goes on only
-    as far as it needs none, `_GpuElsewhere`; or nothing timed yet)."""
-    recorded, here = run.manifest.get("gpu"), env.gpu_name()
+def other_gpu(run: RunRow, here: str | None) -> tuple[str, str] | None:
+    """(why, what to do) when `run` was timed on a GPU of another model than `here` (this machine's GPU,
+    `env.gpu_name()`): its baseline and best are figures of that GPU, its next verdicts, evidence and roofline
+    floor would be this one's, and its speedup a ratio of the two. None when it may go on here (the same model, no
+    GPU here: a run then goes on only as far as it needs none, `_GpuElsewhere`; or nothing timed yet)."""
+    recorded = run.manifest.get("gpu")
     if run.manifest.get("gpu_run", True) and run.baseline_us is not None and recorded and here and here != recorded:
         return (f"{run.name} was timed on {recorded}, this machine's GPU is {here}: its speedup would divide one "
                 "GPU's time by another's", f"resume it on a machine with {recorded}, or start a new run here")
@@ -138,7 +138,7 @@ def other_gpu(run: RunRow) -> tuple[str, str] | None:
 
 def same_gpu(run: RunRow) -> None:
     """Refuse to go on with `run` on another GPU model than the one it was timed on (`other_gpu`)."""
-    if (refused := other_gpu(run)) is not None:
+    if (refused := other_gpu(run, env.gpu_name())) is not None:
         raise InputError(refused[0], hint=refused[1])
 
 
