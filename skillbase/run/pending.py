@@ -21,7 +21,7 @@ from skillbase.agents.coder import extract_cuda
 from skillbase.documents import versioned
 from skillbase.errors import SkillbaseError
 from skillbase.run.artifacts import digest_bytes
-from skillbase.run.store import RunStore, batch_name, parse_batch_ref
+from skillbase.run.store import RunRow, RunStore, batch_name, parse_batch_ref
 from skillbase.run.types import RunStatus
 
 # r3/v0/a1: round 3, variant 0, attempt 1; g/a0: the generator's first try (`optimize --from-reference`)
@@ -119,7 +119,7 @@ def pending_in(store: RunStore, batch: str | int | None = None, run_id: int | No
         folder = candidates_folder(store, settings.get(member.batch_id) if member else None)
         candidate = folder / f"{run.name}.cu"
         note = _standing_note(store.last_event_at(run.id, "candidate-waiting"), key, candidate) \
-            or _judged_already(store, run.id, candidate, key)
+            or _judged_already(store, run, candidate, key)
         attempt = int(match["attempt"])
         prompt = Path(waiting["prompt"]) if waiting.get("prompt") else None
         found.append(PendingPrompt(
@@ -164,17 +164,16 @@ def candidate_source(text: str, launcher: str | None) -> str:
     return extract_cuda(text, launcher or "launch") if "```" in text else text
 
 
-def _judged_already(store: RunStore, run_id: int, candidate: Path, key: str) -> str | None:
+def _judged_already(store: RunStore, run: RunRow, candidate: Path, key: str) -> str | None:
     """`judged_again`'s note for the file now at `candidate`, read as it stands (None when it is not a
     readable kernel source: `resume --all` says what is wrong with it)."""
     try:
         if not candidate.is_file() or candidate.stat().st_size > MAX_CANDIDATE_BYTES:
             return None
-        source = candidate_source(candidate.read_text(encoding="utf-8"),
-                                  store.get_run(run_id).manifest.get("launcher"))
+        source = candidate_source(candidate.read_text(encoding="utf-8"), run.manifest.get("launcher"))
     except (OSError, UnicodeDecodeError, SkillbaseError):
         return None
-    return judged_again(candidate, source, store.judged_sources(run_id), key)
+    return judged_again(candidate, source, store.judged_sources(run.id), key)
 
 
 def missing_note(candidate: Path) -> str:
